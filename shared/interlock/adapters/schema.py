@@ -1,0 +1,71 @@
+"""The table and bucket layout, as plain data.
+
+One source of truth: the CDK storage stack, the local server and the moto fixtures all
+build the table from these names, so a test table cannot drift from the deployed one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+PARTITION_KEY: Final = "pk"
+SORT_KEY: Final = "sk"
+TTL_ATTRIBUTE: Final = "ttl"
+
+# Sparse index for the expiry sweeper: only open requests (pending or claimed) carry
+# `sweep_shard`, so the index holds exactly the requests that may still need sweeping,
+# ordered by their logical expiry.
+EXPIRY_INDEX: Final = "by_expiry"
+EXPIRY_INDEX_PARTITION: Final = "sweep_shard"
+EXPIRY_INDEX_SORT: Final = "expires_at"
+SWEEP_SHARDS: Final = 8
+
+# S3 prefixes; each has its own lifecycle rule in the storage stack.
+SNAPSHOT_PREFIX: Final = "snapshots/"
+ANSWER_PREFIX: Final = "answers/"
+SNAPSHOT_LIFECYCLE_DAYS: Final = 8
+ANSWER_LIFECYCLE_DAYS: Final = 30
+
+
+def create_table_request(table_name: str) -> dict[str, Any]:
+    """The `CreateTable` arguments for a table shaped like the deployed one."""
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": SORT_KEY, "AttributeType": "S"},
+            {"AttributeName": EXPIRY_INDEX_PARTITION, "AttributeType": "S"},
+            {"AttributeName": EXPIRY_INDEX_SORT, "AttributeType": "N"},
+        ],
+        "KeySchema": [
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": EXPIRY_INDEX,
+                "KeySchema": [
+                    {"AttributeName": EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": EXPIRY_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    }
+
+
+def create_storage(dynamodb: Any, s3: Any, table_name: str, bucket_name: str) -> None:
+    """Create the table (with TTL) and the bucket on an emulated or empty account."""
+    dynamodb.create_table(**create_table_request(table_name))
+    dynamodb.update_time_to_live(
+        TableName=table_name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+    )
+    region = s3.meta.region_name
+    if region == "us-east-1":
+        s3.create_bucket(Bucket=bucket_name)
+    else:
+        s3.create_bucket(
+            Bucket=bucket_name, CreateBucketConfiguration={"LocationConstraint": region}
+        )
