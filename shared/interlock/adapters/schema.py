@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+# Re-exported: S3 prefixes are spelled in `interlock.keys`; each gets a lifecycle rule.
+from interlock.keys import ANSWER_PREFIX as ANSWER_PREFIX
+from interlock.keys import SNAPSHOT_PREFIX as SNAPSHOT_PREFIX
+from interlock.timing import ANSWER_LIFECYCLE_DAYS as ANSWER_LIFECYCLE_DAYS
+from interlock.timing import SNAPSHOT_LIFECYCLE_DAYS as SNAPSHOT_LIFECYCLE_DAYS
+
 PARTITION_KEY: Final = "pk"
 SORT_KEY: Final = "sk"
 TTL_ATTRIBUTE: Final = "ttl"
@@ -19,12 +25,6 @@ EXPIRY_INDEX: Final = "by_expiry"
 EXPIRY_INDEX_PARTITION: Final = "sweep_shard"
 EXPIRY_INDEX_SORT: Final = "expires_at"
 SWEEP_SHARDS: Final = 8
-
-# S3 prefixes; each has its own lifecycle rule in the storage stack.
-SNAPSHOT_PREFIX: Final = "snapshots/"
-ANSWER_PREFIX: Final = "answers/"
-SNAPSHOT_LIFECYCLE_DAYS: Final = 8
-ANSWER_LIFECYCLE_DAYS: Final = 30
 
 
 def create_table_request(table_name: str) -> dict[str, Any]:

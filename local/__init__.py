@@ -1,0 +1,1 @@
+"""Local mode: an embedded AWS emulator and (later) the local server."""

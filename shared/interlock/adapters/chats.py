@@ -1,0 +1,140 @@
+"""Per-chat records: the meta item, saved turns and the audit trail.
+
+Turn and event numbers come from atomic counters on the meta item (`ADD`), never from
+counting what is there, so two writers can never mint the same number.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from interlock import keys
+from interlock.adapters.dynamo import DynamoDBClient, from_item, to_item, translated
+from interlock.records import AuditEvent, ChatMeta
+
+
+class ChatStore:
+    """Chat meta, turns and audit events.
+
+    Args:
+        client: A boto3 DynamoDB client.
+        table_name: The Interlock table.
+        retention_s: How long turns and events are kept (their `ttl`).
+    """
+
+    def __init__(self, client: DynamoDBClient, table_name: str, retention_s: int) -> None:
+        self._client = client
+        self._table = table_name
+        self._retention_s = retention_s
+
+    def meta(self, chat_id: str) -> ChatMeta:
+        """The chat's meta item; a chat never written to reads as empty and visible."""
+        with translated("read chat"):
+            response = self._client.get_item(
+                TableName=self._table, Key=_meta_key(chat_id), ConsistentRead=True
+            )
+        row = from_item(response.get("Item", {}))
+        return ChatMeta(
+            chat_id=chat_id,
+            owner=row.get("owner"),
+            hidden=bool(row.get("hidden", False)),
+            last_turn=row.get("last_turn", 0),
+        )
+
+    def claim_owner(self, chat_id: str, user_id: str) -> str:
+        """Record `user_id` as the chat's owner unless it has one; returns the owner."""
+        with translated("claim chat"):
+            response = self._client.update_item(
+                TableName=self._table,
+                Key=_meta_key(chat_id),
+                UpdateExpression="SET #owner = if_not_exists(#owner, :user)",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues=to_item({":user": keys.checked_id(user_id, "user id")}),
+                ReturnValues="ALL_NEW",
+            )
+        return str(from_item(response["Attributes"])["owner"])
+
+    def hide(self, chat_id: str) -> None:
+        """Hide the chat; an open request in it can no longer be resumed."""
+        with translated("hide chat"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=_meta_key(chat_id),
+                UpdateExpression="SET #hidden = :true",
+                ExpressionAttributeNames={"#hidden": "hidden"},
+                ExpressionAttributeValues=to_item({":true": True}),
+            )
+
+    def append_turn(self, chat_id: str, turn: dict[str, Any], now_ms: int) -> int:
+        """Save a turn under the next turn number; returns that number."""
+        seq = self._next(chat_id, "last_turn")
+        body = {"seq": seq, "at_ms": now_ms, "turn": _json(turn)}
+        self._put(chat_id, keys.turn_sk(seq), body, now_ms)
+        return seq
+
+    def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
+        """Saved turns with numbers above `after`, oldest first."""
+        rows = self._range(chat_id, keys.turn_sk(after + 1), keys.turn_sk(10**10 - 1), limit)
+        return [{"seq": r["seq"], "at_ms": r["at_ms"], **json.loads(r["turn"])} for r in rows]
+
+    def record(
+        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
+    ) -> AuditEvent:
+        """Append an audit event under the next event number."""
+        seq = self._next(chat_id, "last_event")
+        event = AuditEvent(chat_id, seq, type, now_ms, actor, detail)
+        body = {"seq": seq, "type": type, "at_ms": now_ms, "actor": actor,
+                "detail": _json(detail)}
+        self._put(chat_id, keys.event_sk(seq), body, now_ms)
+        return event
+
+    def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]:
+        """Audit events numbered above `after`, oldest first (a reconnecting reader
+        passes the last number it saw)."""
+        rows = self._range(chat_id, keys.event_sk(after + 1), keys.event_sk(10**10 - 1), limit)
+        return [
+            AuditEvent(chat_id, r["seq"], r["type"], r["at_ms"], r["actor"],
+                       json.loads(r["detail"]))
+            for r in rows
+        ]
+
+    def _next(self, chat_id: str, counter: str) -> int:
+        with translated("count"):
+            response = self._client.update_item(
+                TableName=self._table,
+                Key=_meta_key(chat_id),
+                UpdateExpression="ADD #counter :one",
+                ExpressionAttributeNames={"#counter": counter},
+                ExpressionAttributeValues=to_item({":one": 1}),
+                ReturnValues="UPDATED_NEW",
+            )
+        return int(from_item(response["Attributes"])[counter])
+
+    def _put(self, chat_id: str, sk: str, body: dict[str, Any], now_ms: int) -> None:
+        item = {"pk": keys.chat_pk(chat_id), "sk": sk, **body,
+                "ttl": now_ms // 1000 + self._retention_s}
+        with translated("write chat record"):
+            self._client.put_item(TableName=self._table, Item=to_item(item))
+
+    def _range(self, chat_id: str, low: str, high: str, limit: int) -> list[dict[str, Any]]:
+        with translated("read chat records"):
+            response = self._client.query(
+                TableName=self._table,
+                ConsistentRead=True,
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+                ExpressionAttributeValues=to_item(
+                    {":pk": keys.chat_pk(chat_id), ":low": low, ":high": high}
+                ),
+                Limit=limit,
+            )
+        return [from_item(item) for item in response.get("Items", [])]
+
+
+def _json(value: dict[str, Any]) -> str:
+    # Stored as JSON text: free-form details may hold floats DynamoDB's types refuse.
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _meta_key(chat_id: str) -> dict[str, Any]:
+    return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.META_SK})

@@ -1,0 +1,138 @@
+"""Small shared pieces of every DynamoDB adapter: item codec, error translation, sizes.
+
+AWS errors are translated here, once: a failed condition becomes `ConditionFailed`
+(carrying the old item when DynamoDB returned it), anything else a `StoreError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from interlock.errors import StoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+else:
+    DynamoDBClient = Any
+
+__all__ = [
+    "ConditionFailed",
+    "DynamoDBClient",
+    "expression",
+    "from_item",
+    "item_size",
+    "to_item",
+    "translated",
+]
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+class ConditionFailed(Exception):
+    """A conditional write lost; `old` is the item as it stood, when returned."""
+
+    def __init__(self, old: dict[str, Any] | None) -> None:
+        super().__init__("conditional check failed")
+        self.old = old
+
+
+def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Serialize plain values, leaving out None (absent attributes stay absent)."""
+    return {k: _serializer.serialize(v) for k, v in values.items() if v is not None}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, set)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Deserialize a low-level item into plain Python values (ints, not Decimals)."""
+    return {k: _plain(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """Approximate DynamoDB item size: attribute names plus UTF-8 values.
+
+    Numbers are counted at their maximum (21 bytes) so the estimate errs large.
+    """
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    (kind, inner), = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        return 21
+    if kind == "BOOL" or kind == "NULL":
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + 1 + _value_size(v) for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in inner)
+    if kind in ("SS", "NS", "BS"):
+        return sum(len(str(v).encode()) for v in inner)
+    return len(inner) if isinstance(inner, (bytes, bytearray)) else len(str(inner))
+
+
+@contextmanager
+def translated(action: str) -> Iterator[None]:
+    """Translate botocore errors raised inside the block into domain terms."""
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        if error.get("Code") == "ConditionalCheckFailedException":
+            old = exc.response.get("Item")
+            raise ConditionFailed(from_item(old) if old else None) from exc
+        raise StoreError(f"{action} failed: {error.get('Code', 'unknown error')}") from exc
+    except BotoCoreError as exc:
+        raise StoreError(f"{action} failed: {type(exc).__name__}") from exc
+
+
+def expression(
+    *,
+    condition: str,
+    values: Mapping[str, Any],
+    update: str | None = None,
+    names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Build the expression arguments of a conditional write.
+
+    Attribute names are written `#name` for the attribute `name` unless `names` says
+    otherwise; DynamoDB refuses unused placeholders, so only those mentioned are sent.
+    """
+    text = f"{condition} {update or ''}"
+    placeholders = {
+        f"#{name}": (names or {}).get(f"#{name}", name)
+        for name in sorted(set(re.findall(r"#(\w+)", text)))
+    }
+    used = set(re.findall(r":\w+", text))
+    missing = used - values.keys()
+    if missing:
+        raise ValueError(f"expression values missing: {sorted(missing)}")
+    args: dict[str, Any] = {
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": placeholders,
+    }
+    if used:
+        args["ExpressionAttributeValues"] = {
+            k: _serializer.serialize(v) for k, v in values.items() if k in used
+        }
+    if update:
+        args["UpdateExpression"] = update
+    return args

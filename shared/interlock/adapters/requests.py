@@ -1,0 +1,408 @@
+"""The pointer store: one open request per chat, claimed by exactly one worker.
+
+Timeline of one pointer item (`CHAT#<chat>` / `REQUEST`):
+
+    open ──► pending ──claim──► claimed ──finish──► done ──(a later pause)──► open again
+               ▲   │              │  │
+               │   │              │  └─ lease lapses: claimable by the next click
+               │   │              └─ chain: a new interrupt replaces it in place ─┐
+               │   └─► expired | cancelled (a failed check, the sweeper, the user) │
+               └───────────────────────────────────────────────────────────────────┘
+
+Every transition is one conditional write whose condition is assembled from the named
+parts below; a lost race asks DynamoDB for the item as it stood (ALL_OLD) and becomes a
+domain error carrying that record, so nobody needs a second read to say who holds it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from interlock import errors, keys
+from interlock.adapters.dynamo import (
+    ConditionFailed,
+    DynamoDBClient,
+    expression,
+    from_item,
+    item_size,
+    to_item,
+    translated,
+)
+from interlock.adapters.schema import SWEEP_SHARDS
+from interlock.records import OPEN_STATES, PendingRequest, RequestState, refusal, unanswerable
+from interlock.timing import StorePolicy
+from interlock.tokens import hash_secret, new_secret, new_token
+
+# Named parts of the conditions. `:now_s` / `:now_ms` are the caller's clock.
+ID_MATCHES: Final = "#interrupt_id = :interrupt_id"
+HASH_MATCHES: Final = "#secret_hash = :secret_hash"
+IS_PENDING: Final = "#state = :pending"
+LEASE_LAPSED: Final = "(#state = :claimed AND #lease_expires_at_ms <= :now_ms)"
+NOT_EXPIRED: Final = "#expires_at > :now_s"
+COUNT_UNCHANGED: Final = "#claim_count = :seen_count"
+HOLDS_LEASE: Final = "#state = :claimed AND #lease_token = :lease_token"
+BEFORE_DEADLINE: Final = "#resume_deadline_ms > :now_ms"
+ENDED: Final = "#state IN (:done, :expired, :cancelled)"
+ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
+
+CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
+NO_OPEN_REQUEST: Final = f"attribute_not_exists(#pk) OR {ENDED} OR {ABANDONED}"
+CLAIM: Final = f"{ID_MATCHES} AND {HASH_MATCHES} AND {CLAIMABLE} AND {COUNT_UNCHANGED}"
+ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
+# Ending skips NOT_EXPIRED: the sweeper must be able to expire what is overdue.
+END_OPEN: Final = f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {COUNT_UNCHANGED}"
+RENEW: Final = f"{HOLDS_LEASE} AND {BEFORE_DEADLINE}"
+
+_STATES: Final = {f":{state.value}": state.value for state in RequestState}
+
+
+class RequestStore:
+    """Pointer operations on the Interlock table.
+
+    Args:
+        client: A boto3 DynamoDB client (injected; tests pass a moto-backed one).
+        table_name: The table created from `interlock.adapters.schema`.
+        policy: Leases, expiries, caps and size budgets.
+    """
+
+    def __init__(self, client: DynamoDBClient, table_name: str, policy: StorePolicy) -> None:
+        self._client = client
+        self._table = table_name
+        self._policy = policy
+
+    # -- reads ---------------------------------------------------------------------
+
+    def get(self, chat_id: str, now_ms: int) -> PendingRequest | None:
+        """The chat's pointer (consistent read), or None if absent or past its TTL.
+
+        TTL deletion runs late, so an item whose `ttl` has passed is treated as gone.
+        """
+        with translated("read request"):
+            response = self._client.get_item(
+                TableName=self._table, Key=_key(chat_id), ConsistentRead=True
+            )
+        item = response.get("Item")
+        if not item:
+            return None
+        request = _from_item(from_item(item))
+        return request if request.ttl > now_ms // 1000 else None
+
+    # -- opening -------------------------------------------------------------------
+
+    def open(self, request: PendingRequest, now_ms: int) -> None:
+        """Write a new pointer, only if the chat has no open request.
+
+        Call only after the snapshot PUT was confirmed. Raises `ChatBusy` with the
+        open request when there is one, `TooLarge` when the card would not fit.
+        """
+        item = self._sized(_to_item(request))
+        values = {**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms}
+        try:
+            with translated("open request"):
+                self._client.put_item(
+                    TableName=self._table,
+                    Item=item,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **expression(condition=NO_OPEN_REQUEST, values=values),
+                )
+        except ConditionFailed as lost:
+            current = _from_item(lost.old) if lost.old else None
+            raise errors.ChatBusy("this chat already has an open request", current) from None
+
+    def new_request(
+        self,
+        *,
+        chat_id: str,
+        interrupt_id: str,
+        kind: Any,
+        card: dict[str, Any],
+        user_id: str,
+        turn_seq: int,
+        now_ms: int,
+        ttl_s: int | None = None,
+    ) -> tuple[PendingRequest, str]:
+        """Build a pending pointer and its secret (not yet written; see `open`)."""
+        secret = new_secret()
+        expires_at, ttl = self._policy.expiry(now_ms, ttl_s)
+        request = PendingRequest(
+            chat_id=chat_id,
+            interrupt_id=interrupt_id,
+            kind=kind,
+            card=card,
+            secret_hash=hash_secret(secret),
+            snapshot_key=keys.snapshot_key(chat_id, interrupt_id),
+            user_id=keys.checked_id(user_id, "user id"),
+            turn_seq=turn_seq,
+            created_at=now_ms // 1000,
+            expires_at=expires_at,
+            ttl=ttl,
+        )
+        return request, secret
+
+    # -- the secret ----------------------------------------------------------------
+
+    def rotate_secret(self, request: PendingRequest, now_ms: int) -> tuple[PendingRequest, str]:
+        """Issue a fresh secret for an answerable request; older copies stop working."""
+        secret = new_secret()
+        values = {**_STATES, **_clock(now_ms), ":interrupt_id": request.interrupt_id,
+                  ":secret_hash": hash_secret(secret)}
+        updated = self._update(
+            request.chat_id, "rotate secret", ROTATE, "SET #secret_hash = :secret_hash", values,
+            lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
+        )
+        return updated, secret
+
+    # -- claim, lease, finish ---------------------------------------------------------
+
+    def claim(
+        self, request: PendingRequest, secret: str, worker: str, now_ms: int
+    ) -> PendingRequest:
+        """Take ownership of `request` as read, in one conditional write.
+
+        Raises the refusal for the record as it stands: `ResumeInProgress` naming the
+        holder, `AlreadyAnswered` with the done record, `SecretRefused`,
+        `RequestExpired` (also when the claim cap is reached) or `UnknownRequest`.
+        """
+        problem = refusal(request, request.interrupt_id, secret, now_ms)
+        if problem is not None:
+            raise problem
+        if request.claim_count >= self._policy.max_claims:
+            self.expire(request, "denied: too many attempts to resume this request", now_ms)
+            raise errors.RequestExpired("denied: too many attempts to resume this request")
+        lease_token = new_token()
+        values = {
+            **_STATES, **_clock(now_ms),
+            ":interrupt_id": request.interrupt_id,
+            ":secret_hash": request.secret_hash,
+            ":seen_count": request.claim_count,
+            ":worker": worker,
+            ":lease_token": lease_token,
+            ":lease_expires_at_ms": now_ms + self._policy.lease_ms,
+            ":resume_deadline_ms": now_ms + self._policy.max_resume_ms,
+            ":one": 1,
+        }
+        update = (
+            "SET #state = :claimed, #worker = :worker, #lease_token = :lease_token, "
+            "#lease_expires_at_ms = :lease_expires_at_ms, "
+            "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one"
+        )
+        return self._update(
+            request.chat_id, "claim request", CLAIM, update, values,
+            lost=lambda cur: refusal(cur, request.interrupt_id, secret, now_ms)
+            or _changed(cur, request.interrupt_id, now_ms),
+        )
+
+    def renew(self, claim: PendingRequest, now_ms: int) -> int:
+        """Extend the lease held by `claim`; returns the new `lease_expires_at_ms`.
+
+        The lease never reaches past the resume deadline; past it, or once another
+        worker took over, renewal raises `LeaseLost`.
+        """
+        deadline = _required(claim.resume_deadline_ms)
+        until = min(now_ms + self._policy.lease_ms, deadline)
+        values = {**_STATES, ":now_ms": now_ms, ":lease_token": claim.lease_token,
+                  ":until": until}
+        self._update(
+            claim.chat_id, "renew lease", RENEW, "SET #lease_expires_at_ms = :until", values,
+            lost=lambda _: errors.LeaseLost("the lease was lost or reached its deadline"),
+        )
+        return until
+
+    def finish(
+        self,
+        claim: PendingRequest,
+        *,
+        answer_key: str,
+        decision: str,
+        now_ms: int,
+        first_answer: str | None = None,
+    ) -> PendingRequest:
+        """Mark the claimed request done and record where its answer is stored.
+
+        `first_answer` is kept inline for cheap replays only if the whole item stays
+        within budget; otherwise it is left out entirely (the full answer is in S3).
+        """
+        values: dict[str, Any] = {
+            **_STATES, ":lease_token": claim.lease_token, ":answer_key": answer_key,
+            ":decision": decision, ":answered_at": now_ms // 1000,
+        }
+        sets = ["#state = :done", "#answer_key = :answer_key", "#decision = :decision",
+                "#answered_at = :answered_at"]
+        if first_answer is not None and self._fits_with(claim, first_answer):
+            values[":first_answer"] = first_answer
+            sets.append("#first_answer = :first_answer")
+        update = f"SET {', '.join(sets)} REMOVE #sweep_shard"
+        return self._update(
+            claim.chat_id, "finish request", HOLDS_LEASE, update, values,
+            lost=lambda _: errors.LeaseLost("the claim was lost before the answer was stored"),
+        )
+
+    def chain(self, claim: PendingRequest, successor: PendingRequest) -> None:
+        """Replace the claimed request in place by a new one (new id, fresh secret).
+
+        One write, conditional on still holding the claim; refused with `LeaseLost`
+        if the claim was lost, in which case nothing is written.
+        """
+        item = self._sized(_to_item(successor.with_changes(claim_count=0)))
+        values = {**_STATES, ":lease_token": claim.lease_token}
+        try:
+            with translated("chain request"):
+                self._client.put_item(
+                    TableName=self._table,
+                    Item=item,
+                    **expression(condition=HOLDS_LEASE, values=values),
+                )
+        except ConditionFailed:
+            raise errors.LeaseLost("the claim was lost; the next request was not written") from None
+
+    # -- ending without an answer -------------------------------------------------------
+
+    def expire(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest:
+        """Expire an answerable request (a failed check, the claim cap, the sweeper)."""
+        return self._end(request, RequestState.EXPIRED, reason, now_ms)
+
+    def cancel(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest:
+        """Cancel an answerable request on its user's word."""
+        return self._end(request, RequestState.CANCELLED, reason, now_ms)
+
+    def _end(
+        self, request: PendingRequest, state: RequestState, reason: str, now_ms: int
+    ) -> PendingRequest:
+        values = {
+            **_STATES, **_clock(now_ms),
+            ":interrupt_id": request.interrupt_id,
+            ":seen_count": request.claim_count,
+            ":reason": reason,
+        }
+        update = f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard"
+        return self._update(
+            request.chat_id, f"{state.value} request", END_OPEN, update, values,
+            lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
+        )
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _update(
+        self,
+        chat_id: str,
+        action: str,
+        condition: str,
+        update: str,
+        values: dict[str, Any],
+        *,
+        lost: Any,
+    ) -> PendingRequest:
+        try:
+            with translated(action):
+                response = self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(chat_id),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **expression(condition=condition, update=update, values=values),
+                )
+        except ConditionFailed as failed:
+            current = _from_item(failed.old) if failed.old else None
+            raise lost(current) from None
+        return _from_item(from_item(response["Attributes"]))
+
+    def _sized(self, item: dict[str, Any]) -> dict[str, Any]:
+        size = item_size(item)
+        if size > self._policy.max_item_bytes:
+            raise errors.TooLarge(
+                f"request record of {size} bytes exceeds {self._policy.max_item_bytes}"
+            )
+        return item
+
+    def _fits_with(self, claim: PendingRequest, first_answer: str) -> bool:
+        item = _to_item(claim)
+        grown = item_size(item) + len("first_answer") + len(first_answer.encode())
+        return grown <= self._policy.max_item_bytes
+
+
+def _key(chat_id: str) -> dict[str, Any]:
+    return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK})
+
+
+def _changed(
+    current: PendingRequest | None, interrupt_id: str, now_ms: int
+) -> errors.InterlockError:
+    """The error for a write that lost to a change made since the record was read."""
+    return unanswerable(current, interrupt_id, now_ms) or errors.ResumeInProgress(
+        "the request changed since it was read; retry", current
+    )
+
+
+def _clock(now_ms: int) -> dict[str, int]:
+    return {":now_s": now_ms // 1000, ":now_ms": now_ms}
+
+
+def _required(value: int | None) -> int:
+    if value is None:
+        raise errors.LeaseLost("this record holds no claim")
+    return value
+
+
+def _to_item(request: PendingRequest) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "pk": keys.chat_pk(request.chat_id),
+        "sk": keys.REQUEST_SK,
+        "chat_id": request.chat_id,
+        "interrupt_id": request.interrupt_id,
+        "kind": request.kind,
+        "card": json.dumps(request.card, separators=(",", ":"), sort_keys=True),
+        "secret_hash": request.secret_hash,
+        "state": request.state.value,
+        "snapshot_key": request.snapshot_key,
+        "user_id": request.user_id,
+        "turn_seq": request.turn_seq,
+        "created_at": request.created_at,
+        "expires_at": request.expires_at,
+        "ttl": request.ttl,
+        "claim_count": request.claim_count,
+        "worker": request.worker,
+        "lease_token": request.lease_token,
+        "lease_expires_at_ms": request.lease_expires_at_ms,
+        "resume_deadline_ms": request.resume_deadline_ms,
+        "answer_key": request.answer_key,
+        "first_answer": request.first_answer,
+        "answered_at": request.answered_at,
+        "decision": request.decision,
+        "ended_reason": request.ended_reason,
+        "version": request.version,
+    }
+    if request.state in OPEN_STATES:
+        values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
+    return to_item(values)
+
+
+def _from_item(values: dict[str, Any]) -> PendingRequest:
+    try:
+        return PendingRequest(
+            chat_id=values["chat_id"],
+            interrupt_id=values["interrupt_id"],
+            kind=values["kind"],
+            card=json.loads(values["card"]),
+            secret_hash=values["secret_hash"],
+            snapshot_key=values["snapshot_key"],
+            user_id=values["user_id"],
+            turn_seq=values["turn_seq"],
+            created_at=values["created_at"],
+            expires_at=values["expires_at"],
+            ttl=values["ttl"],
+            state=RequestState.parse(values["state"]),
+            claim_count=values.get("claim_count", 0),
+            worker=values.get("worker"),
+            lease_token=values.get("lease_token"),
+            lease_expires_at_ms=values.get("lease_expires_at_ms"),
+            resume_deadline_ms=values.get("resume_deadline_ms"),
+            answer_key=values.get("answer_key"),
+            first_answer=values.get("first_answer"),
+            answered_at=values.get("answered_at"),
+            decision=values.get("decision"),
+            ended_reason=values.get("ended_reason"),
+            version=values.get("version", 1),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise errors.StoreError(f"malformed request record: {exc}") from exc

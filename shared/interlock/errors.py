@@ -1,0 +1,118 @@
+"""Domain errors. Each carries a stable `code`; one module at the edge maps codes to HTTP.
+
+The store raises these and nothing from botocore, so callers never handle AWS errors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from interlock.records import PendingRequest
+
+
+class InterlockError(Exception):
+    """Base of every error Interlock raises on purpose."""
+
+    code = "system_error"
+
+
+class InvalidInput(InterlockError):
+    """The caller sent something malformed; nothing was changed."""
+
+    code = "invalid_payload"
+
+
+class UnknownRequest(InterlockError):
+    """No open request matches: absent, or another interrupt id."""
+
+    code = "unknown"
+
+
+class RequestExpired(InterlockError):
+    """The request can no longer be answered (past its expiry, or expired by a check)."""
+
+    code = "expired"
+
+
+class RequestCancelled(InterlockError):
+    """The request was cancelled by its user before it was answered."""
+
+    code = "cancelled"
+
+
+class SecretRefused(InterlockError):
+    """The resume secret does not match the one last issued for the request."""
+
+    code = "refused"
+
+
+class ChatBusy(InterlockError):
+    """The chat already has an open request; a new one cannot be opened."""
+
+    code = "pending_interrupt"
+
+    def __init__(self, message: str, current: PendingRequest | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class ResumeInProgress(InterlockError):
+    """Another worker holds a live claim on the request."""
+
+    code = "in_progress"
+
+    def __init__(self, message: str, current: PendingRequest | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+    @property
+    def holder(self) -> str | None:
+        """The worker holding the claim, when known."""
+        return self.current.worker if self.current else None
+
+
+class LeaseLost(InterlockError):
+    """This worker's lease was taken over or ended; its writes are refused."""
+
+    code = "in_progress"
+
+
+class LimitExceeded(InterlockError):
+    """A concurrency slot or budget is exhausted."""
+
+    code = "limit_exceeded"
+
+
+class IncompatibleSnapshot(InterlockError):
+    """The stored snapshot was written by an incompatible schema version."""
+
+    code = "incompatible_snapshot"
+
+
+class StoreError(InterlockError):
+    """Storage failed for a reason the caller cannot fix (throttling, outage, bad state)."""
+
+    code = "system_error"
+
+
+class AlreadyAnswered(InterlockError):
+    """The request is done; the caller should replay the stored answer, not re-run."""
+
+    code = "already_answered"
+
+    def __init__(self, message: str, current: PendingRequest) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class TooLarge(InterlockError):
+    """A record or object would exceed its size budget."""
+
+    code = "too_large"
+
+
+class SnapshotTooLarge(TooLarge):
+    """The paused agent's snapshot is over the configured size limit."""
+
+    code = "snapshot_too_large"

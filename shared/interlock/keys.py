@@ -1,0 +1,90 @@
+"""Key builders: tiny pure functions, the only place item and object keys are spelled.
+
+Identifiers that reach a key are validated first, so a chat id can never smuggle a `#`
+into another chat's partition or a `/` into another chat's S3 prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Final, Literal
+
+from interlock.errors import InvalidInput
+
+SubjectKind = Literal["site", "package"]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}")
+REQUEST_SK: Final = "REQUEST"
+META_SK: Final = "META"
+SLOTS_SK: Final = "SLOTS"
+OUTBOX_SK: Final = "OUTBOX"
+ADMIN_PK: Final = "ADMIN"
+SNAPSHOT_PREFIX: Final = "snapshots/"
+ANSWER_PREFIX: Final = "answers/"
+
+
+def checked_id(value: str, what: str = "id") -> str:
+    """Return `value` if it is a safe identifier, else raise `InvalidInput`."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise InvalidInput(f"{what} must be 1-128 characters of letters, digits and _.:@+-")
+    return value
+
+
+def chat_pk(chat_id: str) -> str:
+    return f"CHAT#{checked_id(chat_id, 'chat id')}"
+
+
+def user_pk(user_id: str) -> str:
+    return f"USER#{checked_id(user_id, 'user id')}"
+
+
+def approval_sk(user_id: str, kind: SubjectKind, name: str) -> str:
+    return f"{approval_prefix(user_id)}{kind}#{name}"
+
+
+def approval_prefix(user_id: str) -> str:
+    return f"APPROVAL#{checked_id(user_id, 'user id')}#"
+
+
+def admin_approval_sk(kind: SubjectKind, name: str) -> str:
+    return f"APPROVAL#{kind}#{name}"
+
+
+def turn_sk(seq: int) -> str:
+    # Zero-padded so the sort key orders turns numerically.
+    return f"TURN#{seq:010d}"
+
+
+def event_sk(seq: int) -> str:
+    return f"EVENT#{seq:010d}"
+
+
+def budget_sk(day: str) -> str:
+    return f"BUDGET#{day}"
+
+
+def outbox_pk(idempotency_key: str) -> str:
+    if not idempotency_key or len(idempotency_key) > 512:
+        raise InvalidInput("outbox key must be 1-512 characters")
+    return f"OUTBOX#{idempotency_key}"
+
+
+def _object_name(interrupt_id: str) -> str:
+    # Interrupt ids carry ':' and a tool-use id chosen by the model; a digest keeps the
+    # object key short, safe and still deterministic.
+    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:32]
+
+
+def snapshot_key(chat_id: str, interrupt_id: str) -> str:
+    return f"{SNAPSHOT_PREFIX}{checked_id(chat_id, 'chat id')}/{_object_name(interrupt_id)}.json.gz"
+
+
+def answer_key(chat_id: str, interrupt_id: str) -> str:
+    return f"{ANSWER_PREFIX}{checked_id(chat_id, 'chat id')}/{_object_name(interrupt_id)}.json.gz"
+
+
+def sweep_shard(chat_id: str, shards: int) -> str:
+    """Spread open requests over a few index partitions, stably per chat."""
+    digest = hashlib.sha256(chat_id.encode()).digest()
+    return f"OPEN#{digest[0] % shards}"

@@ -1,0 +1,185 @@
+"""The records the store keeps, and the rules read off them.
+
+Only states a writer can assert are stored; whether a request has expired or its lease
+has lapsed is decided on read from the timestamps, because TTL deletes late.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from interlock import errors
+from interlock.tokens import secret_matches
+
+Kind = Literal["approval", "question", "info"]
+
+
+class RequestState(StrEnum):
+    """The stored state of a pointer."""
+
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    DONE = "done"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+    @classmethod
+    def parse(cls, value: str) -> RequestState:
+        """Read a stored state; an unknown one is a store error, never a guess."""
+        try:
+            return cls(value)
+        except ValueError as exc:
+            raise errors.StoreError(f"unknown stored request state {value!r}") from exc
+
+
+OPEN_STATES = frozenset({RequestState.PENDING, RequestState.CLAIMED})
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """The pointer: the one open (or last) request of a chat.
+
+    The card and everything a client sees live here; the paused agent lives in S3 at
+    `snapshot_key`, and the final answer at `answer_key` once done.
+    """
+
+    chat_id: str
+    interrupt_id: str
+    kind: Kind
+    card: dict[str, Any]
+    secret_hash: str
+    snapshot_key: str
+    user_id: str
+    turn_seq: int
+    created_at: int
+    expires_at: int
+    ttl: int
+    state: RequestState = RequestState.PENDING
+    claim_count: int = 0
+    worker: str | None = None
+    lease_token: str | None = None
+    lease_expires_at_ms: int | None = None
+    resume_deadline_ms: int | None = None
+    answer_key: str | None = None
+    first_answer: str | None = None
+    answered_at: int | None = None
+    decision: str | None = None
+    ended_reason: str | None = None
+    version: int = 1
+
+    def is_past_expiry(self, now_ms: int) -> bool:
+        return now_ms >= self.expires_at * 1000
+
+    def lease_lapsed(self, now_ms: int) -> bool:
+        return self.lease_expires_at_ms is None or now_ms >= self.lease_expires_at_ms
+
+    def holds_live_claim(self, now_ms: int) -> bool:
+        return self.state is RequestState.CLAIMED and not self.lease_lapsed(now_ms)
+
+    def status(self, now_ms: int) -> RequestState:
+        """The state as a reader should see it at `now_ms`.
+
+        A pending request, or a claim whose lease lapsed, reads as expired once past
+        its logical expiry. A live claim stays claimed: its worker is still running.
+        """
+        if self.state is RequestState.PENDING and self.is_past_expiry(now_ms):
+            return RequestState.EXPIRED
+        if (
+            self.state is RequestState.CLAIMED
+            and self.lease_lapsed(now_ms)
+            and self.is_past_expiry(now_ms)
+        ):
+            return RequestState.EXPIRED
+        return self.state
+
+    def blocks_new_request(self, now_ms: int) -> bool:
+        """Whether this record stops the chat from opening another request."""
+        return self.status(now_ms) in OPEN_STATES
+
+    def claimable(self, now_ms: int) -> bool:
+        """Pending, or claimed by a worker whose lease lapsed; and not expired."""
+        if self.is_past_expiry(now_ms):
+            return False
+        return self.state is RequestState.PENDING or (
+            self.state is RequestState.CLAIMED and self.lease_lapsed(now_ms)
+        )
+
+    def with_changes(self, **changes: Any) -> PendingRequest:
+        return replace(self, **changes)
+
+
+def unanswerable(
+    current: PendingRequest | None, interrupt_id: str, now_ms: int
+) -> errors.InterlockError | None:
+    """Why `current` cannot be answered for `interrupt_id`, whoever asks; else None."""
+    if current is None or current.interrupt_id != interrupt_id:
+        return errors.UnknownRequest("no open request with that id in this chat")
+    status = current.status(now_ms)
+    if status is RequestState.DONE:
+        return errors.AlreadyAnswered("this request was already answered", current)
+    if status is RequestState.CANCELLED:
+        return errors.RequestCancelled(current.ended_reason or "this request was cancelled")
+    if status is RequestState.EXPIRED:
+        return errors.RequestExpired(current.ended_reason or "this request has expired")
+    if current.holds_live_claim(now_ms):
+        return errors.ResumeInProgress(f"resume in progress by {current.worker}", current)
+    return None
+
+
+def refusal(
+    current: PendingRequest | None, interrupt_id: str, secret: str, now_ms: int
+) -> errors.InterlockError | None:
+    """Why `current` cannot be claimed for `interrupt_id` with `secret`; else None.
+
+    The order matters: a finished request replays before the secret is compared, so a
+    second click from a tab holding an older secret still sees the stored outcome.
+    """
+    problem = unanswerable(current, interrupt_id, now_ms)
+    if isinstance(problem, errors.ResumeInProgress) or problem is None:
+        assert current is not None
+        if not secret_matches(current.secret_hash, secret):
+            return errors.SecretRefused("the resume secret was refused")
+    return problem
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Something a user can approve: a site (host name) or a package name."""
+
+    kind: Literal["site", "package"]
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """One approved site or package for a user in a chat, or on the administrator list."""
+
+    subject: Subject
+    card_id: str | None
+    granted_by: str
+    granted_at: int
+    ttl: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMeta:
+    """Per-chat facts the resume checks read: hidden, and the last saved turn."""
+
+    chat_id: str
+    owner: str | None = None
+    hidden: bool = False
+    last_turn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One entry of a chat's audit trail, numbered by an atomic counter."""
+
+    chat_id: str
+    seq: int
+    type: str
+    at_ms: int
+    actor: str
+    detail: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,87 @@
+"""Clocks and the time rules of a request: two expiries, leases and their hard stop.
+
+Units are in the names: `*_s` / `expires_at` are epoch seconds, `*_ms` milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+DAY_S: Final = 86_400
+# The S3 lifecycle rule on snapshots; a request must never outlive its snapshot.
+SNAPSHOT_LIFECYCLE_DAYS: Final = 8
+ANSWER_LIFECYCLE_DAYS: Final = 30
+
+
+class Clock(Protocol):
+    """Where "now" comes from; injected so tests can move time."""
+
+    def now_ms(self) -> int: ...
+
+
+class SystemClock:
+    """Wall-clock time."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock that only moves when told to; thread-safe for race tests."""
+
+    def __init__(self, start_ms: int = 1_800_000_000_000) -> None:
+        self._now_ms = start_ms
+        self._lock = threading.Lock()
+
+    def now_ms(self) -> int:
+        with self._lock:
+            return self._now_ms
+
+    def advance(self, *, seconds: float = 0, ms: int = 0) -> None:
+        with self._lock:
+            self._now_ms += int(seconds * 1000) + ms
+
+
+@dataclass(frozen=True, slots=True)
+class StorePolicy:
+    """Durations and limits the store enforces.
+
+    Attributes:
+        request_ttl_s: How long a card stays answerable unless the caller asks for less.
+        retention_s: How long a finished or expired pointer is kept after its logical
+            expiry, so a late click is told "expired" rather than "unknown".
+        lifecycle_margin_s: Safety gap between the latest logical expiry and the
+            snapshot lifecycle deletion.
+        lease_ms: How long one claim or renewal holds a request.
+        max_resume_ms: Hard stop: no lease is renewed past claim time + this.
+        max_claims: Claims allowed per card before it is denied and expired.
+        max_item_bytes: Budget for one pointer item, well under DynamoDB's 400 KB.
+        approval_ttl_s: How long an approval row lives (it covers the rest of the chat).
+        max_snapshot_bytes: Largest compressed snapshot accepted.
+    """
+
+    request_ttl_s: int = DAY_S
+    retention_s: int = 3 * DAY_S
+    lifecycle_margin_s: int = DAY_S
+    lease_ms: int = 30_000
+    max_resume_ms: int = 14 * 60_000
+    max_claims: int = 3
+    max_item_bytes: int = 300_000
+    approval_ttl_s: int = 30 * DAY_S
+    max_snapshot_bytes: int = 5 * 1024 * 1024
+    snapshot_lifecycle_days: int = SNAPSHOT_LIFECYCLE_DAYS
+
+    def expiry(self, now_ms: int, ttl_s: int | None = None) -> tuple[int, int]:
+        """Return `(expires_at, ttl)` for a request opened at `now_ms`.
+
+        The logical expiry is clamped below the snapshot lifecycle; the physical TTL
+        adds the retention window so the item outlives its logical expiry.
+        """
+        now_s = now_ms // 1000
+        latest = now_s + self.snapshot_lifecycle_days * DAY_S - self.lifecycle_margin_s
+        wanted = now_s + (ttl_s if ttl_s is not None else self.request_ttl_s)
+        expires_at = max(now_s + 1, min(wanted, latest))
+        return expires_at, expires_at + self.retention_s

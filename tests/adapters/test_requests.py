@@ -1,0 +1,404 @@
+"""The pointer store on moto: opening, secrets, claims, leases, finishing, chaining."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interlock import errors
+from interlock.adapters import requests as pointer
+from interlock.adapters.factory import Stores
+from interlock.pause import OpenedRequest, persist_pause
+from interlock.records import RequestState
+from interlock.timing import DAY_S, ManualClock
+
+CHAT = "chat-1"
+CARD = {"sites": ["example.org"], "reason": "fetch the reference table"}
+
+
+def pause(stores: Stores, clock: ManualClock, interrupt_id: str = "v1:tool_call:t1:a",
+          chat: str = CHAT, **extra: Any) -> OpenedRequest:
+    return persist_pause(
+        stores, chat_id=chat, user_id="alice", interrupt_id=interrupt_id, kind="approval",
+        card=CARD, snapshot={"messages": ["hello"]}, turn_seq=1, now_ms=clock.now_ms(),
+        **extra,
+    )
+
+
+def raw_item(aws: dict[str, Any], chat: str = CHAT) -> dict[str, Any]:
+    return aws["dynamodb"].get_item(
+        TableName=aws["table"], Key={"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}}
+    ).get("Item", {})
+
+
+# -- opening -----------------------------------------------------------------------------
+
+
+def test_pause_stores_snapshot_then_pointer(stores: Stores, clock: ManualClock,
+                                            aws: dict[str, Any]) -> None:
+    opened = pause(stores, clock)
+
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored == opened.request
+    assert stored.state is RequestState.PENDING
+    assert stores.blobs.get_snapshot(stored.snapshot_key) == {"messages": ["hello"]}
+    assert "sweep_shard" in raw_item(aws), "open requests are in the sparse expiry index"
+
+
+def test_pointer_is_never_written_when_the_snapshot_put_fails(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    # Given a bucket that refuses the PUT (it no longer exists)
+    aws["s3"].delete_bucket(Bucket=aws["bucket"])
+
+    with pytest.raises(errors.StoreError):
+        pause(stores, clock)
+
+    assert raw_item(aws) == {}
+
+
+def test_pointer_is_never_written_when_the_snapshot_is_too_large(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    big = {"blob": __import__("os").urandom(6 * 1024 * 1024).hex()}
+    with pytest.raises(errors.SnapshotTooLarge):
+        persist_pause(stores, chat_id=CHAT, user_id="alice", interrupt_id="i", kind="approval",
+                      card=CARD, snapshot=big, turn_seq=1, now_ms=clock.now_ms())
+    assert raw_item(aws) == {}
+    listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"])
+    assert listed.get("KeyCount", 0) == 0
+
+
+def test_second_request_refused_while_one_is_live(stores: Stores, clock: ManualClock) -> None:
+    first = pause(stores, clock)
+
+    with pytest.raises(errors.ChatBusy) as refused:
+        pause(stores, clock, interrupt_id="v1:tool_call:t2:b")
+
+    assert refused.value.current == first.request
+    assert stores.requests.get(CHAT, clock.now_ms()) == first.request
+
+
+def test_second_request_allowed_once_the_first_is_done(stores: Stores, clock: ManualClock) -> None:
+    first = pause(stores, clock)
+    claim = stores.requests.claim(first.request, first.secret, "w1", clock.now_ms())
+    stores.requests.finish(claim, answer_key="a", decision="approved", now_ms=clock.now_ms())
+
+    second = pause(stores, clock, interrupt_id="v1:tool_call:t2:b")
+
+    assert stores.requests.get(CHAT, clock.now_ms()) == second.request
+
+
+def test_second_request_allowed_once_the_first_is_past_expiry(
+    stores: Stores, clock: ManualClock
+) -> None:
+    pause(stores, clock, ttl_s=60)
+    clock.advance(seconds=60)
+
+    second = pause(stores, clock, interrupt_id="v1:tool_call:t2:b")
+
+    assert stores.requests.get(CHAT, clock.now_ms()) == second.request
+
+
+def test_live_claim_past_expiry_still_blocks_a_new_request(
+    stores: Stores, clock: ManualClock
+) -> None:
+    first = pause(stores, clock, ttl_s=60)
+    clock.advance(seconds=59)
+    stores.requests.claim(first.request, first.secret, "w1", clock.now_ms())
+    clock.advance(seconds=5)  # past expiry, lease (30 s) still live
+
+    with pytest.raises(errors.ChatBusy):
+        pause(stores, clock, interrupt_id="v1:tool_call:t2:b")
+
+
+def test_logical_expiry_is_clamped_below_the_snapshot_lifecycle(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock, ttl_s=365 * DAY_S)
+    policy = stores.policy
+    lifecycle_end = clock.now_ms() // 1000 + policy.snapshot_lifecycle_days * DAY_S
+
+    assert opened.request.expires_at <= lifecycle_end - policy.lifecycle_margin_s
+    assert opened.request.ttl == opened.request.expires_at + policy.retention_s
+
+
+def test_oversized_card_is_refused_and_nothing_is_written(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    with pytest.raises(errors.TooLarge):
+        persist_pause(stores, chat_id=CHAT, user_id="alice", interrupt_id="i", kind="approval",
+                      card={"text": "x" * 310_000}, snapshot={}, turn_seq=1,
+                      now_ms=clock.now_ms())
+    assert raw_item(aws) == {}
+
+
+# -- reading and the secret -----------------------------------------------------------------
+
+
+def test_only_the_hash_of_the_secret_is_stored(stores: Stores, clock: ManualClock,
+                                              aws: dict[str, Any]) -> None:
+    opened = pause(stores, clock)
+    assert opened.secret not in repr(raw_item(aws))
+
+
+def test_reading_issues_a_fresh_secret_and_the_old_one_stops_working(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None
+
+    _, fresh = stores.requests.rotate_secret(current, clock.now_ms())
+    reread = stores.requests.get(CHAT, clock.now_ms())
+    assert reread is not None
+
+    with pytest.raises(errors.SecretRefused):
+        stores.requests.claim(reread, opened.secret, "w1", clock.now_ms())
+    assert stores.requests.claim(reread, fresh, "w1", clock.now_ms()).worker == "w1"
+
+
+def test_an_expired_request_reads_as_expired_not_unknown(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock, ttl_s=60)
+    clock.advance(seconds=61)
+
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored is not None
+    assert stored.status(clock.now_ms()) is RequestState.EXPIRED
+    with pytest.raises(errors.RequestExpired):
+        stores.requests.claim(stored, opened.secret, "w1", clock.now_ms())
+    with pytest.raises(errors.RequestExpired):
+        stores.requests.rotate_secret(opened.request, clock.now_ms())
+
+
+def test_a_record_past_its_ttl_reads_as_absent(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock, ttl_s=60)
+    clock.advance(seconds=opened.request.ttl - clock.now_ms() // 1000)
+    assert stores.requests.get(CHAT, clock.now_ms()) is None
+
+
+def test_an_unknown_stored_state_is_an_error(stores: Stores, clock: ManualClock,
+                                            aws: dict[str, Any]) -> None:
+    pause(stores, clock)
+    aws["dynamodb"].update_item(
+        TableName=aws["table"], Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
+        UpdateExpression="SET #s = :s", ExpressionAttributeNames={"#s": "state"},
+        ExpressionAttributeValues={":s": {"S": "approved-probably"}},
+    )
+    with pytest.raises(errors.StoreError, match="unknown stored request state"):
+        stores.requests.get(CHAT, clock.now_ms())
+
+
+# -- claims ------------------------------------------------------------------------------------
+
+
+def test_claim_condition_reads_like_the_rule() -> None:
+    assert pointer.CLAIM == (
+        "#interrupt_id = :interrupt_id AND #secret_hash = :secret_hash"
+        " AND (#state = :pending OR (#state = :claimed AND #lease_expires_at_ms <= :now_ms))"
+        " AND #expires_at > :now_s AND #claim_count = :seen_count"
+    )
+
+
+def test_claim_sets_owner_lease_and_count(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    now = clock.now_ms()
+
+    claim = stores.requests.claim(opened.request, opened.secret, "worker-a", now)
+
+    assert claim.state is RequestState.CLAIMED
+    assert claim.worker == "worker-a"
+    assert claim.claim_count == 1
+    assert claim.lease_token
+    assert claim.lease_expires_at_ms == now + stores.policy.lease_ms
+    assert claim.resume_deadline_ms == now + stores.policy.max_resume_ms
+
+
+def test_loser_is_told_who_holds_the_claim_without_a_second_read(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    stores.requests.claim(opened.request, opened.secret, "worker-a", clock.now_ms())
+
+    # The loser still holds the record as it read it (pending): the write itself fails.
+    with pytest.raises(errors.ResumeInProgress) as lost:
+        stores.requests.claim(opened.request, opened.secret, "worker-b", clock.now_ms())
+
+    assert lost.value.holder == "worker-a"
+
+
+def test_wrong_id_is_unknown_and_wrong_secret_is_refused(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    with pytest.raises(errors.SecretRefused):
+        stores.requests.claim(opened.request, "not-the-secret", "w", clock.now_ms())
+    other = opened.request.with_changes(interrupt_id="v1:tool_call:zz:z")
+    with pytest.raises(errors.UnknownRequest):
+        stores.requests.claim(other, opened.secret, "w", clock.now_ms())
+    assert stores.requests.get(CHAT, clock.now_ms()) == opened.request
+
+
+def test_a_lapsed_lease_is_taken_over_and_the_old_holder_is_refused(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    old = stores.requests.claim(opened.request, opened.secret, "worker-a", clock.now_ms())
+    clock.advance(ms=stores.policy.lease_ms)
+
+    new = stores.requests.claim(old, opened.secret, "worker-b", clock.now_ms())
+
+    assert (new.worker, new.claim_count) == ("worker-b", 2)
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.renew(old, clock.now_ms())
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.finish(old, answer_key="k", decision="approved", now_ms=clock.now_ms())
+    assert stores.requests.get(CHAT, clock.now_ms()).worker == "worker-b"  # type: ignore[union-attr]
+
+
+def test_claim_cap_denies_and_expires_the_request(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    record = opened.request
+    for n in range(stores.policy.max_claims):
+        record = stores.requests.claim(record, opened.secret, f"w{n}", clock.now_ms())
+        clock.advance(ms=stores.policy.lease_ms)  # the worker dies; its lease lapses
+
+    with pytest.raises(errors.RequestExpired, match="too many attempts"):
+        stores.requests.claim(record, opened.secret, "w-last", clock.now_ms())
+
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored is not None and stored.state is RequestState.EXPIRED
+
+
+# -- leases ------------------------------------------------------------------------------------
+
+
+def test_renewal_extends_the_lease_but_never_past_the_deadline(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+
+    clock.advance(seconds=20)
+    assert stores.requests.renew(claim, clock.now_ms()) == clock.now_ms() + stores.policy.lease_ms
+
+    deadline = claim.resume_deadline_ms
+    assert deadline is not None
+    clock.advance(ms=deadline - clock.now_ms() - 1000)
+    assert stores.requests.renew(claim, clock.now_ms()) == deadline
+    clock.advance(ms=1000)
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.renew(claim, clock.now_ms())
+
+
+# -- finishing and replay ------------------------------------------------------------------------
+
+
+def test_finish_marks_done_and_a_later_claim_replays(stores: Stores, clock: ManualClock,
+                                                   aws: dict[str, Any]) -> None:
+    opened = pause(stores, clock)
+    claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+
+    done = stores.requests.finish(claim, answer_key="answers/x", decision="approved",
+                                  first_answer="Here is the table.", now_ms=clock.now_ms())
+
+    assert (done.state, done.answer_key, done.first_answer) == (
+        RequestState.DONE, "answers/x", "Here is the table.")
+    assert "sweep_shard" not in raw_item(aws), "done requests leave the expiry index"
+    with pytest.raises(errors.AlreadyAnswered) as replay:
+        stores.requests.claim(opened.request, opened.secret, "w2", clock.now_ms())
+    assert replay.value.current == done
+
+
+def test_replay_does_not_need_the_latest_secret(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    _, fresh = stores.requests.rotate_secret(opened.request, clock.now_ms())
+    claim = stores.requests.claim(opened.request.with_changes(
+        secret_hash=__import__("interlock.tokens").tokens.hash_secret(fresh)), fresh, "w",
+        clock.now_ms())
+    stores.requests.finish(claim, answer_key="k", decision="approved", now_ms=clock.now_ms())
+
+    # A second tab still holding the first secret is shown the outcome, not refused.
+    with pytest.raises(errors.AlreadyAnswered):
+        stores.requests.claim(opened.request, opened.secret, "w2", clock.now_ms())
+
+
+def test_first_answer_is_dropped_whole_when_it_would_not_fit(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+
+    done = stores.requests.finish(claim, answer_key="k", decision="approved",
+                                  first_answer="y" * (stores.policy.max_item_bytes - 100),
+                                  now_ms=clock.now_ms())
+
+    assert done.state is RequestState.DONE
+    assert done.first_answer is None
+
+
+# -- chaining ------------------------------------------------------------------------------------
+
+
+def test_chain_replaces_the_request_in_place(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+    successor, secret = stores.requests.new_request(
+        chat_id=CHAT, interrupt_id="v1:tool_call:t9:c", kind="approval", card={"n": 2},
+        user_id="alice", turn_seq=1, now_ms=clock.now_ms())
+
+    stores.requests.chain(claim, successor)
+
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored is not None
+    assert (stored.interrupt_id, stored.state, stored.claim_count) == (
+        "v1:tool_call:t9:c", RequestState.PENDING, 0)
+    assert stores.requests.claim(stored, secret, "w2", clock.now_ms()).worker == "w2"
+
+
+def test_chain_after_a_lost_claim_is_refused(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    old = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+    clock.advance(ms=stores.policy.lease_ms)
+    stores.requests.claim(old, opened.secret, "w2", clock.now_ms())
+    successor, _ = stores.requests.new_request(
+        chat_id=CHAT, interrupt_id="v1:tool_call:t9:c", kind="approval", card={},
+        user_id="alice", turn_seq=1, now_ms=clock.now_ms())
+
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.chain(old, successor)
+    assert stores.requests.get(CHAT, clock.now_ms()).interrupt_id == opened.request.interrupt_id  # type: ignore[union-attr]
+
+
+# -- ending ----------------------------------------------------------------------------------------
+
+
+def test_expire_and_cancel_end_an_answerable_request(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    cancelled = stores.requests.cancel(opened.request, "user cancelled", clock.now_ms())
+    assert cancelled.state is RequestState.CANCELLED
+    with pytest.raises(errors.RequestCancelled):
+        stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+
+    second = pause(stores, clock, interrupt_id="v1:tool_call:t2:b")
+    expired = stores.requests.expire(second.request, "a new turn was saved", clock.now_ms())
+    assert (expired.state, expired.ended_reason) == (RequestState.EXPIRED, "a new turn was saved")
+    with pytest.raises(errors.RequestExpired, match="a new turn was saved"):
+        stores.requests.claim(second.request, second.secret, "w", clock.now_ms())
+
+
+def test_the_sweeper_can_expire_an_overdue_request(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock, ttl_s=60)
+    clock.advance(seconds=120)
+    assert stores.requests.expire(opened.request, "timed out", clock.now_ms()).state is (
+        RequestState.EXPIRED)
+
+
+def test_ending_a_live_claim_is_refused(stores: Stores, clock: ManualClock) -> None:
+    opened = pause(stores, clock)
+    claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
+    with pytest.raises(errors.ResumeInProgress):
+        stores.requests.cancel(claim, "too late", clock.now_ms())

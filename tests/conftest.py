@@ -1,0 +1,83 @@
+"""Shared fixtures: AWS on moto, in-process or as a server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from interlock.adapters.factory import Stores, build_stores
+from interlock.adapters.schema import create_storage
+from interlock.timing import ManualClock, StorePolicy
+from local.emulator import Emulator
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fake_aws_credentials() -> None:
+    # Never let a test reach a real account, whatever the developer's environment holds.
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_SESSION_TOKEN="testing",
+        AWS_DEFAULT_REGION=REGION,
+    )
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        os.environ.pop(name, None)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def policy() -> StorePolicy:
+    return StorePolicy()
+
+
+@pytest.fixture
+def aws() -> Iterator[dict[str, Any]]:
+    """In-process moto with the table and bucket created from the shared schema."""
+    with mock_aws():
+        clients = _clients(endpoint=None)
+        create_storage(clients["dynamodb"], clients["s3"], "interlock", "interlock-data")
+        yield {**clients, "table": "interlock", "bucket": "interlock-data"}
+
+
+@pytest.fixture
+def stores(aws: dict[str, Any], policy: StorePolicy) -> Stores:
+    return build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], policy)
+
+
+@pytest.fixture(scope="session")
+def emulator() -> Iterator[Emulator]:
+    """A moto server on 127.0.0.1 for tests that need real HTTP and real contention."""
+    server = Emulator().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server_aws(emulator: Emulator) -> dict[str, Any]:
+    """A fresh table and bucket on the moto server (unique names: tests stay apart)."""
+    suffix = uuid.uuid4().hex[:12]
+    clients = _clients(endpoint=emulator.endpoint)
+    table, bucket = f"interlock-{suffix}", f"interlock-data-{suffix}"
+    create_storage(clients["dynamodb"], clients["s3"], table, bucket)
+    return {**clients, "table": table, "bucket": bucket, "endpoint": emulator.endpoint}
+
+
+def _clients(endpoint: str | None) -> dict[str, Any]:
+    session = boto3.session.Session(region_name=REGION)
+    config = boto3.session.Config(max_pool_connections=64, retries={"max_attempts": 2})
+    return {
+        name: session.client(name, endpoint_url=endpoint, config=config)
+        for name in ("dynamodb", "s3")
+    }
