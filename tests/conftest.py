@@ -81,3 +81,11 @@ def _clients(endpoint: str | None) -> dict[str, Any]:
         name: session.client(name, endpoint_url=endpoint, config=config)
         for name in ("dynamodb", "s3")
     }
+
+
+@pytest.fixture
+def server_stores(server_aws: dict[str, Any], policy: StorePolicy) -> Stores:
+    """Stores talking HTTP to the moto server: for races between real threads."""
+    return build_stores(
+        server_aws["dynamodb"], server_aws["s3"], server_aws["table"], server_aws["bucket"], policy
+    )

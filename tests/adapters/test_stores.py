@@ -1,0 +1,170 @@
+"""Approvals, chats, audit, limits, outbox and blobs on moto."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interlock import errors
+from interlock.adapters.factory import Stores
+from interlock.records import Subject
+from interlock.timing import ManualClock
+
+SITE = Subject("site", "example.org")
+PKG = Subject("package", "pandas")
+
+
+# -- approvals -------------------------------------------------------------------------------
+
+
+def test_grant_list_and_revoke(stores: Stores, clock: ManualClock) -> None:
+    stores.approvals.grant("c1", "alice", [SITE, PKG], "card-1", clock.now_ms())
+
+    listed = stores.approvals.list("c1", "alice", clock.now_ms())
+    assert {(a.subject, a.card_id, a.granted_by) for a in listed} == {
+        (SITE, "card-1", "alice"), (PKG, "card-1", "alice")}
+    assert stores.approvals.list("c1", "bob", clock.now_ms()) == []
+    assert stores.approvals.list("c2", "alice", clock.now_ms()) == []
+
+    assert stores.approvals.revoke("c1", "alice", SITE) is True
+    assert stores.approvals.revoke("c1", "alice", SITE) is False
+    assert [a.subject for a in stores.approvals.list("c1", "alice", clock.now_ms())] == [PKG]
+
+
+def test_expired_approvals_are_filtered_on_read(stores: Stores, clock: ManualClock) -> None:
+    stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
+    clock.advance(seconds=stores.policy.approval_ttl_s)
+    assert stores.approvals.list("c1", "alice", clock.now_ms()) == []
+
+
+def test_deny_removes_only_that_cards_rows(stores: Stores, clock: ManualClock) -> None:
+    stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
+    stores.approvals.grant("c1", "alice", [PKG], "card-2", clock.now_ms())
+
+    assert stores.approvals.withdraw_card("c1", "alice", "card-2") == 1
+
+    assert [a.subject for a in stores.approvals.list("c1", "alice", clock.now_ms())] == [SITE]
+
+
+def test_a_regrant_by_another_card_survives_the_first_cards_deny(
+    stores: Stores, clock: ManualClock
+) -> None:
+    stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
+    stores.approvals.grant("c1", "alice", [SITE], "card-2", clock.now_ms())
+
+    assert stores.approvals.withdraw_card("c1", "alice", "card-1") == 0
+    assert [a.card_id for a in stores.approvals.list("c1", "alice", clock.now_ms())] == ["card-2"]
+
+
+def test_admin_list_is_consulted_with_the_users_rows(stores: Stores, clock: ManualClock) -> None:
+    stores.approvals.admin_grant([Subject("site", "pypi.org")], "admin", clock.now_ms())
+    stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
+
+    assert stores.approvals.approved_subjects("c1", "alice", clock.now_ms()) == {
+        SITE, Subject("site", "pypi.org")}
+    assert stores.approvals.approved_subjects("c9", "bob", clock.now_ms()) == {
+        Subject("site", "pypi.org")}
+
+
+def test_many_approvals_are_written_in_batches(stores: Stores, clock: ManualClock) -> None:
+    subjects = [Subject("package", f"pkg{n}") for n in range(60)]
+    stores.approvals.grant("c1", "alice", subjects, "card-1", clock.now_ms())
+    assert len(stores.approvals.list("c1", "alice", clock.now_ms())) == 60
+
+
+# -- chats and audit --------------------------------------------------------------------------
+
+
+def test_turns_and_meta(stores: Stores, clock: ManualClock) -> None:
+    assert stores.chats.meta("c1").last_turn == 0
+    assert stores.chats.append_turn("c1", {"role": "user", "text": "hi"}, clock.now_ms()) == 1
+    assert stores.chats.append_turn("c1", {"role": "assistant", "text": "yo"}, clock.now_ms()) == 2
+
+    assert [t["text"] for t in stores.chats.turns("c1")] == ["hi", "yo"]
+    assert [t["seq"] for t in stores.chats.turns("c1", after=1)] == [2]
+    meta = stores.chats.meta("c1")
+    assert (meta.last_turn, meta.hidden) == (2, False)
+
+    stores.chats.hide("c1")
+    assert stores.chats.meta("c1").hidden is True
+
+
+def test_owner_is_set_once(stores: Stores) -> None:
+    assert stores.chats.claim_owner("c1", "alice") == "alice"
+    assert stores.chats.claim_owner("c1", "mallory") == "alice"
+    assert stores.chats.meta("c1").owner == "alice"
+
+
+# -- limits ------------------------------------------------------------------------------------------
+
+
+def test_slots_are_capped_and_released(stores: Stores, clock: ManualClock) -> None:
+    reserve = stores.limits.reserve_slot
+    reserve("alice", "h1", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+    reserve("alice", "h2", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+    with pytest.raises(errors.LimitExceeded):
+        reserve("alice", "h3", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+
+    stores.limits.release_slot("alice", "h1")
+    stores.limits.release_slot("alice", "h1")  # idempotent
+    reserve("alice", "h3", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+    reserve("bob", "h1", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+
+
+def test_a_dead_holders_slot_frees_itself(stores: Stores, clock: ManualClock) -> None:
+    stores.limits.reserve_slot("alice", "dead", cap=1, hold_ms=1000, now_ms=clock.now_ms())
+    clock.advance(ms=1000)
+    stores.limits.reserve_slot("alice", "next", cap=1, hold_ms=1000, now_ms=clock.now_ms())
+
+
+def test_releasing_a_slot_never_reserved_is_harmless(stores: Stores) -> None:
+    stores.limits.release_slot("nobody", "h1")
+
+
+def test_daily_budget(stores: Stores) -> None:
+    assert stores.limits.spend("alice", "2026-11-29", 3, cap=5, ttl=1) == 3
+    assert stores.limits.spend("alice", "2026-11-29", 2, cap=5, ttl=1) == 5
+    with pytest.raises(errors.LimitExceeded):
+        stores.limits.spend("alice", "2026-11-29", 1, cap=5, ttl=1)
+    assert stores.limits.spend("alice", "2026-11-30", 1, cap=5, ttl=1) == 1
+
+
+# -- outbox and blobs ----------------------------------------------------------------------------
+
+
+def test_outbox_puts_once(stores: Stores, clock: ManualClock) -> None:
+    assert stores.outbox.put_once("v1:before_tool_call:t1:x", {"to": "tom"}, clock.now_ms())
+    assert not stores.outbox.put_once("v1:before_tool_call:t1:x", {"to": "eve"}, clock.now_ms())
+    assert stores.outbox.get("v1:before_tool_call:t1:x") == {"to": "tom"}
+    assert stores.outbox.get("other") is None
+
+
+def test_snapshots_are_gzip_json_under_deterministic_keys(
+    stores: Stores, aws: dict[str, Any]
+) -> None:
+    size = stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1, 2]})
+    objects = aws["s3"].list_objects_v2(Bucket=aws["bucket"])["Contents"]
+    (obj,) = objects
+    assert obj["Key"].startswith("snapshots/c1/") and obj["Key"].endswith(".json.gz")
+    assert obj["Size"] == size
+    head = aws["s3"].head_object(Bucket=aws["bucket"], Key=obj["Key"])
+    assert head["ContentEncoding"] == "gzip"
+    assert stores.blobs.get_snapshot(obj["Key"]) == {"messages": [1, 2]}
+
+    stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1, 2]})
+    assert len(aws["s3"].list_objects_v2(Bucket=aws["bucket"])["Contents"]) == 1
+
+
+def test_missing_snapshot_is_an_error_and_missing_answer_is_none(stores: Stores) -> None:
+    with pytest.raises(errors.StoreError):
+        stores.blobs.get_snapshot("snapshots/c1/nope.json.gz")
+    assert stores.blobs.get_answer("answers/c1/nope.json.gz") is None
+    key = stores.blobs.put_answer("c1", "i1", {"text": "done"})
+    assert stores.blobs.get_answer(key) == {"text": "done"}
+
+
+def test_identifiers_cannot_escape_their_partition(stores: Stores, clock: ManualClock) -> None:
+    for bad in ("a#b", "../etc", "", "x" * 200, "a/b"):
+        with pytest.raises(errors.InvalidInput):
+            stores.chats.meta(bad)

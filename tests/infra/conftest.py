@@ -1,0 +1,63 @@
+"""One synthesis of the whole app per test session, with the context `cdk.json` gives it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Read by the jsii runtime when it starts, i.e. on the first aws_cdk import.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from aws_cdk import App
+from aws_cdk.assertions import Template
+
+from infra.wiring import Stacks, build
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def cdk_context() -> dict[str, Any]:
+    """The feature flags of `cdk.json`, plus "bundle no stack" so assets are not built."""
+    context: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    return {**context, "aws:cdk:bundling-stacks": []}
+
+
+@pytest.fixture(scope="session")
+def outdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the session's cloud assembly is written (not the checkout's cdk.out)."""
+    return tmp_path_factory.mktemp("cdk.out")
+
+
+@pytest.fixture(scope="session")
+def synthesized(cdk_context: dict[str, Any], outdir: Path) -> tuple[App, Stacks]:
+    """The app built as `app.py` builds it, synthesized once.
+
+    Synthesis runs the AWS Solutions checks and fails on any unacknowledged finding.
+    """
+    app = App(context=cdk_context, outdir=str(outdir))
+    stacks = build(app)
+    app.synth()
+    return app, stacks
+
+
+@pytest.fixture(scope="session")
+def app(synthesized: tuple[App, Stacks]) -> App:
+    """The synthesized app."""
+    return synthesized[0]
+
+
+@pytest.fixture(scope="session")
+def stacks(synthesized: tuple[App, Stacks]) -> Stacks:
+    """The synthesized app's stacks."""
+    return synthesized[1]
+
+
+@pytest.fixture(scope="session")
+def storage_template(stacks: Stacks) -> Template:
+    """The storage stack's CloudFormation template."""
+    return Template.from_stack(stacks.storage)

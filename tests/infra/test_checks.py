@@ -1,0 +1,119 @@
+"""AWS Solutions checks and the CDK's own validation: every finding fixed or explained."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Annotations, Match
+from cdk_nag import AwsSolutionsChecks
+
+from infra.wiring import Stacks, build
+
+# Each acknowledgment is a decision someone wrote a reason for; a new one must be added
+# here on purpose, never slip in unnoticed.
+EXPECTED_ACKNOWLEDGMENTS = {
+    "InterlockStorage/Storage/AccessLogs": {"AwsSolutions-S1"},
+}
+_ANNOTATION_NAMESPACE = "Annotation::"
+
+
+def _acknowledgments(app: App) -> dict[str, dict[str, str]]:
+    """Construct path -> {rule id: reason}, as recorded by `Validations.acknowledge`."""
+    found: dict[str, dict[str, str]] = {}
+    for construct in app.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
+                rules = {k.removeprefix(_ANNOTATION_NAMESPACE): v for k, v in entry.data.items()}
+                found.setdefault(construct.node.path, {}).update(rules)
+    return found
+
+
+def _findings(app: App) -> list[tuple[str, str, list[str]]]:
+    report = AwsSolutionsChecks().validate_scope(app)
+    return [
+        (v.rule_name, v.severity, [r.construct_path for r in v.violating_resources])
+        for v in report.violations
+    ]
+
+
+def test_aws_solutions_checks_leave_no_error_or_warning(app: App) -> None:
+    # Warnings count too: an unexplained warning is as unreviewed as an error
+    assert _findings(app) == []
+
+
+def test_synthesis_validation_report_is_clean(stacks: Stacks, outdir: Path) -> None:
+    report: dict[str, Any] = json.loads((outdir / "validation-report.json").read_text())
+    violations = [v for plugin in report["pluginReports"] for v in plugin["violations"]]
+    assert violations == []
+
+
+def test_no_construct_carries_an_error_or_warning_annotation(stacks: Stacks) -> None:
+    annotations = Annotations.from_stack(stacks.storage)
+    assert annotations.find_error("*", Match.any_value()) == []
+    assert annotations.find_warning("*", Match.any_value()) == []
+
+
+def test_every_acknowledgment_is_expected_and_has_a_reason(app: App) -> None:
+    acknowledged = _acknowledgments(app)
+    assert {path: set(rules) for path, rules in acknowledged.items()} == EXPECTED_ACKNOWLEDGMENTS
+    reasons = [reason for rules in acknowledged.values() for reason in rules.values()]
+    assert all(reason.strip() for reason in reasons)
+
+
+def test_checks_flag_an_unprotected_bucket() -> None:
+    # Given a bucket with none of the storage stack's protections
+    app = App()
+    s3.Bucket(Stack(app, "Bare"), "Bucket")
+
+    # When the same checks run over it
+    rules = {rule for rule, _, _ in _findings(app)}
+
+    # Then they report the missing access logs and plain-HTTP access
+    assert {"AwsSolutions-S1", "AwsSolutions-S10"} <= rules
+
+
+def _add_bare_bucket(stacks: Stacks) -> None:
+    s3.Bucket(stacks.storage, "Unprotected")
+
+
+def _add_table_without_recovery(stacks: Stacks) -> None:
+    key = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+    dynamodb.Table(stacks.storage, "Unrecoverable", partition_key=key)
+
+
+@pytest.mark.parametrize(
+    ("add_finding", "rule", "severity"),
+    [
+        (_add_bare_bucket, "AwsSolutions-S10", "error"),
+        (_add_table_without_recovery, "AwsSolutions-DDB3", "warning"),
+    ],
+)
+def test_synthesis_fails_on_an_unacknowledged_finding(
+    cdk_context: dict[str, Any],
+    tmp_path: Path,
+    add_finding: Callable[[Stacks], None],
+    rule: str,
+    severity: str,
+) -> None:
+    # Given the real app with one unprotected resource added to it
+    app = App(context=cdk_context, outdir=str(tmp_path))
+    add_finding(build(app))
+
+    # When it is synthesized, Then the checks registered by build() stop it, for a
+    # warning as much as for an error
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    reported = {
+        (v["ruleName"], v["severity"])
+        for plugin in report["pluginReports"]
+        for v in plugin["violations"]
+    }
+    assert (rule, severity) in reported
