@@ -17,26 +17,41 @@ CHAT = "chat-1"
 CARD = {"sites": ["example.org"], "reason": "fetch the reference table"}
 
 
-def pause(stores: Stores, clock: ManualClock, interrupt_id: str = "v1:tool_call:t1:a",
-          chat: str = CHAT, **extra: Any) -> OpenedRequest:
+def pause(
+    stores: Stores,
+    clock: ManualClock,
+    interrupt_id: str = "v1:tool_call:t1:a",
+    chat: str = CHAT,
+    **extra: Any,
+) -> OpenedRequest:
     return persist_pause(
-        stores, chat_id=chat, user_id="alice", interrupt_id=interrupt_id, kind="approval",
-        card=CARD, snapshot={"messages": ["hello"]}, turn_seq=1, now_ms=clock.now_ms(),
+        stores,
+        chat_id=chat,
+        user_id="alice",
+        interrupt_id=interrupt_id,
+        kind="approval",
+        card=CARD,
+        snapshot={"messages": ["hello"]},
+        turn_seq=1,
+        now_ms=clock.now_ms(),
         **extra,
     )
 
 
 def raw_item(aws: dict[str, Any], chat: str = CHAT) -> dict[str, Any]:
-    return aws["dynamodb"].get_item(
-        TableName=aws["table"], Key={"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}}
-    ).get("Item", {})
+    return (
+        aws["dynamodb"]
+        .get_item(TableName=aws["table"], Key={"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}})
+        .get("Item", {})
+    )
 
 
 # -- opening -----------------------------------------------------------------------------
 
 
-def test_pause_stores_snapshot_then_pointer(stores: Stores, clock: ManualClock,
-                                            aws: dict[str, Any]) -> None:
+def test_pause_stores_snapshot_then_pointer(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
     opened = pause(stores, clock)
 
     stored = stores.requests.get(CHAT, clock.now_ms())
@@ -63,8 +78,17 @@ def test_pointer_is_never_written_when_the_snapshot_is_too_large(
 ) -> None:
     big = {"blob": __import__("os").urandom(6 * 1024 * 1024).hex()}
     with pytest.raises(errors.SnapshotTooLarge):
-        persist_pause(stores, chat_id=CHAT, user_id="alice", interrupt_id="i", kind="approval",
-                      card=CARD, snapshot=big, turn_seq=1, now_ms=clock.now_ms())
+        persist_pause(
+            stores,
+            chat_id=CHAT,
+            user_id="alice",
+            interrupt_id="i",
+            kind="approval",
+            card=CARD,
+            snapshot=big,
+            turn_seq=1,
+            now_ms=clock.now_ms(),
+        )
     assert raw_item(aws) == {}
     listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"])
     assert listed.get("KeyCount", 0) == 0
@@ -128,17 +152,26 @@ def test_oversized_card_is_refused_and_nothing_is_written(
     stores: Stores, clock: ManualClock, aws: dict[str, Any]
 ) -> None:
     with pytest.raises(errors.TooLarge):
-        persist_pause(stores, chat_id=CHAT, user_id="alice", interrupt_id="i", kind="approval",
-                      card={"text": "x" * 310_000}, snapshot={}, turn_seq=1,
-                      now_ms=clock.now_ms())
+        persist_pause(
+            stores,
+            chat_id=CHAT,
+            user_id="alice",
+            interrupt_id="i",
+            kind="approval",
+            card={"text": "x" * 310_000},
+            snapshot={},
+            turn_seq=1,
+            now_ms=clock.now_ms(),
+        )
     assert raw_item(aws) == {}
 
 
 # -- reading and the secret -----------------------------------------------------------------
 
 
-def test_only_the_hash_of_the_secret_is_stored(stores: Stores, clock: ManualClock,
-                                              aws: dict[str, Any]) -> None:
+def test_only_the_hash_of_the_secret_is_stored(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
     opened = pause(stores, clock)
     assert opened.secret not in repr(raw_item(aws))
 
@@ -180,12 +213,15 @@ def test_a_record_past_its_ttl_reads_as_absent(stores: Stores, clock: ManualCloc
     assert stores.requests.get(CHAT, clock.now_ms()) is None
 
 
-def test_an_unknown_stored_state_is_an_error(stores: Stores, clock: ManualClock,
-                                            aws: dict[str, Any]) -> None:
+def test_an_unknown_stored_state_is_an_error(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
     pause(stores, clock)
     aws["dynamodb"].update_item(
-        TableName=aws["table"], Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
-        UpdateExpression="SET #s = :s", ExpressionAttributeNames={"#s": "state"},
+        TableName=aws["table"],
+        Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "state"},
         ExpressionAttributeValues={":s": {"S": "approved-probably"}},
     )
     with pytest.raises(errors.StoreError, match="unknown stored request state"):
@@ -297,16 +333,25 @@ def test_renewal_extends_the_lease_but_never_past_the_deadline(
 # -- finishing and replay ------------------------------------------------------------------------
 
 
-def test_finish_marks_done_and_a_later_claim_replays(stores: Stores, clock: ManualClock,
-                                                   aws: dict[str, Any]) -> None:
+def test_finish_marks_done_and_a_later_claim_replays(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
     opened = pause(stores, clock)
     claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
 
-    done = stores.requests.finish(claim, answer_key="answers/x", decision="approved",
-                                  first_answer="Here is the table.", now_ms=clock.now_ms())
+    done = stores.requests.finish(
+        claim,
+        answer_key="answers/x",
+        decision="approved",
+        first_answer="Here is the table.",
+        now_ms=clock.now_ms(),
+    )
 
     assert (done.state, done.answer_key, done.first_answer) == (
-        RequestState.DONE, "answers/x", "Here is the table.")
+        RequestState.DONE,
+        "answers/x",
+        "Here is the table.",
+    )
     assert "sweep_shard" not in raw_item(aws), "done requests leave the expiry index"
     with pytest.raises(errors.AlreadyAnswered) as replay:
         stores.requests.claim(opened.request, opened.secret, "w2", clock.now_ms())
@@ -316,9 +361,14 @@ def test_finish_marks_done_and_a_later_claim_replays(stores: Stores, clock: Manu
 def test_replay_does_not_need_the_latest_secret(stores: Stores, clock: ManualClock) -> None:
     opened = pause(stores, clock)
     _, fresh = stores.requests.rotate_secret(opened.request, clock.now_ms())
-    claim = stores.requests.claim(opened.request.with_changes(
-        secret_hash=__import__("interlock.tokens").tokens.hash_secret(fresh)), fresh, "w",
-        clock.now_ms())
+    claim = stores.requests.claim(
+        opened.request.with_changes(
+            secret_hash=__import__("interlock.tokens").tokens.hash_secret(fresh)
+        ),
+        fresh,
+        "w",
+        clock.now_ms(),
+    )
     stores.requests.finish(claim, answer_key="k", decision="approved", now_ms=clock.now_ms())
 
     # A second tab still holding the first secret is shown the outcome, not refused.
@@ -332,9 +382,13 @@ def test_first_answer_is_dropped_whole_when_it_would_not_fit(
     opened = pause(stores, clock)
     claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
 
-    done = stores.requests.finish(claim, answer_key="k", decision="approved",
-                                  first_answer="y" * (stores.policy.max_item_bytes - 100),
-                                  now_ms=clock.now_ms())
+    done = stores.requests.finish(
+        claim,
+        answer_key="k",
+        decision="approved",
+        first_answer="y" * (stores.policy.max_item_bytes - 100),
+        now_ms=clock.now_ms(),
+    )
 
     assert done.state is RequestState.DONE
     assert done.first_answer is None
@@ -347,15 +401,24 @@ def test_chain_replaces_the_request_in_place(stores: Stores, clock: ManualClock)
     opened = pause(stores, clock)
     claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
     successor, secret = stores.requests.new_request(
-        chat_id=CHAT, interrupt_id="v1:tool_call:t9:c", kind="approval", card={"n": 2},
-        user_id="alice", turn_seq=1, now_ms=clock.now_ms())
+        chat_id=CHAT,
+        interrupt_id="v1:tool_call:t9:c",
+        kind="approval",
+        card={"n": 2},
+        user_id="alice",
+        turn_seq=1,
+        now_ms=clock.now_ms(),
+    )
 
     stores.requests.chain(claim, successor)
 
     stored = stores.requests.get(CHAT, clock.now_ms())
     assert stored is not None
     assert (stored.interrupt_id, stored.state, stored.claim_count) == (
-        "v1:tool_call:t9:c", RequestState.PENDING, 0)
+        "v1:tool_call:t9:c",
+        RequestState.PENDING,
+        0,
+    )
     assert stores.requests.claim(stored, secret, "w2", clock.now_ms()).worker == "w2"
 
 
@@ -365,8 +428,14 @@ def test_chain_after_a_lost_claim_is_refused(stores: Stores, clock: ManualClock)
     clock.advance(ms=stores.policy.lease_ms)
     stores.requests.claim(old, opened.secret, "w2", clock.now_ms())
     successor, _ = stores.requests.new_request(
-        chat_id=CHAT, interrupt_id="v1:tool_call:t9:c", kind="approval", card={},
-        user_id="alice", turn_seq=1, now_ms=clock.now_ms())
+        chat_id=CHAT,
+        interrupt_id="v1:tool_call:t9:c",
+        kind="approval",
+        card={},
+        user_id="alice",
+        turn_seq=1,
+        now_ms=clock.now_ms(),
+    )
 
     with pytest.raises(errors.LeaseLost):
         stores.requests.chain(old, successor)
@@ -394,7 +463,8 @@ def test_the_sweeper_can_expire_an_overdue_request(stores: Stores, clock: Manual
     opened = pause(stores, clock, ttl_s=60)
     clock.advance(seconds=120)
     assert stores.requests.expire(opened.request, "timed out", clock.now_ms()).state is (
-        RequestState.EXPIRED)
+        RequestState.EXPIRED
+    )
 
 
 def test_ending_a_live_claim_is_refused(stores: Stores, clock: ManualClock) -> None:

@@ -21,21 +21,23 @@ PKG = Subject("package", "pandas")
 def test_grant_list_and_revoke(stores: Stores, clock: ManualClock) -> None:
     stores.approvals.grant("c1", "alice", [SITE, PKG], "card-1", clock.now_ms())
 
-    listed = stores.approvals.list("c1", "alice", clock.now_ms())
+    listed = stores.approvals.for_user("c1", "alice", clock.now_ms())
     assert {(a.subject, a.card_id, a.granted_by) for a in listed} == {
-        (SITE, "card-1", "alice"), (PKG, "card-1", "alice")}
-    assert stores.approvals.list("c1", "bob", clock.now_ms()) == []
-    assert stores.approvals.list("c2", "alice", clock.now_ms()) == []
+        (SITE, "card-1", "alice"),
+        (PKG, "card-1", "alice"),
+    }
+    assert stores.approvals.for_user("c1", "bob", clock.now_ms()) == []
+    assert stores.approvals.for_user("c2", "alice", clock.now_ms()) == []
 
     assert stores.approvals.revoke("c1", "alice", SITE) is True
     assert stores.approvals.revoke("c1", "alice", SITE) is False
-    assert [a.subject for a in stores.approvals.list("c1", "alice", clock.now_ms())] == [PKG]
+    assert [a.subject for a in stores.approvals.for_user("c1", "alice", clock.now_ms())] == [PKG]
 
 
 def test_expired_approvals_are_filtered_on_read(stores: Stores, clock: ManualClock) -> None:
     stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
     clock.advance(seconds=stores.policy.approval_ttl_s)
-    assert stores.approvals.list("c1", "alice", clock.now_ms()) == []
+    assert stores.approvals.for_user("c1", "alice", clock.now_ms()) == []
 
 
 def test_deny_removes_only_that_cards_rows(stores: Stores, clock: ManualClock) -> None:
@@ -44,7 +46,7 @@ def test_deny_removes_only_that_cards_rows(stores: Stores, clock: ManualClock) -
 
     assert stores.approvals.withdraw_card("c1", "alice", "card-2") == 1
 
-    assert [a.subject for a in stores.approvals.list("c1", "alice", clock.now_ms())] == [SITE]
+    assert [a.subject for a in stores.approvals.for_user("c1", "alice", clock.now_ms())] == [SITE]
 
 
 def test_a_regrant_by_another_card_survives_the_first_cards_deny(
@@ -54,7 +56,7 @@ def test_a_regrant_by_another_card_survives_the_first_cards_deny(
     stores.approvals.grant("c1", "alice", [SITE], "card-2", clock.now_ms())
 
     assert stores.approvals.withdraw_card("c1", "alice", "card-1") == 0
-    assert [a.card_id for a in stores.approvals.list("c1", "alice", clock.now_ms())] == ["card-2"]
+    assert [a.card_id for a in stores.approvals.for_user("c1", "alice", clock.now_ms())] == ["card-2"]
 
 
 def test_admin_list_is_consulted_with_the_users_rows(stores: Stores, clock: ManualClock) -> None:
@@ -62,15 +64,18 @@ def test_admin_list_is_consulted_with_the_users_rows(stores: Stores, clock: Manu
     stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
 
     assert stores.approvals.approved_subjects("c1", "alice", clock.now_ms()) == {
-        SITE, Subject("site", "pypi.org")}
+        SITE,
+        Subject("site", "pypi.org"),
+    }
     assert stores.approvals.approved_subjects("c9", "bob", clock.now_ms()) == {
-        Subject("site", "pypi.org")}
+        Subject("site", "pypi.org")
+    }
 
 
 def test_many_approvals_are_written_in_batches(stores: Stores, clock: ManualClock) -> None:
     subjects = [Subject("package", f"pkg{n}") for n in range(60)]
     stores.approvals.grant("c1", "alice", subjects, "card-1", clock.now_ms())
-    assert len(stores.approvals.list("c1", "alice", clock.now_ms())) == 60
+    assert len(stores.approvals.for_user("c1", "alice", clock.now_ms())) == 60
 
 
 # -- chats and audit --------------------------------------------------------------------------
@@ -96,7 +101,7 @@ def test_owner_is_set_once(stores: Stores) -> None:
     assert stores.chats.meta("c1").owner == "alice"
 
 
-# -- limits ------------------------------------------------------------------------------------------
+# -- limits ---------------------------------------------------------------------------
 
 
 def test_slots_are_capped_and_released(stores: Stores, clock: ManualClock) -> None:

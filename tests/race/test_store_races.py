@@ -20,9 +20,16 @@ THREADS = 32
 
 def _open(stores: Stores, clock: ManualClock) -> tuple[PendingRequest, str]:
     opened = persist_pause(
-        stores, chat_id="race", user_id="alice", interrupt_id="v1:tool_call:t1:a",
-        kind="approval", card={"sites": ["example.org"]}, snapshot={"m": 1}, turn_seq=1,
-        now_ms=clock.now_ms())
+        stores,
+        chat_id="race",
+        user_id="alice",
+        interrupt_id="v1:tool_call:t1:a",
+        kind="approval",
+        card={"sites": ["example.org"]},
+        snapshot={"m": 1},
+        turn_seq=1,
+        now_ms=clock.now_ms(),
+    )
     return opened.request, opened.secret
 
 
@@ -49,7 +56,8 @@ def test_exactly_one_of_many_concurrent_claims_wins(
 
     # When 32 threads claim it at the same moment
     outcomes = _all_at_once(
-        THREADS, lambda n: server_stores.requests.claim(request, secret, f"w{n}", clock.now_ms()))
+        THREADS, lambda n: server_stores.requests.claim(request, secret, f"w{n}", clock.now_ms())
+    )
 
     # Then exactly one wins, and every loser is told who holds it
     winners = [o for o in outcomes if isinstance(o, PendingRequest)]
@@ -69,23 +77,32 @@ def test_a_lapsed_lease_is_taken_over_by_exactly_one_contender(
     clock.advance(ms=server_stores.policy.lease_ms + 1)
 
     outcomes = _all_at_once(
-        THREADS, lambda n: server_stores.requests.claim(dead, secret, f"w{n}", clock.now_ms()))
+        THREADS, lambda n: server_stores.requests.claim(dead, secret, f"w{n}", clock.now_ms())
+    )
 
     winners = [o for o in outcomes if isinstance(o, PendingRequest)]
     assert len(winners) == 1 and winners[0].claim_count == 2
     with pytest.raises(errors.LeaseLost):
         server_stores.requests.renew(dead, clock.now_ms())
     with pytest.raises(errors.LeaseLost):
-        server_stores.requests.finish(dead, answer_key="k", decision="approved",
-                                      now_ms=clock.now_ms())
+        server_stores.requests.finish(
+            dead, answer_key="k", decision="approved", now_ms=clock.now_ms()
+        )
     successor, _ = server_stores.requests.new_request(
-        chat_id="race", interrupt_id="v1:tool_call:t2:b", kind="approval", card={},
-        user_id="alice", turn_seq=1, now_ms=clock.now_ms())
+        chat_id="race",
+        interrupt_id="v1:tool_call:t2:b",
+        kind="approval",
+        card={},
+        user_id="alice",
+        turn_seq=1,
+        now_ms=clock.now_ms(),
+    )
     with pytest.raises(errors.LeaseLost):
         server_stores.requests.chain(dead, successor)
 
-    done = server_stores.requests.finish(winners[0], answer_key="k", decision="approved",
-                                         now_ms=clock.now_ms())
+    done = server_stores.requests.finish(
+        winners[0], answer_key="k", decision="approved", now_ms=clock.now_ms()
+    )
     assert done.worker == winners[0].worker
 
 
@@ -101,8 +118,9 @@ def test_concurrent_finish_and_takeover_leave_one_outcome(
 
     def attempt(n: int) -> Any:
         if n == 0:
-            return server_stores.requests.finish(old, answer_key="k", decision="approved",
-                                                 now_ms=clock.now_ms())
+            return server_stores.requests.finish(
+                old, answer_key="k", decision="approved", now_ms=clock.now_ms()
+            )
         return server_stores.requests.claim(old, secret, f"new{n}", clock.now_ms())
 
     outcomes = _all_at_once(8, attempt)
@@ -117,7 +135,8 @@ def test_audit_numbers_are_unique_under_concurrent_writers(
 ) -> None:
     seqs = _all_at_once(
         THREADS,
-        lambda n: server_stores.chats.record("c1", "decision", "alice", clock.now_ms(), n=n).seq)
+        lambda n: server_stores.chats.record("c1", "decision", "alice", clock.now_ms(), n=n).seq,
+    )
 
     assert sorted(seqs) == list(range(1, THREADS + 1))
     assert [e.seq for e in server_stores.chats.events("c1")] == list(range(1, THREADS + 1))
@@ -127,8 +146,11 @@ def test_concurrent_reservations_never_exceed_the_cap(
     server_stores: Stores, clock: ManualClock
 ) -> None:
     outcomes = _all_at_once(
-        16, lambda n: server_stores.limits.reserve_slot(
-            "alice", f"h{n}", cap=3, hold_ms=60_000, now_ms=clock.now_ms()))
+        16,
+        lambda n: server_stores.limits.reserve_slot(
+            "alice", f"h{n}", cap=3, hold_ms=60_000, now_ms=clock.now_ms()
+        ),
+    )
 
     assert sum(1 for o in outcomes if o is None) == 3
     assert all(isinstance(o, errors.LimitExceeded) for o in outcomes if o is not None)
@@ -138,5 +160,6 @@ def test_outbox_sends_once_under_concurrent_writers(
     server_stores: Stores, clock: ManualClock
 ) -> None:
     outcomes = _all_at_once(
-        16, lambda n: server_stores.outbox.put_once("k1", {"by": n}, clock.now_ms()))
+        16, lambda n: server_stores.outbox.put_once("k1", {"by": n}, clock.now_ms())
+    )
     assert outcomes.count(True) == 1

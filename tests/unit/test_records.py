@@ -14,9 +14,17 @@ NOW_MS = 1_800_000_000_000
 
 def request(**changes: object) -> PendingRequest:
     base = PendingRequest(
-        chat_id="c", interrupt_id="i", kind="approval", card={}, secret_hash=hash_secret("s"),
-        snapshot_key="k", user_id="u", turn_seq=1, created_at=NOW_MS // 1000,
-        expires_at=NOW_MS // 1000 + 60, ttl=NOW_MS // 1000 + 60 + DAY_S,
+        chat_id="c",
+        interrupt_id="i",
+        kind="approval",
+        card={},
+        secret_hash=hash_secret("s"),
+        snapshot_key="k",
+        user_id="u",
+        turn_seq=1,
+        created_at=NOW_MS // 1000,
+        expires_at=NOW_MS // 1000 + 60,
+        ttl=NOW_MS // 1000 + 60 + DAY_S,
     )
     return base.with_changes(**changes)
 
@@ -43,14 +51,23 @@ def test_live_claim_past_expiry_stays_claimed_until_its_lease_lapses() -> None:
         (request(state=RequestState.CANCELLED), "i", "s", errors.RequestCancelled),
         (request(expires_at=NOW_MS // 1000), "i", "wrong", errors.RequestExpired),
         (request(), "i", "wrong", errors.SecretRefused),
-        (request(state=RequestState.CLAIMED, worker="w", lease_expires_at_ms=NOW_MS + 1),
-         "i", "s", errors.ResumeInProgress),
-        (request(state=RequestState.CLAIMED, worker="w", lease_expires_at_ms=NOW_MS + 1),
-         "i", "wrong", errors.SecretRefused),
+        (
+            request(state=RequestState.CLAIMED, worker="w", lease_expires_at_ms=NOW_MS + 1),
+            "i",
+            "s",
+            errors.ResumeInProgress,
+        ),
+        (
+            request(state=RequestState.CLAIMED, worker="w", lease_expires_at_ms=NOW_MS + 1),
+            "i",
+            "wrong",
+            errors.SecretRefused,
+        ),
     ],
 )
-def test_refusal_order(record: PendingRequest | None, interrupt_id: str, secret: str,
-                       expected: type[Exception]) -> None:
+def test_refusal_order(
+    record: PendingRequest | None, interrupt_id: str, secret: str, expected: type[Exception]
+) -> None:
     assert isinstance(refusal(record, interrupt_id, secret, NOW_MS), expected)
 
 

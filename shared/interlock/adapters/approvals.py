@@ -10,7 +10,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from interlock import keys
-from interlock.errors import StoreError
 from interlock.adapters.dynamo import (
     ConditionFailed,
     DynamoDBClient,
@@ -19,6 +18,7 @@ from interlock.adapters.dynamo import (
     to_item,
     translated,
 )
+from interlock.errors import StoreError
 from interlock.records import Approval, Subject
 
 _BATCH = 25  # BatchWriteItem's limit
@@ -48,21 +48,22 @@ class ApprovalStore:
             Approval(s, card_id, user_id, now_s, now_s + self._ttl_s) for s in set(subjects)
         ]
         items = [
-            _to_item(keys.chat_pk(chat_id), keys.approval_sk(user_id, a.subject.kind,
-                     a.subject.name), a)
+            _to_item(
+                keys.chat_pk(chat_id), keys.approval_sk(user_id, a.subject.kind, a.subject.name), a
+            )
             for a in approvals
         ]
         self._write_all(items)
         return sorted(approvals, key=lambda a: (a.subject.kind, a.subject.name))
 
-    def list(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]:
+    def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]:
         """The user's live approvals in this chat; rows past their TTL are left out."""
         rows = self._query(keys.chat_pk(chat_id), keys.approval_prefix(user_id))
         return [a for a in rows if a.ttl is None or a.ttl > now_ms // 1000]
 
     def approved_subjects(self, chat_id: str, user_id: str, now_ms: int) -> frozenset[Subject]:
         """Everything the user may fetch or install in this chat: own rows + admin list."""
-        own = self.list(chat_id, user_id, now_ms)
+        own = self.for_user(chat_id, user_id, now_ms)
         return frozenset(a.subject for a in [*own, *self.admin_list()])
 
     def revoke(self, chat_id: str, user_id: str, subject: Subject) -> bool:
@@ -70,8 +71,12 @@ class ApprovalStore:
         with translated("revoke approval"):
             response = self._client.delete_item(
                 TableName=self._table,
-                Key=to_item({"pk": keys.chat_pk(chat_id),
-                             "sk": keys.approval_sk(user_id, subject.kind, subject.name)}),
+                Key=to_item(
+                    {
+                        "pk": keys.chat_pk(chat_id),
+                        "sk": keys.approval_sk(user_id, subject.kind, subject.name),
+                    }
+                ),
                 ReturnValues="ALL_OLD",
             )
         return "Attributes" in response
@@ -92,8 +97,7 @@ class ApprovalStore:
                     self._client.delete_item(
                         TableName=self._table,
                         Key=to_item({"pk": keys.chat_pk(chat_id), "sk": sk}),
-                        **expression(condition="#card_id = :card_id",
-                                     values={":card_id": card_id}),
+                        **expression(condition="#card_id = :card_id", values={":card_id": card_id}),
                     )
                 removed += 1
             except ConditionFailed:
@@ -107,8 +111,11 @@ class ApprovalStore:
     def admin_grant(self, subjects: Iterable[Subject], by: str, now_ms: int) -> None:
         """Add subjects to the administrator list (no TTL: kept until removed)."""
         items = [
-            _to_item(keys.ADMIN_PK, keys.admin_approval_sk(s.kind, s.name),
-                     Approval(s, None, by, now_ms // 1000))
+            _to_item(
+                keys.ADMIN_PK,
+                keys.admin_approval_sk(s.kind, s.name),
+                Approval(s, None, by, now_ms // 1000),
+            )
             for s in set(subjects)
         ]
         self._write_all(items)
@@ -143,16 +150,18 @@ class ApprovalStore:
 
 
 def _to_item(pk: str, sk: str, approval: Approval) -> dict[str, Any]:
-    return to_item({
-        "pk": pk,
-        "sk": sk,
-        "subject_kind": approval.subject.kind,
-        "subject_name": approval.subject.name,
-        "card_id": approval.card_id,
-        "granted_by": approval.granted_by,
-        "granted_at": approval.granted_at,
-        "ttl": approval.ttl,
-    })
+    return to_item(
+        {
+            "pk": pk,
+            "sk": sk,
+            "subject_kind": approval.subject.kind,
+            "subject_name": approval.subject.name,
+            "card_id": approval.card_id,
+            "granted_by": approval.granted_by,
+            "granted_at": approval.granted_at,
+            "ttl": approval.ttl,
+        }
+    )
 
 
 def _from_item(row: dict[str, Any]) -> Approval:

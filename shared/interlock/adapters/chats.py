@@ -78,14 +78,11 @@ class ChatStore:
         rows = self._range(chat_id, keys.turn_sk(after + 1), keys.turn_sk(10**10 - 1), limit)
         return [{"seq": r["seq"], "at_ms": r["at_ms"], **json.loads(r["turn"])} for r in rows]
 
-    def record(
-        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
-    ) -> AuditEvent:
+    def record(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> AuditEvent:
         """Append an audit event under the next event number."""
         seq = self._next(chat_id, "last_event")
         event = AuditEvent(chat_id, seq, type, now_ms, actor, detail)
-        body = {"seq": seq, "type": type, "at_ms": now_ms, "actor": actor,
-                "detail": _json(detail)}
+        body = {"seq": seq, "type": type, "at_ms": now_ms, "actor": actor, "detail": _json(detail)}
         self._put(chat_id, keys.event_sk(seq), body, now_ms)
         return event
 
@@ -94,8 +91,9 @@ class ChatStore:
         passes the last number it saw)."""
         rows = self._range(chat_id, keys.event_sk(after + 1), keys.event_sk(10**10 - 1), limit)
         return [
-            AuditEvent(chat_id, r["seq"], r["type"], r["at_ms"], r["actor"],
-                       json.loads(r["detail"]))
+            AuditEvent(
+                chat_id, r["seq"], r["type"], r["at_ms"], r["actor"], json.loads(r["detail"])
+            )
             for r in rows
         ]
 
@@ -112,8 +110,12 @@ class ChatStore:
         return int(from_item(response["Attributes"])[counter])
 
     def _put(self, chat_id: str, sk: str, body: dict[str, Any], now_ms: int) -> None:
-        item = {"pk": keys.chat_pk(chat_id), "sk": sk, **body,
-                "ttl": now_ms // 1000 + self._retention_s}
+        item = {
+            "pk": keys.chat_pk(chat_id),
+            "sk": sk,
+            **body,
+            "ttl": now_ms // 1000 + self._retention_s,
+        }
         with translated("write chat record"):
             self._client.put_item(TableName=self._table, Item=to_item(item))
 

@@ -73,7 +73,7 @@ def item_size(item: Mapping[str, Any]) -> int:
 
 
 def _value_size(value: Mapping[str, Any]) -> int:
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind == "S":
         return len(inner.encode())
     if kind == "N":

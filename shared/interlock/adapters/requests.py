@@ -145,10 +145,18 @@ class RequestStore:
     def rotate_secret(self, request: PendingRequest, now_ms: int) -> tuple[PendingRequest, str]:
         """Issue a fresh secret for an answerable request; older copies stop working."""
         secret = new_secret()
-        values = {**_STATES, **_clock(now_ms), ":interrupt_id": request.interrupt_id,
-                  ":secret_hash": hash_secret(secret)}
+        values = {
+            **_STATES,
+            **_clock(now_ms),
+            ":interrupt_id": request.interrupt_id,
+            ":secret_hash": hash_secret(secret),
+        }
         updated = self._update(
-            request.chat_id, "rotate secret", ROTATE, "SET #secret_hash = :secret_hash", values,
+            request.chat_id,
+            "rotate secret",
+            ROTATE,
+            "SET #secret_hash = :secret_hash",
+            values,
             lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
         )
         return updated, secret
@@ -172,7 +180,8 @@ class RequestStore:
             raise errors.RequestExpired("denied: too many attempts to resume this request")
         lease_token = new_token()
         values = {
-            **_STATES, **_clock(now_ms),
+            **_STATES,
+            **_clock(now_ms),
             ":interrupt_id": request.interrupt_id,
             ":secret_hash": request.secret_hash,
             ":seen_count": request.claim_count,
@@ -188,9 +197,15 @@ class RequestStore:
             "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one"
         )
         return self._update(
-            request.chat_id, "claim request", CLAIM, update, values,
-            lost=lambda cur: refusal(cur, request.interrupt_id, secret, now_ms)
-            or _changed(cur, request.interrupt_id, now_ms),
+            request.chat_id,
+            "claim request",
+            CLAIM,
+            update,
+            values,
+            lost=lambda cur: (
+                refusal(cur, request.interrupt_id, secret, now_ms)
+                or _changed(cur, request.interrupt_id, now_ms)
+            ),
         )
 
     def renew(self, claim: PendingRequest, now_ms: int) -> int:
@@ -201,10 +216,13 @@ class RequestStore:
         """
         deadline = _required(claim.resume_deadline_ms)
         until = min(now_ms + self._policy.lease_ms, deadline)
-        values = {**_STATES, ":now_ms": now_ms, ":lease_token": claim.lease_token,
-                  ":until": until}
+        values = {**_STATES, ":now_ms": now_ms, ":lease_token": claim.lease_token, ":until": until}
         self._update(
-            claim.chat_id, "renew lease", RENEW, "SET #lease_expires_at_ms = :until", values,
+            claim.chat_id,
+            "renew lease",
+            RENEW,
+            "SET #lease_expires_at_ms = :until",
+            values,
             lost=lambda _: errors.LeaseLost("the lease was lost or reached its deadline"),
         )
         return until
@@ -224,17 +242,28 @@ class RequestStore:
         within budget; otherwise it is left out entirely (the full answer is in S3).
         """
         values: dict[str, Any] = {
-            **_STATES, ":lease_token": claim.lease_token, ":answer_key": answer_key,
-            ":decision": decision, ":answered_at": now_ms // 1000,
+            **_STATES,
+            ":lease_token": claim.lease_token,
+            ":answer_key": answer_key,
+            ":decision": decision,
+            ":answered_at": now_ms // 1000,
         }
-        sets = ["#state = :done", "#answer_key = :answer_key", "#decision = :decision",
-                "#answered_at = :answered_at"]
+        sets = [
+            "#state = :done",
+            "#answer_key = :answer_key",
+            "#decision = :decision",
+            "#answered_at = :answered_at",
+        ]
         if first_answer is not None and self._fits_with(claim, first_answer):
             values[":first_answer"] = first_answer
             sets.append("#first_answer = :first_answer")
         update = f"SET {', '.join(sets)} REMOVE #sweep_shard"
         return self._update(
-            claim.chat_id, "finish request", HOLDS_LEASE, update, values,
+            claim.chat_id,
+            "finish request",
+            HOLDS_LEASE,
+            update,
+            values,
             lost=lambda _: errors.LeaseLost("the claim was lost before the answer was stored"),
         )
 
@@ -270,14 +299,19 @@ class RequestStore:
         self, request: PendingRequest, state: RequestState, reason: str, now_ms: int
     ) -> PendingRequest:
         values = {
-            **_STATES, **_clock(now_ms),
+            **_STATES,
+            **_clock(now_ms),
             ":interrupt_id": request.interrupt_id,
             ":seen_count": request.claim_count,
             ":reason": reason,
         }
         update = f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard"
         return self._update(
-            request.chat_id, f"{state.value} request", END_OPEN, update, values,
+            request.chat_id,
+            f"{state.value} request",
+            END_OPEN,
+            update,
+            values,
             lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
         )
 
