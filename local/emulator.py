@@ -33,6 +33,13 @@ class _Serialized:
             return list(self._app(environ, start_response))
 
 
+class _QuietHandler(MotoRequestHandler):
+    """Keeps the request log out of test and benchmark output."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
 class Emulator:
     """A moto server in a background thread.
 
@@ -44,7 +51,7 @@ class Emulator:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         app = _Serialized(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
-            host, port, app, threaded=True, request_handler=MotoRequestHandler
+            host, port, app, threaded=True, request_handler=_QuietHandler
         )
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
