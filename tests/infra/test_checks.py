@@ -35,7 +35,7 @@ def _acknowledgments(app: App) -> dict[str, dict[str, str]]:
     return found
 
 
-def _findings(app: App) -> list[tuple[str, str, list[str]]]:
+def _findings(app: App) -> list[tuple[str, str | None, list[str | None]]]:
     report = AwsSolutionsChecks().validate_scope(app)
     return [
         (v.rule_name, v.severity, [r.construct_path for r in v.violating_resources])

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aws_cdk import App, DockerImage, Stack
+from aws_cdk import App, BundlingOptions, DockerImage, Stack
 from aws_cdk.assertions import Template
 
 from infra.layer import PACKAGE_DIR, InterlockLayer, PipLocalBundling, layer_fingerprint
@@ -35,7 +35,8 @@ def package(tmp_path: Path) -> Path:
 def _bundle(requirements: Path, package: Path, output: Path) -> bool:
     output.mkdir()
     bundler = PipLocalBundling(requirements, package)
-    return bundler.try_bundle(str(output), image=DockerImage.from_registry("unused"))
+    # Called the way the jsii runtime calls it: the options struct as one argument
+    return bundler.try_bundle(str(output), BundlingOptions(image=DockerImage.from_registry("x")))
 
 
 def test_bundle_puts_the_package_under_python(
@@ -72,16 +73,16 @@ def test_fingerprint_is_stable_and_ignores_bytecode(requirements: Path, package:
     ],
 )
 def test_fingerprint_changes_with_what_goes_in(
-    requirements: Path, package: Path, change: Any
+    requirements: Path, package: Path, change: Callable[[Path, Path], object]
 ) -> None:
     before = layer_fingerprint(requirements, package)
     change(requirements, package)
     assert layer_fingerprint(requirements, package) != before
 
 
-def test_layer_targets_python_3_12_on_x86_64(requirements: Path) -> None:
+def test_layer_targets_python_3_12_on_x86_64(requirements: Path, tmp_path: Path) -> None:
     # Given an app that bundles no stack, so synthesis does not run pip
-    app = App(context={"aws:cdk:bundling-stacks": []})
+    app = App(context={"aws:cdk:bundling-stacks": []}, outdir=str(tmp_path))
     stack = Stack(app, "LayerOnly")
 
     # When the layer is added

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 from aws_cdk import CfnElement, Stack
 from aws_cdk.assertions import Match, Template
-from interlock.adapters import schema
 
 from infra.wiring import Stacks
+from interlock.adapters import schema
 
 
-def _properties(stack: Stack, template: Template, element: Any) -> dict[str, Any]:
+def _properties(stack: Stack, template: Template, element: CfnElement) -> dict[str, Any]:
     logical_id = stack.get_logical_id(element)
-    resource: dict[str, Any] = template.to_json()["Resources"][logical_id]
-    return resource["Properties"]
+    properties: dict[str, Any] = template.to_json()["Resources"][logical_id]["Properties"]
+    return properties
 
 
 @pytest.fixture(scope="module")

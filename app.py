@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""CDK entry point, run by `npx cdk synth` and `npx cdk deploy` through `cdk.json`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The layer's package lives in shared/ and defines the table layout the stacks deploy.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "shared"))
+
+from aws_cdk import App
+
+from infra.wiring import build
+
+
+def main() -> None:
+    """Synthesize every Interlock stack into `cdk.out`."""
+    app = App()
+    build(app)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()
