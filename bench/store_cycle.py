@@ -31,16 +31,31 @@ SNAPSHOT = {
     "schema": 1,
     "messages": [
         {"role": "user", "content": [{"text": "Summarise the reference table at example.org"}]},
-        {"role": "assistant", "content": [{"toolUse": {
-            "toolUseId": "tooluse_1", "name": "request_approval",
-            "input": {"reason": "Download the reference table", "urls": [
-                "https://example.org/data/table.csv"]}}}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "toolUse": {
+                        "toolUseId": "tooluse_1",
+                        "name": "request_approval",
+                        "input": {
+                            "reason": "Download the reference table",
+                            "urls": ["https://example.org/data/table.csv"],
+                        },
+                    }
+                }
+            ],
+        },
     ],
     "state": {},
     "interrupt_state": {"activated": True, "interrupts": {}},
 }
-CARD = {"sites": ["example.org"], "urls": ["https://example.org/data/table.csv"],
-        "packages": [], "reason": "Download the reference table"}
+CARD = {
+    "sites": ["example.org"],
+    "urls": ["https://example.org/data/table.csv"],
+    "packages": [],
+    "reason": "Download the reference table",
+}
 
 
 class Meter:
@@ -64,7 +79,8 @@ class Meter:
             "calls": dict(sorted(self.calls.items())),
             "total_calls": sum(self.calls.values()),
             "dynamodb_round_trips": sum(
-                n for k, n in self.calls.items() if k.startswith("dynamodb.")),
+                n for k, n in self.calls.items() if k.startswith("dynamodb.")
+            ),
             "writes": sum(n for k, n in self.calls.items() if _is_write(k)),
             "bytes_sent": dict(sorted(self.bytes.items())),
         }
@@ -103,7 +119,8 @@ def main() -> None:
     server = Emulator().start()
     try:
         session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench")
+            region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench"
+        )
         dynamodb = session.client("dynamodb", endpoint_url=server.endpoint)
         s3 = session.client("s3", endpoint_url=server.endpoint)
         create_storage(dynamodb, s3, "bench", "bench-data")
@@ -119,8 +136,16 @@ def main() -> None:
 def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
     clock = SystemClock()
     opened = persist_pause(
-        stores, chat_id="bench-chat", user_id="alice", interrupt_id="v1:tool_call:tooluse_1:x",
-        kind="approval", card=CARD, snapshot=SNAPSHOT, turn_seq=1, now_ms=clock.now_ms())
+        stores,
+        chat_id="bench-chat",
+        user_id="alice",
+        interrupt_id="v1:tool_call:tooluse_1:x",
+        kind="approval",
+        card=CARD,
+        snapshot=SNAPSHOT,
+        turn_seq=1,
+        now_ms=clock.now_ms(),
+    )
     pause = meter.take()
 
     # The resume decision. Two contenders read the pointer before either claims; the
@@ -141,8 +166,13 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
     stores.blobs.get_snapshot(claim.snapshot_key)
     stores.requests.renew(claim, clock.now_ms())
     answer_key = stores.blobs.put_answer("bench-chat", claim.interrupt_id, {"text": "Done."})
-    stores.requests.finish(claim, answer_key=answer_key, decision="approved",
-                           first_answer="Done.", now_ms=clock.now_ms())
+    stores.requests.finish(
+        claim,
+        answer_key=answer_key,
+        decision="approved",
+        first_answer="Done.",
+        now_ms=clock.now_ms(),
+    )
     rest = meter.take()
 
     return {

@@ -57,8 +57,7 @@ class Emulator:
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self._server.host}:{self._server.port}"
 
     def start(self) -> Emulator:
         self._thread.start()

@@ -472,3 +472,35 @@ def test_ending_a_live_claim_is_refused(stores: Stores, clock: ManualClock) -> N
     claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
     with pytest.raises(errors.ResumeInProgress):
         stores.requests.cancel(claim, "too late", clock.now_ms())
+
+
+# -- heartbeat on the real store ----------------------------------------------------------------
+
+
+def test_heartbeat_keeps_the_lease_and_stops_when_it_is_taken_over(
+    stores: Stores, clock: ManualClock
+) -> None:
+    import time
+
+    from interlock.heartbeat import Heartbeat
+
+    opened = pause(stores, clock)
+    claim = stores.requests.claim(opened.request, opened.secret, "w1", clock.now_ms())
+
+    def renew() -> None:
+        clock.advance(seconds=10)  # each beat, ten seconds of work have passed
+        stores.requests.renew(claim, clock.now_ms())
+
+    beat = Heartbeat(renew, 0.01).start()
+    time.sleep(0.2)
+    beat.stop()
+    held = stores.requests.get(CHAT, clock.now_ms())
+    assert held is not None and held.holds_live_claim(clock.now_ms())
+    assert beat.renewals >= 5 and not beat.lost.is_set()
+
+    # Once another worker takes the request over, the old heartbeat stops by itself.
+    clock.advance(ms=stores.policy.lease_ms)
+    stores.requests.claim(held, opened.secret, "w2", clock.now_ms())
+    beat = Heartbeat(renew, 0.01).start()
+    assert beat.lost.wait(2.0)
+    beat.stop()

@@ -56,7 +56,9 @@ def test_a_regrant_by_another_card_survives_the_first_cards_deny(
     stores.approvals.grant("c1", "alice", [SITE], "card-2", clock.now_ms())
 
     assert stores.approvals.withdraw_card("c1", "alice", "card-1") == 0
-    assert [a.card_id for a in stores.approvals.for_user("c1", "alice", clock.now_ms())] == ["card-2"]
+    assert [a.card_id for a in stores.approvals.for_user("c1", "alice", clock.now_ms())] == [
+        "card-2"
+    ]
 
 
 def test_admin_list_is_consulted_with_the_users_rows(stores: Stores, clock: ManualClock) -> None:
