@@ -116,3 +116,9 @@ class SnapshotTooLarge(TooLarge):
     """The paused agent's snapshot is over the configured size limit."""
 
     code = "snapshot_too_large"
+
+
+class Forbidden(InterlockError):
+    """The caller may not act on this chat (it belongs to another user)."""
+
+    code = "forbidden"

@@ -1,0 +1,89 @@
+"""The request context: who is asking, what they may do, and what this turn learned.
+
+The API sets it (from the authorizer, never from a request body) before the agent runs;
+tools and hooks read it with `current_request()`. Nothing in it comes from tool
+arguments: a model-controlled argument is not an identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from interlock.records import Subject
+
+
+class OutboxPort(Protocol):
+    """Where side-effecting tools record what they send, once per key."""
+
+    def put_once(self, key: str, payload: dict[str, Any], now_ms: int) -> bool: ...
+
+
+class FetchPort(Protocol):
+    """The HTTP transport behind `fetch_url`; injected so tests never touch a network."""
+
+    def __call__(self, url: str) -> str: ...
+
+
+@dataclass
+class RequestContext:
+    """Everything a tool may know about the request it runs in.
+
+    Attributes:
+        user_id: The authenticated user.
+        chat_id: The chat (AG-UI thread) this turn belongs to.
+        roles: The user's roles, from the authorizer.
+        approved: Sites and packages approved for this user and chat (rows + admin list).
+        can_ask_a_human: False for unattended runs: tools must not interrupt.
+        refused: Sites and packages refused this turn (filled by egress checks).
+        resume_card: On a resume, the stored card of the request being answered.
+        resume_interrupt_id: On a resume, the interrupt id being answered.
+        trace_id: Correlates logs and audit events of this request.
+        outbox: Put-once record of side effects.
+        fetch: The HTTP transport for `fetch_url`.
+        now_ms: The clock.
+    """
+
+    user_id: str
+    chat_id: str
+    roles: frozenset[str] = frozenset()
+    approved: frozenset[Subject] = frozenset()
+    can_ask_a_human: bool = True
+    refused: set[Subject] = field(default_factory=set)
+    resume_card: dict[str, Any] | None = None
+    resume_interrupt_id: str | None = None
+    trace_id: str | None = None
+    outbox: OutboxPort | None = None
+    fetch: FetchPort | None = None
+    now_ms: Callable[[], int] | None = None
+
+    def is_approved(self, subject: Subject) -> bool:
+        return subject in self.approved
+
+
+_current: ContextVar[RequestContext] = ContextVar("interlock_request")
+
+
+def current_request() -> RequestContext:
+    """The context set by the caller; a tool run outside one is a programming error."""
+    try:
+        return _current.get()
+    except LookupError:
+        raise RuntimeError("no request context: run the agent inside request_scope()") from None
+
+
+@contextmanager
+def request_scope(context: RequestContext) -> Iterator[RequestContext]:
+    """Make `context` current for the agent run inside the block.
+
+    Strands runs tools in worker threads; `asyncio.to_thread` copies context variables,
+    so tools see this context too (and share its mutable `refused` set).
+    """
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)

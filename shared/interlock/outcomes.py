@@ -1,0 +1,54 @@
+"""What a turn or a resume hands back to the API, independent of the wire format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from interlock.records import PendingRequest
+
+Outcome = Literal["completed", "interrupted", "replayed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """An open request that may now be shown, with the secret that answers it."""
+
+    request: PendingRequest
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What a run cost: model calls, tokens and tool bodies that ran to completion."""
+
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_executions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The result of `run_turn` or `resume_turn`.
+
+    Attributes:
+        chat_id: The chat.
+        outcome: completed (final text), interrupted (an offer to show), or replayed
+            (the stored answer of a request that was already answered).
+        text: The final or replayed answer.
+        offer: The open request, when interrupted.
+        tool_calls: The tool calls of this run, for the event stream.
+        usage: What the run cost.
+        decision: On a resume or replay, what the person decided.
+        answered_at: On a replay, when the request was answered (epoch s).
+    """
+
+    chat_id: str
+    outcome: Outcome
+    text: str | None = None
+    offer: Offer | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    decision: str | None = None
+    answered_at: int | None = None

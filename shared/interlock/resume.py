@@ -1,0 +1,172 @@
+"""Resuming a paused run exactly once.
+
+The checks run in a fixed order and nothing before the claim takes ownership; a failed
+check refuses, or expires the request when the world has changed under it:
+
+1. validate the answer        (refuse, request untouched)
+2. pointer, id, hashed secret (refuse; a done request replays its stored answer)
+3. the chat is unchanged      (hidden or a newer turn: expire)
+4. slots and budget           (refuse, request still answerable)
+5. roles still allow the paused batch's tools (lost: expire)
+6. claim                      (the loser hears "in progress")
+
+Then the snapshot is loaded, the interrupt answered and the run continued under a
+heartbeat; its end is stored with writes conditional on the lease.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from strands.types.interrupt import InterruptResponseContent
+
+from interlock import errors
+from interlock.cards import DOWNLOAD, Decision, card_subjects, parse_decision
+from interlock.context import request_scope
+from interlock.heartbeat import Heartbeat
+from interlock.outcomes import TurnResult
+from interlock.records import PendingRequest, refusal
+from interlock.runtime.agent import build_agent, lost_tools
+from interlock.runtime.snapshot import load_snapshot
+from interlock.turns import Caller, Runtime, audit, request_context, reserved, settle
+
+Status = Literal["resolved", "cancelled"]
+
+
+def resume_turn(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    *,
+    interrupt_id: str,
+    secret: str,
+    status: Status,
+    payload: Any,
+) -> TurnResult:
+    """Answer the chat's open request and continue the paused run, exactly once.
+
+    Raises:
+        InvalidInput: the answer does not fit the card (the request stays answerable).
+        UnknownRequest, SecretRefused, Forbidden: refused; nothing changed.
+        RequestExpired, RequestCancelled: the request can no longer be answered.
+        LimitExceeded: no slot or budget now; the request stays answerable.
+        ResumeInProgress: another worker holds the claim.
+        LeaseLost: this worker lost its claim mid-run; nothing of its run was stored.
+    """
+    now = rt.clock.now_ms()
+    stores = rt.stores
+    record = stores.requests.get(chat_id, now)
+    if record is not None and record.user_id != caller.user_id:
+        raise errors.Forbidden("this request belongs to another user")
+    problem = refusal(record, interrupt_id, secret, now)
+    if isinstance(problem, errors.AlreadyAnswered):
+        return replay(rt, problem.current)
+    if problem is not None:
+        raise problem
+    assert record is not None
+    decision = _decision(status, payload, record)
+    _check_chat(rt, record, now)
+    with reserved(rt, caller):
+        lost = lost_tools(caller.roles, record.card.get("batch_tools", []))
+        if lost:
+            stores.requests.expire(record, f"the user may no longer use {', '.join(lost)}", now)
+            raise errors.RequestExpired("your roles changed since this was asked")
+        try:
+            claim = stores.requests.claim(record, secret, rt.worker_id, now)
+        except errors.AlreadyAnswered as done:
+            return replay(rt, done.current)
+        audit(
+            rt,
+            caller,
+            chat_id,
+            "decision",
+            interrupt_id=interrupt_id,
+            card_id=record.card.get("card_id"),
+            decision=decision.label,
+            reason=decision.reason,
+            suggestion=decision.suggestion,
+            worker=rt.worker_id,
+        )
+        return _continue(rt, caller, claim, decision, _response(status, payload))
+
+
+def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
+    """The stored outcome of an answered request: never a second run."""
+    stored = rt.stores.blobs.get_answer(done.answer_key) if done.answer_key else None
+    text = done.first_answer or (stored or {}).get("text")
+    return TurnResult(
+        done.chat_id,
+        "replayed",
+        text=text,
+        decision=done.decision,
+        answered_at=done.answered_at,
+        tool_calls=list((stored or {}).get("tool_calls", [])),
+    )
+
+
+def _continue(
+    rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision, response: Any
+) -> TurnResult:
+    stores = rt.stores
+    chat_id = claim.chat_id
+    card = claim.card
+    if card.get("type") == DOWNLOAD:
+        # Idempotent: a retaken resume writes the same rows stamped with the same card.
+        if decision.approved:
+            stores.approvals.grant(
+                chat_id,
+                caller.user_id,
+                card_subjects(card, decision),
+                card["card_id"],
+                rt.clock.now_ms(),
+            )
+        else:
+            stores.approvals.withdraw_card(chat_id, caller.user_id, card["card_id"])
+    snapshot = stores.blobs.get_snapshot(claim.snapshot_key)
+    built = build_agent(
+        rt.model_factory(), roles=caller.roles, max_model_calls=rt.limits.max_model_calls
+    )
+    load_snapshot(built.agent, snapshot)
+    started = len(built.agent.messages)
+    context = request_context(rt, caller, chat_id, resuming=claim)
+    answer: list[InterruptResponseContent] = [
+        {"interruptResponse": {"interruptId": claim.interrupt_id, "response": response}}
+    ]
+    renew = lambda: stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
+    with Heartbeat(renew, rt.limits.heartbeat_s) as heartbeat, request_scope(context):
+        result = built.agent(answer)
+    if heartbeat.lost.is_set():
+        raise errors.LeaseLost("the claim was lost while the run continued; nothing was stored")
+    return settle(
+        rt,
+        caller,
+        chat_id,
+        built,
+        result,
+        claim.turn_seq,
+        started=started,
+        claim=claim,
+        decision=decision.label,
+    )
+
+
+def _decision(status: Status, payload: Any, record: PendingRequest) -> Decision:
+    if status not in ("resolved", "cancelled"):
+        raise errors.InvalidInput("status must be 'resolved' or 'cancelled'")
+    return parse_decision(_response(status, payload), record.card)
+
+
+def _response(status: Status, payload: Any) -> Any:
+    return {"status": "cancelled"} if status == "cancelled" else payload
+
+
+def _check_chat(rt: Runtime, record: PendingRequest, now: int) -> None:
+    meta = rt.stores.chats.meta(record.chat_id)
+    reason = None
+    if meta.hidden:
+        reason = "the chat was hidden"
+    elif meta.last_turn != record.turn_seq:
+        reason = "a newer turn was saved in this chat since this was asked"
+    if reason:
+        rt.stores.requests.expire(record, reason, now)
+        raise errors.RequestExpired(reason)

@@ -1,0 +1,170 @@
+"""A scripted stand-in model for demos and tests, where no LLM is reachable.
+
+It is a real Strands `Model`: the agent loop, tools, hooks and interrupts all run for
+real; only the model's choices come from a script. Which step to play is derived from
+the conversation itself (assistant messages since the turn's user prompt), so a fresh
+process that loads a snapshot continues the script exactly where the paused one was.
+Deployed agents use Bedrock; see `interlock.runtime.agent.build_model`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from strands.models.model import Model
+from strands.types.content import Messages
+from strands.types.event_loop import StopReason
+from strands.types.streaming import StreamEvent
+from strands.types.tools import ToolSpec
+
+T = TypeVar("T", bound=BaseModel)
+
+Block = dict[str, Any]
+"""`{"text": str}` or `{"tool": name, "input": {...}}`."""
+Step = Callable[[list[str]], list[Block]]
+"""Given the texts of the last tool results, the blocks of the next assistant message."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named script: one step per model call in a turn."""
+
+    name: str
+    steps: Sequence[Step]
+    keywords: tuple[str, ...] = ()
+
+
+class ScriptedModel(Model):
+    """Plays the scenario whose keyword appears in the turn's prompt (else the first).
+
+    Attributes:
+        calls: Model calls served by this instance.
+        usage: Input and output tokens reported, estimated as characters / 4.
+    """
+
+    def __init__(self, scenarios: Sequence[Scenario]) -> None:
+        self._scenarios = list(scenarios)
+        self.calls = 0
+        self.usage = {"inputTokens": 0, "outputTokens": 0}
+
+    def update_config(self, **model_config: Any) -> None:
+        """Nothing to configure."""
+
+    def get_config(self) -> dict[str, Any]:
+        return {"model_id": "scripted", "scenarios": [s.name for s in self._scenarios]}
+
+    async def structured_output(
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[dict[str, T | Any], None]:
+        raise NotImplementedError("the scripted model does not produce structured output")
+        yield {}  # pragma: no cover - makes this an async generator
+
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterable[StreamEvent]:
+        self.calls += 1
+        blocks = self._next_blocks(messages)
+        input_tokens = len(json.dumps(messages, default=str)) // 4
+        output_tokens = len(json.dumps(blocks)) // 4
+        self.usage["inputTokens"] += input_tokens
+        self.usage["outputTokens"] += output_tokens
+        for event in _events(blocks, input_tokens, output_tokens):
+            yield event
+
+    def scenario_for(self, messages: Messages) -> Scenario:
+        prompt = _turn_prompt(messages).lower()
+        for scenario in self._scenarios:
+            if any(word in prompt for word in scenario.keywords):
+                return scenario
+        return self._scenarios[0]
+
+    def _next_blocks(self, messages: Messages) -> list[Block]:
+        scenario = self.scenario_for(messages)
+        step = _assistant_messages_this_turn(messages)
+        if step >= len(scenario.steps):
+            return [{"text": "That is all I had planned for this request."}]
+        return scenario.steps[step](_last_tool_results(messages))
+
+
+def _turn_start(messages: Messages) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] == "user" and any("text" in block for block in message["content"]):
+            return index
+    return 0
+
+
+def _turn_prompt(messages: Messages) -> str:
+    if not messages:
+        return ""
+    start = messages[_turn_start(messages)]
+    return " ".join(str(block.get("text", "")) for block in start["content"])
+
+
+def _assistant_messages_this_turn(messages: Messages) -> int:
+    return sum(1 for m in messages[_turn_start(messages) :] if m["role"] == "assistant")
+
+
+def _last_tool_results(messages: Messages) -> list[str]:
+    if not messages or messages[-1]["role"] != "user":
+        return []
+    texts = []
+    for block in messages[-1]["content"]:
+        result = block.get("toolResult")
+        if result:
+            texts.append(" ".join(str(c.get("text", "")) for c in result.get("content", [])))
+    return texts
+
+
+def _events(blocks: list[Block], input_tokens: int, output_tokens: int) -> list[StreamEvent]:
+    events: list[StreamEvent] = [{"messageStart": {"role": "assistant"}}]
+    for block in blocks:
+        if "text" in block:
+            events += [
+                {"contentBlockStart": {"start": {}}},
+                {"contentBlockDelta": {"delta": {"text": block["text"]}}},
+                {"contentBlockStop": {}},
+            ]
+        else:
+            tool_use_id = f"tooluse_{uuid.uuid4().hex[:16]}"
+            events += [
+                {
+                    "contentBlockStart": {
+                        "start": {"toolUse": {"toolUseId": tool_use_id, "name": block["tool"]}}
+                    }
+                },
+                {
+                    "contentBlockDelta": {
+                        "delta": {"toolUse": {"input": json.dumps(block["input"])}}
+                    }
+                },
+                {"contentBlockStop": {}},
+            ]
+    stop: StopReason = "tool_use" if any("tool" in block for block in blocks) else "end_turn"
+    events.append({"messageStop": {"stopReason": stop}})
+    events.append(
+        {
+            "metadata": {
+                "usage": {
+                    "inputTokens": input_tokens,
+                    "outputTokens": output_tokens,
+                    "totalTokens": input_tokens + output_tokens,
+                },
+                "metrics": {"latencyMs": 0},
+            }
+        }
+    )
+    return events

@@ -1,0 +1,151 @@
+"""The agent's tools: asking for approval, an egress-checked fetch, and a side effect.
+
+Identity, approvals and "can a human answer" come from the request context, never
+from arguments the model chose.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from strands import ToolContext, tool
+
+from interlock.cards import (
+    DOWNLOAD,
+    download_card,
+    outcome_text,
+    parse_decision,
+    unattended_denial,
+)
+from interlock.context import current_request
+from interlock.egress import safe_url
+from interlock.errors import InvalidInput
+from interlock.records import Subject
+
+APPROVAL_INTERRUPT: Final = "interlock.approval"
+MAX_FETCHED_CHARS: Final = 4000
+
+
+def _ok(text: str) -> dict[str, Any]:
+    return {"status": "success", "content": [{"text": text}]}
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"status": "error", "content": [{"text": text}]}
+
+
+def own_resume_card(kind: str, tool_use_id: str) -> dict[str, Any] | None:
+    """The stored card if this very call is the one whose interrupt is being answered.
+
+    Strands offers no public accessor for "my interrupt was answered", so the card
+    records the toolUseId that raised it. A card without that id is unreadable: assume
+    it is this call's, because "never validate or merge again" is the safe mistake.
+    """
+    card = current_request().resume_card
+    if card is None or card.get("type") != kind:
+        return None
+    return card if card.get("tool_use_id", tool_use_id) == tool_use_id else None
+
+
+@tool(context=True)
+def request_approval(
+    reason: str,
+    urls: list[str] | None = None,
+    packages: list[str] | None = None,
+    tool_context: ToolContext | None = None,
+) -> dict[str, Any]:
+    """Ask the user to approve downloads from sites or package installs for this chat.
+
+    Call this tool on its own, never alongside other tools. Name the URLs and packages
+    the step needs, or call it after a download was refused (the refused sites are then
+    included automatically).
+
+    Args:
+        reason: One sentence saying why the data or packages are needed.
+        urls: The http(s) URLs to download.
+        packages: The package names to install.
+    """
+    assert tool_context is not None
+    context = current_request()
+    call_id = tool_context.tool_use["toolUseId"]
+
+    # RESUME: the body re-runs from the top. Answer only from the stored card and the
+    # response; never validate or merge again (everything may be approved by now).
+    card = own_resume_card(DOWNLOAD, call_id)
+    if card is not None:
+        answer = tool_context.interrupt(APPROVAL_INTERRUPT, reason=card)
+        decision = parse_decision(answer, card)
+        return (_ok if decision.approved else _error)(outcome_text(card, decision))
+
+    # FIRST CALL: validate, merge what was refused this turn, drop what is approved.
+    if not urls and not packages and not context.refused:
+        return _error(
+            "Nothing to approve: name the URLs or packages you need, or run the step "
+            "first so the blocked sites are recorded, then call this tool again."
+        )
+    try:
+        card = download_card(
+            reason=reason,
+            urls=urls or [],
+            packages=packages or [],
+            refused=sorted(context.refused, key=lambda s: (s.kind, s.name)),
+            approved=context.approved,
+            tool_use_id=call_id,
+        )
+    except InvalidInput as exc:
+        return _error(f"Invalid request: {exc}")
+    if card is None:
+        return _ok("Already approved: run it.")
+    if not context.can_ask_a_human:
+        return _error(unattended_denial(card))
+    answer = tool_context.interrupt(APPROVAL_INTERRUPT, reason=card)
+    decision = parse_decision(answer, card)
+    return (_ok if decision.approved else _error)(outcome_text(card, decision))
+
+
+@tool
+def fetch_url(url: str) -> dict[str, Any]:
+    """Download a web page or file. Only sites approved for this chat can be reached.
+
+    Args:
+        url: The http(s) URL to fetch.
+    """
+    context = current_request()
+    try:
+        safe = safe_url(url)
+    except InvalidInput as exc:
+        return _error(f"Refused: {exc}")
+    site = Subject("site", safe.host)
+    if not context.is_approved(site):
+        context.refused.add(site)
+        return _error(
+            f"Blocked: {safe.host} is not approved for this chat. Call request_approval "
+            "on its own naming this URL, then fetch it again."
+        )
+    if context.fetch is None:
+        return _error("Downloads are not available in this run.")
+    return _ok(context.fetch(safe.url)[:MAX_FETCHED_CHARS])
+
+
+@tool(context=True)
+def send_report(
+    recipient: str, summary: str, risk: str = "high", tool_context: ToolContext | None = None
+) -> str:
+    """Send a short report to a recipient outside this chat.
+
+    Args:
+        recipient: Where the report goes.
+        summary: The report's text.
+        risk: How sensitive the report is: low, medium or high.
+    """
+    assert tool_context is not None
+    context = current_request()
+    if context.outbox is None or context.now_ms is None:
+        return "Sending is not available in this run."
+    # One key per tool call: the admission interrupt id is a function of the same
+    # toolUseId, so a retaken resume of the same call finds the record and stops.
+    key = f"{context.chat_id}#{tool_context.tool_use['toolUseId']}"
+    payload = {"recipient": recipient, "summary": summary, "by": context.user_id}
+    if context.outbox.put_once(key, payload, context.now_ms()):
+        return f"Report sent to {recipient}."
+    return f"Report to {recipient} was already sent; not sending it twice."

@@ -1,0 +1,333 @@
+"""Running a turn, and settling any run: pause (snapshot → pointer → card) or complete.
+
+`run_turn` and `resume_turn` (in `interlock.resume`) are the service functions the
+Lambda handlers and the local server wrap; they share the settling logic here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from strands.agent.agent_result import AgentResult
+from strands.models.model import Model
+
+from interlock import errors
+from interlock.adapters.factory import Stores
+from interlock.context import FetchPort, RequestContext, request_scope
+from interlock.outcomes import Offer, TurnResult, Usage
+from interlock.pause import persist_pause
+from interlock.records import PendingRequest
+from interlock.runtime.agent import BuiltAgent, build_agent
+from interlock.runtime.snapshot import paused_batch_tools, take_snapshot
+from interlock.timing import Clock, SystemClock
+from interlock.tokens import new_token
+
+logger = logging.getLogger(__name__)
+
+PAUSE_FAILED: Final = (
+    "I need a decision from you to go on, but this run could not be saved to wait for "
+    "it, so I stopped here. Please ask again."
+)
+HISTORY_TURNS: Final = 50
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    """Per-user limits and run bounds a turn and a resume both respect."""
+
+    max_concurrent: int = 4
+    slot_hold_ms: int = 15 * 60_000
+    daily_turns: int = 500
+    max_model_calls: int = 12
+    heartbeat_s: float = 10.0
+    max_prompt_chars: int = 8000
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, as established by the API's authorizer (never a request body)."""
+
+    user_id: str
+    roles: frozenset[str] = frozenset()
+    can_ask_a_human: bool = True
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What the service functions need: stores, a model factory, a clock, limits."""
+
+    stores: Stores
+    model_factory: Callable[[], Model]
+    clock: Clock = field(default_factory=SystemClock)
+    fetch: FetchPort | None = None
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    worker_id: str = field(default_factory=new_token)
+
+
+def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResult:
+    """Run one turn of the chat; pause durably if a tool asks a person.
+
+    Raises:
+        InvalidInput: empty or oversized prompt, bad chat id.
+        Forbidden: the chat belongs to another user.
+        ChatBusy: the chat has an open request; answer or cancel it first.
+        LimitExceeded: the user's concurrency slots or daily budget are spent.
+    """
+    now = rt.clock.now_ms()
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise errors.InvalidInput("the prompt must be non-empty text")
+    if len(prompt) > rt.limits.max_prompt_chars:
+        raise errors.InvalidInput(f"the prompt is over {rt.limits.max_prompt_chars} characters")
+    stores = rt.stores
+    owner = stores.chats.meta(chat_id).owner
+    if owner not in (None, caller.user_id):
+        raise errors.Forbidden("this chat belongs to another user")
+    open_request = stores.requests.get(chat_id, now)
+    if open_request is not None and open_request.blocks_new_request(now):
+        raise errors.ChatBusy("answer or cancel the open request first", open_request)
+    with reserved(rt, caller):
+        stores.chats.claim_owner(chat_id, caller.user_id)
+        history = _history(stores, chat_id)
+        turn_seq = stores.chats.append_turn(chat_id, {"role": "user", "text": prompt}, now)
+        audit(rt, caller, chat_id, "turn_started", turn=turn_seq)
+        built = build_agent(
+            rt.model_factory(),
+            roles=caller.roles,
+            messages=history,
+            max_model_calls=rt.limits.max_model_calls,
+        )
+        context = request_context(rt, caller, chat_id)
+        with request_scope(context):
+            result = built.agent(prompt)
+        return settle(rt, caller, chat_id, built, result, turn_seq, started=len(history))
+
+
+@contextmanager
+def reserved(rt: Runtime, caller: Caller) -> Iterator[None]:
+    """Hold one concurrency slot and one unit of daily budget for the block."""
+    now = rt.clock.now_ms()
+    holder = new_token()
+    limits = rt.limits
+    rt.stores.limits.reserve_slot(
+        caller.user_id, holder, cap=limits.max_concurrent, hold_ms=limits.slot_hold_ms, now_ms=now
+    )
+    try:
+        day = _day(now)
+        rt.stores.limits.spend(
+            caller.user_id, day, 1, cap=limits.daily_turns, ttl=now // 1000 + 3 * 86_400
+        )
+        yield
+    finally:
+        rt.stores.limits.release_slot(caller.user_id, holder)
+
+
+def request_context(
+    rt: Runtime, caller: Caller, chat_id: str, resuming: PendingRequest | None = None
+) -> RequestContext:
+    """The context tools see, read fresh from the store (approvals may have changed)."""
+    now = rt.clock.now_ms()
+    return RequestContext(
+        user_id=caller.user_id,
+        chat_id=chat_id,
+        roles=caller.roles,
+        approved=rt.stores.approvals.approved_subjects(chat_id, caller.user_id, now),
+        can_ask_a_human=caller.can_ask_a_human,
+        resume_card=resuming.card if resuming else None,
+        resume_interrupt_id=resuming.interrupt_id if resuming else None,
+        trace_id=caller.trace_id,
+        outbox=rt.stores.outbox,
+        fetch=rt.fetch,
+        now_ms=rt.clock.now_ms,
+    )
+
+
+def settle(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    built: BuiltAgent,
+    result: AgentResult,
+    turn_seq: int,
+    *,
+    started: int,
+    claim: PendingRequest | None = None,
+    decision: str | None = None,
+) -> TurnResult:
+    """Turn a finished run into a result: a durable offer, or a stored final answer.
+
+    With `claim` (a resume), an offer replaces the claimed request in place and a
+    final answer finishes it; every write is conditional on still holding the lease.
+    """
+    calls, usage = _summary(built, result, started)
+    if built.limit.tripped:
+        audit(rt, caller, chat_id, "model_call_limit", limit=built.limit.max_calls)
+    text = str(result).strip() or "(no answer)"
+    if result.stop_reason == "interrupt":
+        offer = _offer(rt, caller, chat_id, built, result, turn_seq, claim)
+        if offer is not None:
+            return TurnResult(
+                chat_id,
+                "interrupted",
+                offer=offer,
+                tool_calls=calls,
+                usage=usage,
+                decision=decision,
+            )
+        text = PAUSE_FAILED
+    now = rt.clock.now_ms()
+    if claim is not None:
+        answer_key = rt.stores.blobs.put_answer(
+            chat_id, claim.interrupt_id, {"text": text, "tool_calls": calls}
+        )
+        rt.stores.requests.finish(
+            claim,
+            answer_key=answer_key,
+            decision=decision or "answered",
+            first_answer=text,
+            now_ms=now,
+        )
+    rt.stores.chats.append_turn(chat_id, {"role": "assistant", "text": text}, now)
+    audit(rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls)
+    return TurnResult(
+        chat_id, "completed", text=text, tool_calls=calls, usage=usage, decision=decision
+    )
+
+
+def _offer(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    built: BuiltAgent,
+    result: AgentResult,
+    turn_seq: int,
+    claim: PendingRequest | None,
+) -> Offer | None:
+    """Persist the pause (snapshot first, pointer second); None if it cannot be saved."""
+    if not result.interrupts:
+        return None
+    interrupt = result.interrupts[0]
+    snapshot = take_snapshot(built.agent, {"chat_id": chat_id, "turn_seq": turn_seq})
+    card = {
+        **dict(interrupt.reason or {}),
+        "interrupt_name": interrupt.name,
+        "batch_tools": paused_batch_tools(snapshot),
+    }
+    now = rt.clock.now_ms()
+    try:
+        if claim is None:
+            opened = persist_pause(
+                rt.stores,
+                chat_id=chat_id,
+                user_id=caller.user_id,
+                interrupt_id=interrupt.id,
+                kind="approval",
+                card=card,
+                snapshot=snapshot,
+                turn_seq=turn_seq,
+                now_ms=now,
+            )
+            offer = Offer(opened.request, opened.secret)
+        else:
+            offer = _chain(rt, claim, interrupt.id, card, snapshot, now)
+    except (errors.TooLarge, errors.StoreError) as exc:
+        logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
+        audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
+        return None
+    audit(
+        rt,
+        caller,
+        chat_id,
+        "paused",
+        interrupt_id=interrupt.id,
+        card_id=card.get("card_id"),
+        chained=claim is not None,
+    )
+    return offer
+
+
+def _chain(
+    rt: Runtime,
+    claim: PendingRequest,
+    interrupt_id: str,
+    card: dict[str, Any],
+    snapshot: dict[str, Any],
+    now: int,
+) -> Offer:
+    successor, secret = rt.stores.requests.new_request(
+        chat_id=claim.chat_id,
+        interrupt_id=interrupt_id,
+        kind="approval",
+        card=card,
+        user_id=claim.user_id,
+        turn_seq=claim.turn_seq,
+        now_ms=now,
+    )
+    rt.stores.blobs.put_snapshot(claim.chat_id, interrupt_id, snapshot)
+    rt.stores.requests.chain(claim, successor)
+    return Offer(successor, secret)
+
+
+def audit(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) -> None:
+    """Append an audit event carrying the trace id."""
+    rt.stores.chats.record(
+        chat_id, event, caller.user_id, rt.clock.now_ms(), trace_id=caller.trace_id, **detail
+    )
+
+
+def _history(stores: Stores, chat_id: str) -> list[Any]:
+    """Earlier turns as alternating text messages (same-role neighbours merged)."""
+    messages: list[Any] = []
+    turns = stores.chats.turns(chat_id, limit=1000)[-HISTORY_TURNS:]
+    for turn in turns:
+        if messages and messages[-1]["role"] == turn["role"]:
+            messages[-1]["content"].append({"text": turn["text"]})
+        else:
+            messages.append({"role": turn["role"], "content": [{"text": turn["text"]}]})
+    while messages and messages[0]["role"] != "user":
+        messages.pop(0)
+    return messages
+
+
+def _summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[Any], Usage]:
+    messages = built.agent.messages
+    names = {
+        block["toolUse"]["toolUseId"]: block["toolUse"]
+        for message in messages
+        for block in message["content"]
+        if "toolUse" in block
+    }
+    calls = []
+    for message in messages[started:]:
+        for block in message["content"]:
+            tool_result = block.get("toolResult")
+            if tool_result and tool_result["toolUseId"] in names:
+                use = names[tool_result["toolUseId"]]
+                text = " ".join(c.get("text", "") for c in tool_result.get("content", []))
+                calls.append(
+                    {
+                        "id": use["toolUseId"],
+                        "name": use["name"],
+                        "input": use["input"],
+                        "status": tool_result.get("status"),
+                        "result": text,
+                    }
+                )
+    tokens = result.metrics.accumulated_usage
+    usage = Usage(
+        model_calls=min(built.limit.calls, built.limit.max_calls),
+        input_tokens=int(tokens.get("inputTokens", 0)),
+        output_tokens=int(tokens.get("outputTokens", 0)),
+        tool_executions=built.meter.tool_executions,
+    )
+    return calls, usage
+
+
+def _day(now_ms: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC).strftime("%Y-%m-%d")
