@@ -1,0 +1,46 @@
+"""Helpers for the Strands tier: a recording transport, a counting model factory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from interlock.runtime.model import Scenario, ScriptedModel, Step
+from interlock.runtime.scenarios import DEMO_SCENARIOS
+
+
+class Transport:
+    """A fetch transport that records every URL it was asked for."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def __call__(self, url: str) -> str:
+        self.urls.append(url)
+        return f"id,value\n1,42 ({url})"
+
+
+class Models:
+    """A model factory that keeps every model it built, to count their calls."""
+
+    def __init__(self, scenarios: list[Scenario] | tuple[Scenario, ...] = DEMO_SCENARIOS) -> None:
+        self.scenarios = scenarios
+        self.built: list[ScriptedModel] = []
+
+    def __call__(self) -> ScriptedModel:
+        model = ScriptedModel(self.scenarios)
+        self.built.append(model)
+        return model
+
+    @property
+    def calls(self) -> int:
+        return sum(m.calls for m in self.built)
+
+
+def scenario(*steps: Step | list[dict[str, Any]], name: str = "test") -> Scenario:
+    """A scenario from steps; a plain list of blocks is a step that ignores results."""
+    return Scenario(name, [s if callable(s) else _const(s) for s in steps])
+
+
+def _const(blocks: list[dict[str, Any]]) -> Callable[[list[str]], list[dict[str, Any]]]:
+    return lambda results: blocks

@@ -1,0 +1,210 @@
+"""The batch rule, the admission gate and the model-call limit, in a real agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interlock.context import RequestContext
+from interlock.runtime.agent import build_agent
+from interlock.runtime.hooks import MERGED, ONE_AT_A_TIME, RUN_ALONE, decide_batch
+from interlock.runtime.model import ScriptedModel
+from interlock.runtime.snapshot import load_snapshot, take_snapshot
+from tests.agent.support import Transport, scenario
+from tests.agent.test_tools import done, run
+
+URL = "https://data.example.org/table.csv"
+
+
+class Outbox:
+    """An in-memory outbox with the store's put-once contract."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, dict[str, Any]] = {}
+
+    def put_once(self, key: str, payload: dict[str, Any], now_ms: int) -> bool:
+        if key in self.sent:
+            return False
+        self.sent[key] = payload
+        return True
+
+
+def use(name: str, tool_use_id: str) -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": tool_use_id, "name": name, "input": {}}}
+
+
+def report(risk: str = "high") -> dict[str, Any]:
+    return {
+        "tool": "send_report",
+        "input": {"recipient": "team@example.org", "summary": "figures", "risk": risk},
+    }
+
+
+def ctx(**changes: Any) -> RequestContext:
+    return RequestContext(
+        user_id="alice",
+        chat_id="c1",
+        roles=frozenset({"reporter"}),
+        outbox=Outbox(),
+        fetch=Transport(),
+        now_ms=lambda: 1,
+        **changes,
+    )
+
+
+def agent(*steps: Any) -> Any:
+    return build_agent(ScriptedModel([scenario(*steps)]), roles=frozenset({"reporter"}))
+
+
+# -- the batch rule ------------------------------------------------------------------------
+
+
+def test_decide_batch_keeps_the_first_approval_and_cancels_the_rest() -> None:
+    message = {
+        "role": "assistant",
+        "content": [
+            {"text": "x"},
+            use("fetch_url", "a"),
+            use("request_approval", "b"),
+            use("request_approval", "c"),
+            use("send_report", "d"),
+        ],
+    }
+
+    assert decide_batch(message) == {"a": RUN_ALONE, "c": MERGED, "d": RUN_ALONE}
+    assert decide_batch({"content": [use("fetch_url", "a"), use("fetch_url", "b")]}) == {}
+
+
+def test_the_approval_call_runs_alone_before_and_after_the_resume() -> None:
+    batch = [
+        {"tool": "request_approval", "input": {"reason": "r", "urls": [URL]}},
+        {"tool": "fetch_url", "input": {"url": URL}},
+        {
+            "tool": "request_approval",
+            "input": {"reason": "r2", "urls": ["https://mirror.example.net/t"]},
+        },
+    ]
+    context = ctx()
+    paused = agent(batch, done)
+    result = run(paused, context)
+    assert result.stop_reason == "interrupt"
+    assert result.interrupts[0].reason["sites"] == ["data.example.org"]
+
+    fresh = agent(batch, done)
+    load_snapshot(fresh.agent, take_snapshot(paused.agent))
+    context.resume_card = result.interrupts[0].reason
+    answer = [
+        {
+            "interruptResponse": {
+                "interruptId": result.interrupts[0].id,
+                "response": {"decision": "approve"},
+            }
+        }
+    ]
+    resumed = run(fresh, context, answer)
+
+    text = str(resumed)
+    assert RUN_ALONE in text and MERGED in text and "Approved by the user" in text
+    assert context.fetch.urls == [], "the sibling fetch never ran, even after approval"  # type: ignore[union-attr]
+
+
+# -- the admission gate --------------------------------------------------------------------------
+
+
+def test_a_gated_tool_waits_and_runs_exactly_once_after_approval() -> None:
+    context = ctx()
+    paused = agent([report()], done)
+    result = run(paused, context)
+
+    assert result.stop_reason == "interrupt"
+    card = result.interrupts[0].reason
+    assert (card["type"], card["tool"], card["risk"]) == ("action", "send_report", "high")
+    assert context.outbox.sent == {}, "nothing is sent before approval"  # type: ignore[union-attr]
+
+    fresh = agent([report()], done)
+    load_snapshot(fresh.agent, take_snapshot(paused.agent))
+    context.resume_card = card
+    answer = [
+        {
+            "interruptResponse": {
+                "interruptId": result.interrupts[0].id,
+                "response": {"decision": "approve"},
+            }
+        }
+    ]
+    resumed = run(fresh, context, answer)
+
+    assert "Report sent to team@example.org" in str(resumed)
+    assert len(context.outbox.sent) == 1  # type: ignore[union-attr]
+    assert fresh.meter.tool_executions == 1
+
+
+def test_a_denied_gated_tool_never_runs() -> None:
+    context = ctx()
+    paused = agent([report()], done)
+    result = run(paused, context)
+    fresh = agent([report()], done)
+    load_snapshot(fresh.agent, take_snapshot(paused.agent))
+    context.resume_card = result.interrupts[0].reason
+    answer = [
+        {
+            "interruptResponse": {
+                "interruptId": result.interrupts[0].id,
+                "response": {"decision": "reject", "reason": "not today"},
+            }
+        }
+    ]
+    resumed = run(fresh, context, answer)
+
+    assert "The user declined running send_report. Reason: not today" in str(resumed)
+    assert context.outbox.sent == {}  # type: ignore[union-attr]
+    assert fresh.meter.tool_executions == 0
+
+
+def test_low_risk_calls_pass_the_gate_and_unattended_runs_are_denied() -> None:
+    context = ctx()
+    result = run(agent([report("low")], done), context)
+    assert result.stop_reason == "end_turn" and len(context.outbox.sent) == 1  # type: ignore[union-attr]
+
+    unattended = ctx(can_ask_a_human=False)
+    result = run(agent([report()], done), unattended)
+    assert result.stop_reason == "end_turn"
+    assert "nobody can answer" in str(result) and unattended.outbox.sent == {}  # type: ignore[union-attr]
+
+
+def test_only_the_first_gated_call_of_a_batch_may_ask() -> None:
+    context = ctx()
+    paused = agent([report(), report()], done)
+    result = run(paused, context)
+    assert result.stop_reason == "interrupt" and len(result.interrupts) == 1
+
+    fresh = agent([report(), report()], done)
+    load_snapshot(fresh.agent, take_snapshot(paused.agent))
+    context.resume_card = result.interrupts[0].reason
+    answer = [
+        {
+            "interruptResponse": {
+                "interruptId": result.interrupts[0].id,
+                "response": {"decision": "approve"},
+            }
+        }
+    ]
+    resumed = run(fresh, context, answer)
+
+    assert ONE_AT_A_TIME in str(resumed)
+    assert len(context.outbox.sent) == 1  # type: ignore[union-attr]
+
+
+# -- bounded runs ------------------------------------------------------------------------------------
+
+
+def test_the_model_call_limit_stops_a_runaway_invocation() -> None:
+    loop = [{"tool": "fetch_url", "input": {"url": URL}}]
+    built = build_agent(
+        ScriptedModel([scenario(*[loop] * 20)]), roles=frozenset(), max_model_calls=3
+    )
+
+    result = run(built, ctx())
+
+    assert built.limit.tripped
+    assert built.agent.model.calls == 3  # type: ignore[attr-defined]
+    assert "Stopped after 3 model calls" in str(result)

@@ -1,0 +1,343 @@
+"""run_turn and resume_turn on moto: the pause protocol and the six resume checks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from interlock import errors
+from interlock.adapters.factory import Stores, build_stores
+from interlock.outcomes import TurnResult
+from interlock.records import RequestState, Subject
+from interlock.resume import resume_turn
+from interlock.timing import ManualClock, StorePolicy
+from interlock.turns import PAUSE_FAILED, Caller, Runtime, TurnLimits, run_turn
+from tests.agent.support import Models, Transport, scenario
+
+CHAT = "chat-1"
+SITE = Subject("site", "data.example.org")
+
+
+def pause(rt: Runtime, caller: Caller, prompt: str = "please download the table") -> TurnResult:
+    result = run_turn(rt, caller, CHAT, prompt)
+    assert result.outcome == "interrupted", result.text
+    return result
+
+
+def answer(
+    rt: Runtime,
+    caller: Caller,
+    paused: TurnResult,
+    payload: Any = None,
+    status: str = "resolved",
+    secret: str | None = None,
+) -> TurnResult:
+    assert paused.offer is not None
+    return resume_turn(
+        rt,
+        caller,
+        CHAT,
+        interrupt_id=paused.offer.request.interrupt_id,
+        secret=secret or paused.offer.secret,
+        status=status,  # type: ignore[arg-type]
+        payload={"decision": "approve"} if payload is None else payload,
+    )
+
+
+def pointer(stores: Stores, clock: ManualClock) -> Any:
+    return stores.requests.get(CHAT, clock.now_ms())
+
+
+def events(stores: Stores) -> list[str]:
+    return [e.type for e in stores.chats.events(CHAT)]
+
+
+# -- pausing -------------------------------------------------------------------------------
+
+
+def test_a_turn_pauses_with_a_durable_card(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+
+    request = pointer(stores, clock)
+    assert request == paused.offer.request  # type: ignore[union-attr]
+    assert request.card["sites"] == ["data.example.org"]
+    assert request.card["batch_tools"] == ["request_approval"]
+    assert stores.blobs.get_snapshot(request.snapshot_key)["interlock_schema"] == 1
+    assert events(stores) == ["turn_started", "paused"]
+    assert [t["role"] for t in stores.chats.turns(CHAT)] == ["user"]
+
+
+def test_a_pause_that_cannot_be_saved_ends_as_an_ordinary_message(
+    aws: dict[str, Any],
+    stores: Stores,
+    clock: ManualClock,
+    transport: Transport,
+    models: Models,
+    alice: Caller,
+) -> None:
+    # Given stores on the same table and bucket that accept only a 10-byte snapshot
+    tiny = build_stores(
+        aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], StorePolicy(max_snapshot_bytes=10)
+    )
+    rt = Runtime(tiny, models, clock=clock, fetch=transport, limits=TurnLimits(heartbeat_s=60))
+
+    result = run_turn(rt, alice, CHAT, "please download the table")
+
+    assert (result.outcome, result.text, result.offer) == ("completed", PAUSE_FAILED, None)
+    assert pointer(stores, clock) is None
+    assert "pause_failed" in events(stores)
+    assert run_turn(rt, alice, CHAT, "hello").outcome == "completed", "the chat is not blocked"
+
+
+def test_a_new_turn_is_refused_while_a_request_is_open_and_nothing_is_written(
+    runtime: Runtime, alice: Caller, stores: Stores
+) -> None:
+    pause(runtime, alice)
+    before = (stores.chats.meta(CHAT), stores.chats.events(CHAT))
+
+    with pytest.raises(errors.ChatBusy):
+        run_turn(runtime, alice, CHAT, "something else")
+
+    assert (stores.chats.meta(CHAT), stores.chats.events(CHAT)) == before
+
+
+def test_another_users_chat_is_forbidden(runtime: Runtime, alice: Caller) -> None:
+    paused = pause(runtime, alice)
+    mallory = Caller("mallory", frozenset({"reporter"}))
+    with pytest.raises(errors.Forbidden):
+        run_turn(runtime, mallory, CHAT, "hi")
+    with pytest.raises(errors.Forbidden):
+        answer(runtime, mallory, paused)
+
+
+def test_bad_prompts_are_refused(runtime: Runtime, alice: Caller, stores: Stores) -> None:
+    for prompt in ("", "   ", "x" * 9000):
+        with pytest.raises(errors.InvalidInput):
+            run_turn(runtime, alice, CHAT, prompt)
+    assert stores.chats.meta(CHAT).last_turn == 0
+
+
+# -- resuming --------------------------------------------------------------------------------
+
+
+def test_approving_resumes_the_same_run_and_records_the_decision(
+    runtime: Runtime,
+    alice: Caller,
+    stores: Stores,
+    clock: ManualClock,
+    transport: Transport,
+    models: Models,
+) -> None:
+    paused = pause(runtime, alice)
+    calls_before = models.calls
+
+    done = answer(runtime, alice, paused)
+
+    assert done.outcome == "completed" and "1,42" in (done.text or "")
+    assert transport.urls == ["https://data.example.org/reference/table.csv"]
+    assert models.calls - calls_before == 2, "only the steps after the pause"
+    request = pointer(stores, clock)
+    assert (request.state, request.decision) == (RequestState.DONE, "approved")
+    rows = stores.approvals.for_user(CHAT, "alice", clock.now_ms())
+    assert [(r.subject, r.card_id) for r in rows] == [(SITE, request.card["card_id"])]
+    assert events(stores)[-2:] == ["decision", "turn_completed"]
+    decision = stores.chats.events(CHAT)[-2]
+    assert decision.detail["trace_id"] == "trace-1" and decision.actor == "alice"
+    assert [t["role"] for t in stores.chats.turns(CHAT)] == ["user", "assistant"]
+
+
+def test_answering_again_replays_and_never_reruns(
+    runtime: Runtime, alice: Caller, transport: Transport, models: Models
+) -> None:
+    paused = pause(runtime, alice)
+    done = answer(runtime, alice, paused)
+    calls = models.calls
+
+    again = answer(runtime, alice, paused, payload={"decision": "reject"})
+
+    assert (again.outcome, again.text, again.decision) == ("replayed", done.text, "approved")
+    assert again.answered_at is not None
+    assert models.calls == calls and len(transport.urls) == 1
+
+
+def test_a_deny_withdraws_only_that_cards_rows_and_the_run_goes_on(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock, transport: Transport
+) -> None:
+    stores.approvals.grant(
+        CHAT, "alice", [Subject("site", "other.example.org")], "older-card", clock.now_ms()
+    )
+    paused = pause(runtime, alice)
+
+    done = answer(
+        runtime,
+        alice,
+        paused,
+        {"decision": "reject", "reason": "untrusted", "suggestion": "use the cached copy"},
+    )
+
+    assert done.outcome == "completed" and done.decision == "rejected_with_feedback"
+    assert "Suggestion: use the cached copy" in (done.text or "")
+    assert transport.urls == []
+    rows = stores.approvals.for_user(CHAT, "alice", clock.now_ms())
+    assert [r.card_id for r in rows] == ["older-card"]
+
+
+def test_a_cancelled_answer_is_reported_to_the_agent(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+    done = answer(runtime, alice, paused, payload={}, status="cancelled")
+    assert done.decision == "cancelled"
+    assert "cancelled the request" in (done.text or "")
+    assert pointer(stores, clock).state is RequestState.DONE
+
+
+def test_a_bad_answer_is_refused_and_the_request_stays_answerable(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+    before = pointer(stores, clock)
+    with pytest.raises(errors.InvalidInput):
+        answer(runtime, alice, paused, {"decision": "approve", "packages": "pandas"})
+    with pytest.raises(errors.InvalidInput):
+        answer(runtime, alice, paused, {"decision": "approve", "packages": ["bad name!"]})
+    with pytest.raises(errors.InvalidInput):
+        answer(runtime, alice, paused, status="maybe")
+    assert pointer(stores, clock) == before
+    assert answer(runtime, alice, paused).outcome == "completed"
+
+
+def test_wrong_secret_and_unknown_id_change_nothing(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+    before = pointer(stores, clock)
+    with pytest.raises(errors.SecretRefused):
+        answer(runtime, alice, paused, secret="guess")
+    with pytest.raises(errors.UnknownRequest):
+        resume_turn(
+            runtime,
+            alice,
+            CHAT,
+            interrupt_id="v1:tool_call:x:y",
+            secret="s",
+            status="resolved",
+            payload={"decision": "approve"},
+        )
+    assert pointer(stores, clock) == before
+
+
+def test_an_expired_request_reports_expired(
+    runtime: Runtime, alice: Caller, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+    with pytest.raises(errors.RequestExpired):
+        answer(runtime, alice, paused)
+
+
+def test_a_hidden_chat_or_a_newer_turn_expires_the_request(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+    stores.chats.append_turn(CHAT, {"role": "user", "text": "typed elsewhere"}, clock.now_ms())
+    with pytest.raises(errors.RequestExpired, match="newer turn"):
+        answer(runtime, alice, paused)
+    assert pointer(stores, clock).state is RequestState.EXPIRED
+
+    again = pause(runtime, alice)
+    stores.chats.hide(CHAT)
+    with pytest.raises(errors.RequestExpired, match="hidden"):
+        answer(runtime, alice, again)
+
+
+def test_a_lost_role_expires_the_request(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice, "send the report")
+    demoted = replace(alice, roles=frozenset())
+
+    with pytest.raises(errors.RequestExpired, match="roles changed"):
+        answer(runtime, demoted, paused)
+
+    assert pointer(stores, clock).ended_reason == "the user may no longer use send_report"
+    assert stores.outbox.get(f"{CHAT}#{paused.offer.request.card['tool_use_id']}") is None  # type: ignore[union-attr]
+
+
+def test_budget_exhaustion_refuses_without_touching_the_request(
+    stores: Stores, clock: ManualClock, transport: Transport, models: Models, alice: Caller
+) -> None:
+    rt = Runtime(
+        stores,
+        models,
+        clock=clock,
+        fetch=transport,
+        limits=TurnLimits(heartbeat_s=60, daily_turns=1),
+    )
+    paused = pause(rt, alice)
+    before = pointer(stores, clock)
+
+    with pytest.raises(errors.LimitExceeded):
+        answer(rt, alice, paused)
+
+    assert pointer(stores, clock) == before
+    clock.advance(seconds=86_400 - clock.now_ms() // 1000 % 86_400)  # a new budget day
+    assert answer(rt, alice, paused).outcome == "completed"
+
+
+def test_a_second_interrupt_chains_in_place_with_a_fresh_secret(
+    stores: Stores, clock: ManualClock, transport: Transport, alice: Caller
+) -> None:
+    first, second = "https://data.example.org/a.csv", "https://mirror.example.net/b.csv"
+    script = scenario(
+        [{"tool": "request_approval", "input": {"reason": "a", "urls": [first]}}],
+        [{"tool": "request_approval", "input": {"reason": "b", "urls": [second]}}],
+        lambda results: [{"text": "FINAL " + " | ".join(results)}],
+    )
+    rt = Runtime(
+        stores, Models([script]), clock=clock, fetch=transport, limits=TurnLimits(heartbeat_s=60)
+    )
+    paused = pause(rt, alice, "go")
+
+    chained = answer(rt, alice, paused)
+
+    assert chained.outcome == "interrupted" and chained.offer is not None
+    successor = pointer(stores, clock)
+    assert successor.interrupt_id == chained.offer.request.interrupt_id
+    assert successor.interrupt_id != paused.offer.request.interrupt_id  # type: ignore[union-attr]
+    assert (successor.state, successor.claim_count) == (RequestState.PENDING, 0)
+    assert successor.card["sites"] == ["mirror.example.net"]
+    with pytest.raises(errors.UnknownRequest):
+        answer(rt, alice, paused)
+    done = answer(rt, alice, chained)
+    assert done.outcome == "completed" and "FINAL Approved" in (done.text or "")
+
+
+def test_the_model_call_limit_trip_is_audited(
+    stores: Stores, clock: ManualClock, transport: Transport, alice: Caller
+) -> None:
+    rt = Runtime(
+        stores,
+        Models(),
+        clock=clock,
+        fetch=transport,
+        limits=TurnLimits(heartbeat_s=60, max_model_calls=3),
+    )
+    stores.approvals.grant(CHAT, "alice", [SITE], "card-0", clock.now_ms())
+
+    result = run_turn(rt, alice, CHAT, "loop forever")
+
+    assert result.outcome == "completed" and result.usage.model_calls == 3
+    limit = [e for e in stores.chats.events(CHAT) if e.type == "model_call_limit"]
+    assert limit and limit[0].detail["limit"] == 3
+
+
+def test_a_request_keeps_its_clamped_expiry(runtime: Runtime, alice: Caller) -> None:
+    paused = pause(runtime, alice)
+    policy: StorePolicy = runtime.stores.policy
+    request = paused.offer.request  # type: ignore[union-attr]
+    assert request.ttl == request.expires_at + policy.retention_s
