@@ -194,7 +194,7 @@ def test_only_the_first_gated_call_of_a_batch_may_ask() -> None:
     assert len(context.outbox.sent) == 1  # type: ignore[union-attr]
 
 
-# -- bounded runs ------------------------------------------------------------------------------------
+# -- bounded runs ------------------------------------------------------------------------
 
 
 def test_the_model_call_limit_stops_a_runaway_invocation() -> None:

@@ -136,7 +136,7 @@ def test_a_new_approval_request_in_the_resumed_turn_takes_the_normal_path() -> N
     paused = agent_for(*steps)
     first = run(paused, ctx)
 
-    fresh, again = resume(steps, paused, first, {"decision": "approve"}, ctx)
+    _, again = resume(steps, paused, first, {"decision": "approve"}, ctx)
 
     assert again.stop_reason == "interrupt"
     card = again.interrupts[0].reason
