@@ -102,9 +102,11 @@ def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResu
             max_model_calls=rt.limits.max_model_calls,
         )
         context = request_context(rt, caller, chat_id)
+        # The agent appends to the list it was given: measure where this turn starts now.
+        started = len(built.agent.messages)
         with request_scope(context):
             result = built.agent(prompt)
-        return settle(rt, caller, chat_id, built, result, turn_seq, started=len(history))
+        return settle(rt, caller, chat_id, built, result, turn_seq, started=started)
 
 
 @contextmanager

@@ -45,12 +45,16 @@ class ScriptedModel(Model):
     Attributes:
         calls: Model calls served by this instance.
         usage: Input and output tokens reported, estimated as characters / 4.
+        played: `(scenario, step)` of every call, in order (for benchmarks).
+        tool_steps: The step that emitted each tool use id.
     """
 
     def __init__(self, scenarios: Sequence[Scenario]) -> None:
         self._scenarios = list(scenarios)
         self.calls = 0
         self.usage = {"inputTokens": 0, "outputTokens": 0}
+        self.played: list[tuple[str, int]] = []
+        self.tool_steps: dict[str, tuple[str, int]] = {}
 
     def update_config(self, **model_config: Any) -> None:
         """Nothing to configure."""
@@ -76,13 +80,25 @@ class ScriptedModel(Model):
         **kwargs: Any,
     ) -> AsyncIterable[StreamEvent]:
         self.calls += 1
-        blocks = self._next_blocks(messages)
+        scenario = self.scenario_for(messages)
+        step = _assistant_messages_this_turn(messages)
+        self.played.append((scenario.name, step))
+        blocks = [
+            self._with_id(b, (scenario.name, step)) for b in self._blocks(scenario, step, messages)
+        ]
         input_tokens = len(json.dumps(messages, default=str)) // 4
         output_tokens = len(json.dumps(blocks)) // 4
         self.usage["inputTokens"] += input_tokens
         self.usage["outputTokens"] += output_tokens
         for event in _events(blocks, input_tokens, output_tokens):
             yield event
+
+    def _with_id(self, block: Block, step: tuple[str, int]) -> Block:
+        if "tool" not in block:
+            return block
+        tool_use_id = f"tooluse_{uuid.uuid4().hex[:16]}"
+        self.tool_steps[tool_use_id] = step
+        return {**block, "id": tool_use_id}
 
     def scenario_for(self, messages: Messages) -> Scenario:
         prompt = _turn_prompt(messages).lower()
@@ -91,9 +107,7 @@ class ScriptedModel(Model):
                 return scenario
         return self._scenarios[0]
 
-    def _next_blocks(self, messages: Messages) -> list[Block]:
-        scenario = self.scenario_for(messages)
-        step = _assistant_messages_this_turn(messages)
+    def _blocks(self, scenario: Scenario, step: int, messages: Messages) -> list[Block]:
         if step >= len(scenario.steps):
             return [{"text": "That is all I had planned for this request."}]
         return scenario.steps[step](_last_tool_results(messages))
@@ -139,11 +153,10 @@ def _events(blocks: list[Block], input_tokens: int, output_tokens: int) -> list[
                 {"contentBlockStop": {}},
             ]
         else:
-            tool_use_id = f"tooluse_{uuid.uuid4().hex[:16]}"
             events += [
                 {
                     "contentBlockStart": {
-                        "start": {"toolUse": {"toolUseId": tool_use_id, "name": block["tool"]}}
+                        "start": {"toolUse": {"toolUseId": block["id"], "name": block["tool"]}}
                     }
                 },
                 {

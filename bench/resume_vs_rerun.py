@@ -1,0 +1,191 @@
+"""Interrupt-and-resume versus ending the turn and re-running it, on one scenario.
+
+The reference scenario does real work before it needs a person: it fetches an approved
+source, then a second source is refused, so it asks for approval; after the answer it
+fetches the second source and writes its answer. Both strategies run the same real
+Strands agent with the same scripted model (the stand-in for an LLM) against a moto
+server, and the figures count model calls, tokens and tool executions: how much of
+the work before the pause each strategy pays for twice. Prints JSON.
+
+    .venv/bin/python bench/resume_vs_rerun.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
+
+import boto3  # noqa: E402
+
+from interlock.adapters.factory import Stores, build_stores  # noqa: E402
+from interlock.adapters.schema import create_storage  # noqa: E402
+from interlock.outcomes import TurnResult  # noqa: E402
+from interlock.records import Subject  # noqa: E402
+from interlock.resume import resume_turn  # noqa: E402
+from interlock.runtime.model import Block, Scenario, ScriptedModel  # noqa: E402
+from interlock.timing import SystemClock  # noqa: E402
+from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
+from local.emulator import Emulator  # noqa: E402
+
+KNOWN = "https://docs.example.org/method.txt"
+NEEDED = "https://data.example.org/reference/table.csv"
+PROMPT = "Compare our method with the reference table."
+
+
+def _said(results: list[str], words: str) -> bool:
+    return any(words in text for text in results)
+
+
+def _read_method(results: list[str]) -> list[Block]:
+    return [
+        {"text": "First I read our method notes."},
+        {"tool": "fetch_url", "input": {"url": KNOWN}},
+    ]
+
+
+def _read_table(results: list[str]) -> list[Block]:
+    return [{"text": "Now the reference table."}, {"tool": "fetch_url", "input": {"url": NEEDED}}]
+
+
+def _ask_if_blocked(results: list[str]) -> list[Block]:
+    if _said(results, "not approved"):
+        return [
+            {
+                "tool": "request_approval",
+                "input": {"reason": "The comparison needs the reference table.", "urls": [NEEDED]},
+            }
+        ]
+    return _answer(results)
+
+
+def _retry_or_give_up(results: list[str]) -> list[Block]:
+    if _said(results, "Approved by the user"):
+        return [{"tool": "fetch_url", "input": {"url": NEEDED}}]
+    return [{"text": "I need access to data.example.org to finish; please approve it."}]
+
+
+def _answer(results: list[str]) -> list[Block]:
+    return [{"text": "The method matches the reference table on every column."}]
+
+
+REFERENCE = Scenario(
+    "reference", [_read_method, _read_table, _ask_if_blocked, _retry_or_give_up, _answer]
+)
+
+
+class Models:
+    def __init__(self) -> None:
+        self.built: list[ScriptedModel] = []
+
+    def __call__(self) -> ScriptedModel:
+        model = ScriptedModel([REFERENCE])
+        self.built.append(model)
+        return model
+
+
+def _figures(results: list[TurnResult], models: Models) -> dict[str, Any]:
+    """Totals, and how much of it repeats steps already played in an earlier run."""
+    seen: set[tuple[str, int]] = set()
+    repeated_calls = repeated_tools = 0
+    for model in models.built:
+        run_steps = set(model.played)
+        repeated_calls += sum(1 for step in model.played if step in seen)
+        executed = [c for r in results for c in r.tool_calls if c["id"] in model.tool_steps]
+        repeated_tools += sum(
+            1 for call in executed if model.tool_steps[call["id"]] in seen and not _cancelled(call)
+        )
+        seen |= run_steps
+    return {
+        "model_calls": sum(r.usage.model_calls for r in results),
+        "input_tokens": sum(r.usage.input_tokens for r in results),
+        "output_tokens": sum(r.usage.output_tokens for r in results),
+        "tool_executions": sum(r.usage.tool_executions for r in results),
+        "repeated_model_calls": repeated_calls,
+        "repeated_tool_executions": repeated_tools,
+        "runs": [r.outcome for r in results],
+    }
+
+
+def _cancelled(call: dict[str, Any]) -> bool:
+    return call["result"].startswith("Not run:")
+
+
+def interrupt_and_resume(stores: Stores) -> dict[str, Any]:
+    models = Models()
+    rt = Runtime(stores, models, fetch=_transport, limits=TurnLimits(heartbeat_s=60))
+    alice = Caller("alice")
+    stores.approvals.grant(
+        "c-resume", "alice", [Subject("site", "docs.example.org")], "seed", _now()
+    )
+    paused = run_turn(rt, alice, "c-resume", PROMPT)
+    assert paused.offer is not None
+    done = resume_turn(
+        rt,
+        alice,
+        "c-resume",
+        interrupt_id=paused.offer.request.interrupt_id,
+        secret=paused.offer.secret,
+        status="resolved",
+        payload={"decision": "approve"},
+    )
+    return {**_figures([paused, done], models), "answer": done.text}
+
+
+def end_turn_and_rerun(stores: Stores) -> dict[str, Any]:
+    models = Models()
+    rt = Runtime(stores, models, fetch=_transport, limits=TurnLimits(heartbeat_s=60))
+    # The turn cannot pause: the approval tool answers at once, and the turn ends asking.
+    unattended = Caller("bob", can_ask_a_human=False)
+    stores.approvals.grant("c-rerun", "bob", [Subject("site", "docs.example.org")], "seed", _now())
+    first = run_turn(rt, unattended, "c-rerun", PROMPT)
+    # The person approves out of band; the same question runs again from the start.
+    stores.approvals.grant("c-rerun", "bob", [Subject("site", "data.example.org")], "card", _now())
+    second = run_turn(rt, unattended, "c-rerun", PROMPT)
+    return {**_figures([first, second], models), "answer": second.text}
+
+
+def _now() -> int:
+    return SystemClock().now_ms()
+
+
+def _transport(url: str) -> str:
+    return f"contents of {url}"
+
+
+def main() -> None:
+    server = Emulator().start()
+    try:
+        session = boto3.session.Session(
+            region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench"
+        )
+        dynamodb = session.client("dynamodb", endpoint_url=server.endpoint)
+        s3 = session.client("s3", endpoint_url=server.endpoint)
+        create_storage(dynamodb, s3, "bench", "bench-data")
+        stores = build_stores(dynamodb, s3, "bench", "bench-data")
+        print(json.dumps(compare(stores), indent=2))
+    finally:
+        server.stop()
+
+
+def compare(stores: Stores) -> dict[str, Any]:
+    resumed = interrupt_and_resume(stores)
+    rerun = end_turn_and_rerun(stores)
+    return {
+        "scenario": "fetch known source, refused source, approval, fetch, answer",
+        "model": "scripted stand-in (tokens estimated as characters / 4)",
+        "interrupt_and_resume": resumed,
+        "end_turn_and_rerun": rerun,
+        "targets": {
+            "resume_repeats_zero_model_calls": resumed["repeated_model_calls"] == 0,
+            "resume_repeats_zero_tool_executions": resumed["repeated_tool_executions"] == 0,
+        },
+    }
+
+
+if __name__ == "__main__":
+    main()
