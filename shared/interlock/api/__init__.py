@@ -1,0 +1,1 @@
+"""The HTTP surface: routes, request models, AG-UI rendering and the error map."""

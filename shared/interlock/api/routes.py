@@ -1,0 +1,42 @@
+"""The route table: one source of truth for API Gateway, the handlers and local mode.
+
+Each route names the Lambda function that serves it. The CDK API stack builds its
+resources and methods from this table, each handler registers exactly its own routes,
+and the local server dispatches with it, so the three can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Function = Literal["run", "resume", "requests"]
+Method = Literal["GET", "POST", "DELETE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One method on one path, served by one function."""
+
+    method: Method
+    path: str
+    function: Function
+    summary: str
+
+
+ROUTES: Final = (
+    Route("POST", "/runs", "run", "Start a turn (AG-UI RunAgentInput); streams AG-UI events"),
+    Route("POST", "/resume", "resume", "Answer the open request (one ResumeEntry); streams"),
+    Route("GET", "/chats/{chat_id}/request", "requests", "The open request; issues a fresh secret"),
+    Route("DELETE", "/chats/{chat_id}/request", "requests", "Cancel the open request"),
+    Route("GET", "/chats/{chat_id}/turns", "requests", "The chat's saved turns"),
+    Route("GET", "/chats/{chat_id}/approvals", "requests", "The chat's approved sites, packages"),
+    Route("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}", "requests", "Revoke one approval"),
+    Route("GET", "/chats/{chat_id}/events", "requests", "The chat's audit trail"),
+)
+FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests")
+
+
+def routes_of(function: Function) -> tuple[Route, ...]:
+    """The routes one function serves."""
+    return tuple(route for route in ROUTES if route.function == function)
