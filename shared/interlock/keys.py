@@ -17,7 +17,6 @@ SubjectKind = Literal["site", "package"]
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}")
 REQUEST_SK: Final = "REQUEST"
 META_SK: Final = "META"
-SLOTS_SK: Final = "SLOTS"
 OUTBOX_SK: Final = "OUTBOX"
 ADMIN_PK: Final = "ADMIN"
 SNAPSHOT_PREFIX: Final = "snapshots/"
@@ -58,6 +57,10 @@ def turn_sk(seq: int) -> str:
 
 def event_sk(seq: int) -> str:
     return f"EVENT#{seq:010d}"
+
+
+def slot_sk(index: int) -> str:
+    return f"SLOT#{index:03d}"
 
 
 def budget_sk(day: str) -> str:

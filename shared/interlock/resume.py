@@ -21,6 +21,7 @@ from typing import Any, Literal
 from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
+from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, card_subjects, parse_decision
 from interlock.context import request_scope
 from interlock.heartbeat import Heartbeat
@@ -28,7 +29,7 @@ from interlock.outcomes import TurnResult
 from interlock.records import PendingRequest, refusal
 from interlock.runtime.agent import build_agent, lost_tools
 from interlock.runtime.snapshot import load_snapshot
-from interlock.turns import Caller, Runtime, audit, request_context, reserved, settle
+from interlock.turns import Runtime, audit, request_context, reserved, settle
 
 Status = Literal["resolved", "cancelled"]
 
@@ -65,29 +66,27 @@ def resume_turn(
         raise problem
     assert record is not None
     decision = _decision(status, payload, record)
-    _check_chat(rt, record, now)
-    with reserved(rt, caller):
-        lost = lost_tools(caller.roles, record.card.get("batch_tools", []))
-        if lost:
-            stores.requests.expire(record, f"the user may no longer use {', '.join(lost)}", now)
-            raise errors.RequestExpired("your roles changed since this was asked")
-        try:
+    try:
+        _check_chat(rt, record, now)
+        with reserved(rt, caller):
+            _check_roles(rt, caller, record, now)
             claim = stores.requests.claim(record, secret, rt.worker_id, now)
-        except errors.AlreadyAnswered as done:
-            return replay(rt, done.current)
-        audit(
-            rt,
-            caller,
-            chat_id,
-            "decision",
-            interrupt_id=interrupt_id,
-            card_id=record.card.get("card_id"),
-            decision=decision.label,
-            reason=decision.reason,
-            suggestion=decision.suggestion,
-            worker=rt.worker_id,
-        )
-        return _continue(rt, caller, claim, decision, _response(status, payload))
+            audit(
+                rt,
+                caller,
+                chat_id,
+                "decision",
+                interrupt_id=interrupt_id,
+                card_id=record.card.get("card_id"),
+                decision=decision.label,
+                reason=decision.reason,
+                suggestion=decision.suggestion,
+                worker=rt.worker_id,
+            )
+            return _continue(rt, caller, claim, decision, _response(status, payload))
+    except errors.AlreadyAnswered as done:
+        # Another worker finished between our read and a write: show its answer.
+        return replay(rt, done.current)
 
 
 def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
@@ -158,6 +157,13 @@ def _decision(status: Status, payload: Any, record: PendingRequest) -> Decision:
 
 def _response(status: Status, payload: Any) -> Any:
     return {"status": "cancelled"} if status == "cancelled" else payload
+
+
+def _check_roles(rt: Runtime, caller: Caller, record: PendingRequest, now: int) -> None:
+    lost = lost_tools(caller.roles, record.card.get("batch_tools", []))
+    if lost:
+        rt.stores.requests.expire(record, f"the user may no longer use {', '.join(lost)}", now)
+        raise errors.RequestExpired("your roles changed since this was asked")
 
 
 def _check_chat(rt: Runtime, record: PendingRequest, now: int) -> None:

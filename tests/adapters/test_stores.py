@@ -107,26 +107,40 @@ def test_owner_is_set_once(stores: Stores) -> None:
 
 
 def test_slots_are_capped_and_released(stores: Stores, clock: ManualClock) -> None:
-    reserve = stores.limits.reserve_slot
-    reserve("alice", "h1", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
-    reserve("alice", "h2", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+    def reserve(user: str, holder: str) -> int:
+        return stores.limits.reserve_slot(
+            user, holder, cap=2, hold_ms=60_000, now_ms=clock.now_ms()
+        )
+
+    first = reserve("alice", "h1")
+    second = reserve("alice", "h2")
+    assert {first, second} == {0, 1}
+    assert reserve("alice", "h1") == first, "a holder re-reserving keeps its slot"
     with pytest.raises(errors.LimitExceeded):
-        reserve("alice", "h3", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+        reserve("alice", "h3")
 
-    stores.limits.release_slot("alice", "h1")
-    stores.limits.release_slot("alice", "h1")  # idempotent
-    reserve("alice", "h3", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
-    reserve("bob", "h1", cap=2, hold_ms=60_000, now_ms=clock.now_ms())
+    stores.limits.release_slot("alice", "h1", first)
+    stores.limits.release_slot("alice", "h1", first)  # idempotent
+    assert reserve("alice", "h3") == first
+    reserve("bob", "h1")
 
 
-def test_a_dead_holders_slot_frees_itself(stores: Stores, clock: ManualClock) -> None:
-    stores.limits.reserve_slot("alice", "dead", cap=1, hold_ms=1000, now_ms=clock.now_ms())
+def test_release_never_frees_a_slot_another_holder_took(stores: Stores, clock: ManualClock) -> None:
+    slot = stores.limits.reserve_slot("alice", "old", cap=1, hold_ms=1000, now_ms=clock.now_ms())
     clock.advance(ms=1000)
-    stores.limits.reserve_slot("alice", "next", cap=1, hold_ms=1000, now_ms=clock.now_ms())
+    assert (
+        stores.limits.reserve_slot("alice", "new", cap=1, hold_ms=60_000, now_ms=clock.now_ms())
+        == slot
+    )
+
+    stores.limits.release_slot("alice", "old", slot)  # the dead holder's late release
+
+    with pytest.raises(errors.LimitExceeded):
+        stores.limits.reserve_slot("alice", "third", cap=1, hold_ms=1000, now_ms=clock.now_ms())
 
 
 def test_releasing_a_slot_never_reserved_is_harmless(stores: Stores) -> None:
-    stores.limits.release_slot("nobody", "h1")
+    stores.limits.release_slot("nobody", "h1", 0)
 
 
 def test_daily_budget(stores: Stores) -> None:

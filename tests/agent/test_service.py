@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
@@ -341,3 +342,22 @@ def test_a_request_keeps_its_clamped_expiry(runtime: Runtime, alice: Caller) -> 
     policy: StorePolicy = runtime.stores.policy
     request = paused.offer.request  # type: ignore[union-attr]
     assert request.ttl == request.expires_at + policy.retention_s
+
+
+def test_a_reader_that_lost_the_race_replays_the_winners_answer(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    # Given a worker that read the pointer while it was still pending
+    paused = pause(runtime, alice)
+    stale = pointer(stores, clock)
+    slow = copy.copy(stores.requests)
+    slow.get = lambda chat_id, now_ms: stale  # type: ignore[method-assign]
+    late = replace(runtime, stores=replace(stores, requests=slow), worker_id="late")
+
+    # When another worker answers and finishes first (saving a newer turn)
+    done = answer(runtime, alice, paused)
+    replayed = answer(late, alice, paused)
+
+    # Then the late worker's chat check does not expire it: it replays the answer
+    assert (replayed.outcome, replayed.text) == ("replayed", done.text)
+    assert pointer(stores, clock).state is RequestState.DONE

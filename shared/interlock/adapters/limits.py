@@ -1,12 +1,12 @@
 """Per-user limits: concurrency slots and a daily budget.
 
-Slots are leased, not counted: each holder is stored with its own expiry, so a worker
-killed mid-turn frees its slot when the lease runs out instead of leaking it forever.
+Slots are leased, not counted: each slot item carries its holder and an expiry, so a
+worker killed mid-turn frees its slot when the lease runs out instead of leaking it.
 """
 
 from __future__ import annotations
 
-import time
+import hashlib
 from typing import Any
 
 from interlock import keys
@@ -18,9 +18,7 @@ from interlock.adapters.dynamo import (
     to_item,
     translated,
 )
-from interlock.errors import LimitExceeded, StoreError
-
-_RETRIES = 8
+from interlock.errors import LimitExceeded
 
 
 class LimitStore:
@@ -37,52 +35,55 @@ class LimitStore:
 
     def reserve_slot(
         self, user_id: str, holder: str, *, cap: int, hold_ms: int, now_ms: int
-    ) -> None:
+    ) -> int:
         """Hold one of the user's `cap` slots until released or `hold_ms` passes.
 
-        Read, prune lapsed holders, write back conditional on the version read; a
-        concurrent change retries. Raises `LimitExceeded` when all slots are live.
+        Each slot is its own item, taken by one conditional put (free, lapsed, or
+        already this holder's), so concurrent reservations never retry against each
+        other: they only move on to the next slot. Returns the slot's number, for
+        `release_slot`. Raises `LimitExceeded` when every slot is held.
         """
-        key = _key(user_id, keys.SLOTS_SK)
-        for attempt in range(_RETRIES):
-            row = self._get(key)
-            live = {h: exp for h, exp in row.get("holders", {}).items() if exp > now_ms}
-            if holder not in live and len(live) >= cap:
-                raise LimitExceeded(f"all {cap} concurrent slots are in use")
-            live[holder] = now_ms + hold_ms
-            seen = row.get("version", 0)
-            try:
-                with translated("reserve slot"):
-                    self._client.update_item(
-                        TableName=self._table,
-                        Key=key,
-                        **expression(
-                            condition="attribute_not_exists(#version) OR #version = :seen",
-                            update="SET #holders = :holders, #version = :next",
-                            values={":seen": seen, ":next": seen + 1, ":holders": live},
-                        ),
-                    )
-                return
-            except ConditionFailed:
-                time.sleep(0.005 * (attempt + 1))  # another reservation won; read again
-        raise StoreError("reserve slot failed: too much contention")
+        first = int(hashlib.sha256(holder.encode()).hexdigest(), 16) % cap
+        for offset in range(cap):
+            index = (first + offset) % cap
+            if self._take(user_id, index, holder, now_ms, now_ms + hold_ms):
+                return index
+        raise LimitExceeded(f"all {cap} concurrent slots are in use")
 
-    def release_slot(self, user_id: str, holder: str) -> None:
-        """Give the slot back (idempotent)."""
+    def release_slot(self, user_id: str, holder: str, index: int) -> None:
+        """Give the slot back, if this holder still has it (idempotent)."""
         try:
             with translated("release slot"):
-                self._client.update_item(
+                self._client.delete_item(
                     TableName=self._table,
-                    Key=_key(user_id, keys.SLOTS_SK),
+                    Key=_key(user_id, keys.slot_sk(index)),
+                    **expression(condition="#holder = :holder", values={":holder": holder}),
+                )
+        except ConditionFailed:
+            return  # lapsed and taken by someone else, or never held
+
+    def _take(self, user_id: str, index: int, holder: str, now_ms: int, until_ms: int) -> bool:
+        item = {
+            "pk": keys.user_pk(user_id),
+            "sk": keys.slot_sk(index),
+            "holder": holder,
+            "until_ms": until_ms,
+            "ttl": until_ms // 1000 + 86_400,
+        }
+        try:
+            with translated("reserve slot"):
+                self._client.put_item(
+                    TableName=self._table,
+                    Item=to_item(item),
                     **expression(
-                        condition="attribute_exists(#holders)",
-                        update="REMOVE #holders.#holder",
-                        values={},
-                        names={"#holder": holder},
+                        condition="attribute_not_exists(#pk) OR #until_ms <= :now_ms "
+                        "OR #holder = :holder",
+                        values={":now_ms": now_ms, ":holder": holder},
                     ),
                 )
         except ConditionFailed:
-            return  # nothing was ever reserved
+            return False
+        return True
 
     def spend(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> int:
         """Add `amount` to the user's spend for `day`, refusing to pass `cap`."""
@@ -103,11 +104,6 @@ class LimitStore:
         except ConditionFailed:
             raise LimitExceeded(f"the daily budget of {cap} is spent") from None
         return int(from_item(response["Attributes"])["used"])
-
-    def _get(self, key: dict[str, Any]) -> dict[str, Any]:
-        with translated("read limits"):
-            response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
-        return from_item(response.get("Item", {}))
 
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
