@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from interlock.egress import safe_package, safe_url
+from interlock.egress import PACKAGE_PATTERN, safe_package, safe_url
 from interlock.errors import InvalidInput
 from interlock.records import Subject
 
@@ -89,6 +89,28 @@ def action_card(
         "risk": risk,
         "impact": impact,
         "reason": f"The agent wants to run {tool}.",
+    }
+
+
+def response_schema(card: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of an answer to `card` (the AG-UI interrupt's responseSchema)."""
+    properties: dict[str, Any] = {
+        "decision": {"enum": ["approve", "reject"]},
+        "reason": {"type": "string", "maxLength": MAX_TEXT},
+        "suggestion": {"type": "string", "maxLength": MAX_TEXT},
+    }
+    if card.get("type") == DOWNLOAD:
+        # Only the package list is editable by the person answering.
+        properties["packages"] = {
+            "type": "array",
+            "maxItems": 50,
+            "items": {"type": "string", "pattern": PACKAGE_PATTERN},
+        }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": ["decision"],
+        "additionalProperties": False,
     }
 
 

@@ -36,7 +36,8 @@ _INTERNAL_SUFFIXES: Final = (
 _LABEL: Final = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 # A label that inet_aton would read as a number: decimal, 0x-hex or 0-octal.
 _NUMERIC_LABEL: Final = re.compile(r"(0x[0-9a-f]*|[0-9]+)")
-_PACKAGE: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?")
+PACKAGE_PATTERN: Final = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$"
+_PACKAGE: Final = re.compile(PACKAGE_PATTERN)
 _MAX_URL: Final = 2048
 
 

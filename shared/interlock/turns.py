@@ -17,6 +17,7 @@ from strands.models.model import Model
 
 from interlock import errors
 from interlock.adapters.factory import Stores
+from interlock.caller import Caller
 from interlock.context import FetchPort, RequestContext, request_scope
 from interlock.outcomes import Offer, TurnResult, Usage
 from interlock.pause import persist_pause
@@ -45,16 +46,6 @@ class TurnLimits:
     max_model_calls: int = 12
     heartbeat_s: float = 10.0
     max_prompt_chars: int = 8000
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling, as established by the API's authorizer (never a request body)."""
-
-    user_id: str
-    roles: frozenset[str] = frozenset()
-    can_ask_a_human: bool = True
-    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +106,7 @@ def reserved(rt: Runtime, caller: Caller) -> Iterator[None]:
     now = rt.clock.now_ms()
     holder = new_token()
     limits = rt.limits
-    rt.stores.limits.reserve_slot(
+    slot = rt.stores.limits.reserve_slot(
         caller.user_id, holder, cap=limits.max_concurrent, hold_ms=limits.slot_hold_ms, now_ms=now
     )
     try:
@@ -125,7 +116,7 @@ def reserved(rt: Runtime, caller: Caller) -> Iterator[None]:
         )
         yield
     finally:
-        rt.stores.limits.release_slot(caller.user_id, holder)
+        rt.stores.limits.release_slot(caller.user_id, holder, slot)
 
 
 def request_context(
@@ -303,19 +294,26 @@ def _summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list
         for block in message["content"]
         if "toolUse" in block
     }
+    results = {
+        block["toolResult"]["toolUseId"]: block["toolResult"]
+        for message in messages
+        for block in message["content"]
+        if "toolResult" in block
+    }
     calls = []
     for message in messages[started:]:
         for block in message["content"]:
-            tool_result = block.get("toolResult")
-            if tool_result and tool_result["toolUseId"] in names:
-                use = names[tool_result["toolUseId"]]
-                text = " ".join(c.get("text", "") for c in tool_result.get("content", []))
+            # A call appears once: with its result, or as pending (paused) when it has none.
+            use = block.get("toolUse")
+            done = block.get("toolResult")
+            if use and use["toolUseId"] not in results:
+                calls.append({**_call(use), "status": "pending", "result": None})
+            elif done and done["toolUseId"] in names:
+                text = " ".join(c.get("text", "") for c in done.get("content", []))
                 calls.append(
                     {
-                        "id": use["toolUseId"],
-                        "name": use["name"],
-                        "input": use["input"],
-                        "status": tool_result.get("status"),
+                        **_call(names[done["toolUseId"]]),
+                        "status": done.get("status"),
                         "result": text,
                     }
                 )
@@ -327,6 +325,10 @@ def _summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list
         tool_executions=built.meter.tool_executions,
     )
     return calls, usage
+
+
+def _call(use: Any) -> dict[str, Any]:
+    return {"id": use["toolUseId"], "name": use["name"], "input": use["input"]}
 
 
 def _day(now_ms: int) -> str:

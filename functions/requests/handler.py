@@ -1,0 +1,89 @@
+"""Requests Lambda: the open request, approvals, turns and the audit trail.
+
+It never runs an agent, so it never imports strands and starts fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from interlock import inbox
+from interlock.api.agui import request_view
+from interlock.api.http import bind, caller_from, json_response
+from interlock.api.wiring import stores
+from interlock.caller import Caller
+from interlock.timing import SystemClock
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+app = APIGatewayRestResolver()
+clock = SystemClock()
+
+
+def _caller() -> Caller:
+    return caller_from(app.current_event.raw_event)
+
+
+def _after() -> int:
+    raw = app.current_event.get_query_string_value("after", "0") or "0"
+    return int(raw) if raw.isdigit() else 0
+
+
+def get_request(chat_id: str) -> Response[str]:
+    now = clock.now_ms()
+    found = inbox.open_request(stores(), _caller(), chat_id, now)
+    return json_response(request_view(found.request, now, found.secret))
+
+
+def cancel_request(chat_id: str) -> Response[str]:
+    now = clock.now_ms()
+    cancelled = inbox.cancel_request(stores(), _caller(), chat_id, now)
+    metrics.add_metric(name="Cancellations", unit=MetricUnit.Count, value=1)
+    return json_response(request_view(cancelled, now, None))
+
+
+def list_turns(chat_id: str) -> Response[str]:
+    return json_response({"turns": inbox.turns(stores(), _caller(), chat_id, _after())})
+
+
+def list_approvals(chat_id: str) -> Response[str]:
+    found = inbox.approvals(stores(), _caller(), chat_id, clock.now_ms())
+    return json_response({
+        key: [{"kind": a.subject.kind, "name": a.subject.name, "cardId": a.card_id,
+               "grantedAt": a.granted_at, "grantedBy": a.granted_by} for a in rows]
+        for key, rows in found.items()
+    })
+
+
+def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
+    inbox.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms())
+    return json_response({"revoked": {"kind": kind, "name": name}})
+
+
+def list_events(chat_id: str) -> Response[str]:
+    events = inbox.trail(stores(), _caller(), chat_id, _after(), limit=200)
+    return json_response({"events": [asdict(e) for e in events]})
+
+
+bind(app, "requests", {
+    ("GET", "/chats/{chat_id}/request"): get_request,
+    ("DELETE", "/chats/{chat_id}/request"): cancel_request,
+    ("GET", "/chats/{chat_id}/turns"): list_turns,
+    ("GET", "/chats/{chat_id}/approvals"): list_approvals,
+    ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): revoke_approval,
+    ("GET", "/chats/{chat_id}/events"): list_events,
+})
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,48 @@
+"""Resume Lambda: answer the chat's open request and return the resumed run's events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from interlock.api.agui import encode, run_events
+from interlock.api.http import bind, caller_from, sse_response
+from interlock.api.models import parse_resume
+from interlock.api.wiring import runtime
+from interlock.errors import ResumeInProgress
+from interlock.resume import resume_turn
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+app = APIGatewayRestResolver()
+
+
+def resume() -> Response[str]:
+    request = parse_resume(app.current_event.body)
+    try:
+        result = resume_turn(
+            runtime(), caller_from(app.current_event.raw_event), request.chat_id,
+            interrupt_id=request.interrupt_id, secret=request.secret, status=request.status,
+            payload=request.payload,
+        )
+    except ResumeInProgress:
+        metrics.add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)
+        raise
+    metrics.add_metric(name="Replays" if result.outcome == "replayed" else "Resumes",
+                       unit=MetricUnit.Count, value=1)
+    return sse_response(encode(run_events(request.chat_id, request.run_id, result)))
+
+
+bind(app, "resume", {("POST", "/resume"): resume})
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

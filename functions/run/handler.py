@@ -1,0 +1,41 @@
+"""Run Lambda: start a turn in a chat and return its AG-UI event stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from interlock.api.agui import encode, run_events
+from interlock.api.http import bind, caller_from, sse_response
+from interlock.api.models import parse_run
+from interlock.api.wiring import runtime
+from interlock.turns import run_turn
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+app = APIGatewayRestResolver()
+
+
+def start_run() -> Response[str]:
+    request = parse_run(app.current_event.body)
+    result = run_turn(runtime(), caller_from(app.current_event.raw_event), request.chat_id,
+                      request.prompt)
+    metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=1)
+    if result.offer is not None:
+        metrics.add_metric(name="Interrupts", unit=MetricUnit.Count, value=1)
+    return sse_response(encode(run_events(request.chat_id, request.run_id, result)))
+
+
+bind(app, "run", {("POST", "/runs"): start_run})
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,225 @@
+"""Interlock on one machine: an embedded moto, the real handlers, the demo agent.
+
+Every request is turned into the API Gateway REST proxy event the deployed API would
+send, with the authorizer's claims filled from a signed development token, and given
+to the same `functions/<name>/handler.py` that runs in Lambda. Routes come from the
+same table the CDK stack is built from.
+
+    .venv/bin/python -m local.server            # or: ./dev serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import secrets
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from werkzeug.serving import make_server
+from werkzeug.wrappers import Request, Response
+
+from local import devtokens
+from local.emulator import Emulator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "shared")]
+
+from interlock.api.routes import FUNCTIONS, ROUTES, Route  # noqa: E402
+
+STAGE = "v1"
+TABLE = "interlock"
+BUCKET = "interlock-data"
+
+
+@dataclass(frozen=True)
+class LambdaContext:
+    """The attributes Powertools reads from a Lambda context."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:local"
+
+
+def _pattern(route: Route) -> re.Pattern[str]:
+    return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", route.path) + "$")
+
+
+_ROUTES = [(route, _pattern(route)) for route in ROUTES]
+
+
+def _load(function: str) -> ModuleType:
+    path = ROOT / "functions" / function / "handler.py"
+    spec = importlib.util.spec_from_file_location(f"interlock_function_{function}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class LocalApi:
+    """A WSGI app that serves the route table with the Lambda handlers.
+
+    Args:
+        key: The key development tokens are signed with.
+        static_dir: Served at `/` (the card page), if it exists.
+    """
+
+    def __init__(self, key: bytes, static_dir: Path | None = None) -> None:
+        self.key = key
+        self._handlers = {name: _load(name).lambda_handler for name in FUNCTIONS}
+        self._static = static_dir
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        return self.respond(request)(environ, start_response)
+
+    def respond(self, request: Request) -> Response:
+        path = request.path.removeprefix(f"/{STAGE}") or "/"
+        match = next(((r, m) for r, p in _ROUTES if (m := p.match(path))), None)
+        if match is None:
+            return self._static_file(path)
+        route, found = match
+        if route.method != request.method:
+            return _json(405, {"error": {"code": "method_not_allowed", "message": "no route"}})
+        claims = self._claims(request)
+        if claims is None:
+            return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
+        event = _proxy_event(request, route, path, found.groupdict(), claims)
+        context = LambdaContext(f"interlock-{route.function}", event["requestContext"]["requestId"])
+        result = self._handlers[route.function](event, context)
+        return Response(result.get("body", ""), status=result["statusCode"],
+                        headers=result.get("headers") or {})
+
+    def _claims(self, request: Request) -> dict[str, Any] | None:
+        header = request.headers.get("Authorization", "")
+        token = header.removeprefix("Bearer ").strip()
+        try:
+            return devtokens.claims(self.key, token) if token else None
+        except devtokens.TokenError:
+            return None
+
+    def _static_file(self, path: str) -> Response:
+        if self._static is None:
+            return _json(404, {"error": {"code": "not_found", "message": "no such route"}})
+        name = "index.html" if path == "/" else path.lstrip("/")
+        target = (self._static / name).resolve()
+        if not target.is_file() or self._static.resolve() not in target.parents:
+            return _json(404, {"error": {"code": "not_found", "message": "no such file"}})
+        types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css",
+                 ".json": "application/json", ".svg": "image/svg+xml", ".png": "image/png"}
+        return Response(target.read_bytes(), mimetype=types.get(target.suffix, "text/plain"))
+
+
+def _proxy_event(request: Request, route: Route, path: str, params: dict[str, str],
+                 claims: dict[str, Any]) -> dict[str, Any]:
+    headers = dict(request.headers.items())
+    query = request.args.to_dict() or None
+    return {
+        "resource": route.path,
+        "path": path,
+        "httpMethod": request.method,
+        "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: request.args.getlist(k) for k in query or {}}
+        or None,
+        "pathParameters": params or None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": route.path,
+            "httpMethod": request.method,
+            "path": f"/{STAGE}{path}",
+            "stage": STAGE,
+            "requestId": str(uuid.uuid4()),
+            "identity": {"sourceIp": request.remote_addr},
+            "authorizer": {"claims": claims},
+        },
+        "body": request.get_data(as_text=True) or None,
+        "isBase64Encoded": False,
+    }
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(json.dumps(body), status=status, mimetype="application/json")
+
+
+def configure(endpoint: str, table: str, bucket: str) -> None:
+    """Point the handlers' wiring at the emulator and the demo agent."""
+    os.environ.update(
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ACCESS_KEY_ID=os.environ.get("AWS_ACCESS_KEY_ID", "local"),
+        AWS_SECRET_ACCESS_KEY=os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
+        AWS_DEFAULT_REGION="us-east-1",
+        INTERLOCK_TABLE=table,
+        INTERLOCK_BUCKET=bucket,
+        INTERLOCK_MODEL=os.environ.get("INTERLOCK_MODEL", "scripted"),
+        INTERLOCK_FETCH=os.environ.get("INTERLOCK_FETCH", "demo"),
+        POWERTOOLS_SERVICE_NAME="interlock",
+        POWERTOOLS_METRICS_NAMESPACE="Interlock",
+        POWERTOOLS_TRACE_DISABLED="true",
+        POWERTOOLS_METRICS_DISABLED=os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
+        POWERTOOLS_LOG_LEVEL=os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+    )
+
+
+def create_storage_if_missing(table: str, bucket: str) -> None:
+    import boto3
+
+    from interlock.adapters.schema import create_storage
+
+    dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
+    if table not in dynamodb.list_tables()["TableNames"]:
+        create_storage(dynamodb, s3, table, bucket)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Serve Interlock locally.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--aws-endpoint", help="use this moto server instead of an embedded one")
+    parser.add_argument("--table", default=TABLE)
+    parser.add_argument("--bucket", default=BUCKET)
+    args = parser.parse_args(argv)
+
+    emulator = None if args.aws_endpoint else Emulator().start()
+    configure(args.aws_endpoint or emulator.endpoint, args.table, args.bucket)  # type: ignore[union-attr]
+    create_storage_if_missing(args.table, args.bucket)
+    key = bytes.fromhex(os.environ["INTERLOCK_DEV_KEY"]) if "INTERLOCK_DEV_KEY" in os.environ \
+        else secrets.token_bytes(32)
+    app = LocalApi(key, static_dir=ROOT / "web")
+    server = make_server(args.host, args.port, app, threaded=True)
+    url = f"http://{server.host}:{server.port}"
+    _announce(url, key)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        if emulator:
+            emulator.stop()
+
+
+def _announce(url: str, key: bytes) -> None:
+    token = devtokens.issue(key, "alice", ["reporter"])
+    body = json.dumps({"threadId": "demo", "runId": "r1", "messages": [
+        {"id": "m1", "role": "user", "content": "Please download the reference table"}]})
+    print(f"Interlock is serving on {url}  (embedded moto, scripted demo agent)", flush=True)
+    print(f"Open {url}/ for the card page. A token for user alice (role reporter):", flush=True)
+    print(f"  export TOKEN={token}", flush=True)
+    print("Start a turn that pauses for approval:", flush=True)
+    print(f"  curl -sN -H \"Authorization: Bearer $TOKEN\" -d '{body}' {url}/runs", flush=True)
+    print(f"READY {url}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Rendering a turn's result as AG-UI 1.0 events, with the protocol's own models."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    Interrupt,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from ag_ui.encoder import EventEncoder
+
+from interlock.cards import response_schema
+from interlock.outcomes import Offer, TurnResult
+from interlock.records import PendingRequest
+
+PROTOCOL_VERSION = "1.0"
+
+
+def run_events(thread_id: str, run_id: str, result: TurnResult) -> list[BaseEvent]:
+    """The events of one run: started, tool calls, the answer, finished."""
+    events: list[BaseEvent] = [
+        RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
+    ]
+    for call in result.tool_calls:
+        events += _tool_call(call)
+    if result.text:
+        message_id = f"msg_{uuid.uuid4().hex}"
+        events += [
+            TextMessageStartEvent(message_id=message_id, role="assistant"),
+            TextMessageContentEvent(message_id=message_id, delta=result.text),
+            TextMessageEndEvent(message_id=message_id),
+        ]
+    events.append(_finished(thread_id, run_id, result))
+    return events
+
+
+def encode(events: list[BaseEvent]) -> str:
+    """A buffered `text/event-stream` body."""
+    encoder = EventEncoder()
+    return "".join(encoder.encode(event) for event in events)
+
+
+def interrupt_of(offer: Offer) -> Interrupt:
+    """The AG-UI interrupt for an open request, carrying its card and fresh secret."""
+    request = offer.request
+    card = request.card
+    return Interrupt(
+        id=request.interrupt_id,
+        reason=f"{request.kind}:{card.get('type', 'request')}",
+        message=str(card.get("reason", "The agent needs your decision.")),
+        tool_call_id=card.get("tool_use_id"),
+        response_schema=response_schema(card),
+        expires_at=iso(request.expires_at),
+        metadata={"card": card, "secret": offer.secret, "state": request.state.value},
+    )
+
+
+def request_view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
+    """The JSON shape of a chat's open (or last) request for the requests route."""
+    view: dict[str, Any] = {
+        "interruptId": request.interrupt_id,
+        "kind": request.kind,
+        "state": request.status(now_ms).value,
+        "card": request.card,
+        "responseSchema": response_schema(request.card),
+        "expiresAt": iso(request.expires_at),
+        "toolCallId": request.card.get("tool_use_id"),
+    }
+    if secret is not None:
+        view["secret"] = secret
+    if request.decision:
+        view["decision"] = request.decision
+        view["answeredAt"] = iso(request.answered_at) if request.answered_at else None
+        view["answer"] = request.first_answer
+    if request.ended_reason:
+        view["endedReason"] = request.ended_reason
+    return view
+
+
+def iso(epoch_s: int) -> str:
+    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _tool_call(call: dict[str, Any]) -> list[BaseEvent]:
+    call_id = call["id"]
+    events: list[BaseEvent] = [
+        ToolCallStartEvent(tool_call_id=call_id, tool_call_name=call["name"]),
+        ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(call["input"])),
+        ToolCallEndEvent(tool_call_id=call_id),
+    ]
+    if call["result"] is not None:  # a paused call has no result yet
+        events.append(
+            ToolCallResultEvent(
+                message_id=f"msg_{call_id}", tool_call_id=call_id, content=call["result"]
+            )
+        )
+    return events
+
+
+def _finished(thread_id: str, run_id: str, result: TurnResult) -> RunFinishedEvent:
+    if result.offer is not None:
+        outcome: Any = RunFinishedInterruptOutcome(interrupts=[interrupt_of(result.offer)])
+        return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+    summary: dict[str, Any] = {"outcome": result.outcome}
+    if result.decision:
+        summary["decision"] = result.decision
+    if result.answered_at:
+        summary["answeredAt"] = iso(result.answered_at)
+    return RunFinishedEvent(
+        thread_id=thread_id, run_id=run_id, result=summary, outcome=RunFinishedSuccessOutcome()
+    )

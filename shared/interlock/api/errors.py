@@ -1,0 +1,68 @@
+"""The one map from domain errors to HTTP statuses and stable wire codes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from interlock import errors
+
+logger = logging.getLogger(__name__)
+
+STATUS: Final[dict[str, int]] = {
+    "bad_request": 400,
+    "unauthorized": 401,
+    "refused": 403,
+    "forbidden": 403,
+    "unknown": 404,
+    "not_found": 404,
+    "in_progress": 409,
+    "pending_interrupt": 409,
+    "expired": 410,
+    "cancelled": 410,
+    "incompatible_snapshot": 410,
+    "too_large": 413,
+    "snapshot_too_large": 413,
+    "invalid_payload": 422,
+    "incomplete_resume": 422,
+    "limit_exceeded": 429,
+    "system_error": 500,
+}
+
+
+class Unauthorized(errors.InterlockError):
+    """No authenticated identity reached the handler."""
+
+    code = "unauthorized"
+
+
+class BadRequest(errors.InterlockError):
+    """The body is not JSON, or not an object."""
+
+    code = "bad_request"
+
+
+class IncompleteResume(errors.InvalidInput):
+    """A resume must carry exactly one entry; zero or several are not guessed at."""
+
+    code = "incomplete_resume"
+
+
+class NotFound(errors.InterlockError):
+    """No such route or resource."""
+
+    code = "not_found"
+
+
+def error_body(exc: Exception) -> tuple[int, dict[str, Any]]:
+    """Status and JSON body for `exc`; unexpected errors become an opaque 500."""
+    if isinstance(exc, errors.InterlockError):
+        code = exc.code
+        message = str(exc)
+        body: dict[str, Any] = {"code": code, "message": message}
+        holder = getattr(exc, "holder", None)
+        if holder:
+            body["holder"] = holder
+        return STATUS.get(code, 500), {"error": body}
+    logger.exception("unexpected error")
+    return 500, {"error": {"code": "system_error", "message": "internal error"}}

@@ -1,0 +1,78 @@
+"""What every handler shares: identity from the authorizer, responses, route binding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+
+from interlock.api.errors import NotFound, Unauthorized, error_body
+from interlock.api.routes import Function, routes_of
+from interlock.caller import Caller
+
+SSE = "text/event-stream"
+JSON = "application/json"
+
+
+def caller_from(event: Any) -> Caller:
+    """The caller as the API Gateway Cognito authorizer established it.
+
+    Identity and roles come only from `requestContext.authorizer.claims`; a body or a
+    tool argument can never name the user.
+    """
+    context = event.get("requestContext") or {}
+    claims = (context.get("authorizer") or {}).get("claims") or {}
+    user = claims.get("sub")
+    if not isinstance(user, str) or not user:
+        raise Unauthorized("no authenticated user on this request")
+    return Caller(
+        user_id=user,
+        roles=_groups(claims.get("cognito:groups")),
+        trace_id=context.get("requestId"),
+    )
+
+
+def _groups(raw: Any) -> frozenset[str]:
+    # REST API authorizers pass list claims as text, e.g. "[admin, reporter]" or "admin,reporter".
+    if isinstance(raw, list):
+        return frozenset(str(g) for g in raw)
+    if not isinstance(raw, str):
+        return frozenset()
+    return frozenset(g for g in raw.strip("[]").replace(",", " ").split() if g)
+
+
+def json_response(body: Any, status: int = 200) -> Response[str]:
+    return Response(status, JSON, json.dumps(body, separators=(",", ":")))
+
+
+def sse_response(body: str) -> Response[str]:
+    return Response(200, SSE, body, headers={"Cache-Control": "no-store"})
+
+
+def bind(
+    app: APIGatewayRestResolver,
+    function: Function,
+    handlers: Mapping[tuple[str, str], Callable[..., Response[str]]],
+) -> None:
+    """Register exactly the routes the route table gives `function`, and the error map.
+
+    Raises:
+        ValueError: the handlers and the route table disagree.
+    """
+    wanted = {(r.method, r.path) for r in routes_of(function)}
+    if set(handlers) != wanted:
+        raise ValueError(f"{function} handlers {sorted(handlers)} != routes {sorted(wanted)}")
+    for (method, path), handler in handlers.items():
+        app.route(path.replace("{", "<").replace("}", ">"), method=method)(handler)
+
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+    def _on_error(exc: Exception) -> Response[str]:
+        status, body = error_body(exc)
+        return json_response(body, status)
+
+    @app.not_found
+    def _not_found(exc: Exception) -> Response[str]:
+        status, body = error_body(NotFound("no such route"))
+        return json_response(body, status)

@@ -1,0 +1,141 @@
+"""Request bodies: AG-UI inputs parsed with the protocol's own models, answers checked.
+
+Every parse either returns a typed value or raises a domain error the error map turns
+into a stable 4xx; nothing is written before a body has been fully validated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ag_ui.core import RunAgentInput
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from interlock import keys
+from interlock.api.errors import BadRequest, IncompleteResume
+from interlock.cards import MAX_TEXT
+from interlock.egress import PACKAGE_PATTERN
+from interlock.errors import InvalidInput
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """A new turn: the chat, the prompt (last user message) and the AG-UI input."""
+
+    chat_id: str
+    run_id: str
+    prompt: str
+    input: RunAgentInput
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRequest:
+    """An answer to the open request of a chat."""
+
+    chat_id: str
+    run_id: str
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any
+    secret: str
+    input: RunAgentInput
+
+
+class ApprovalAnswer(BaseModel):
+    """The answer a card's responseSchema describes; validated on the server too."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=MAX_TEXT)
+    suggestion: str | None = Field(default=None, max_length=MAX_TEXT)
+    packages: list[str] | None = Field(default=None, max_length=50)
+
+    @field_validator("packages")
+    @classmethod
+    def _package_names(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or []:
+            if not re.fullmatch(PACKAGE_PATTERN, name):
+                raise ValueError(f"not a valid package name: {name!r}")
+        return names
+
+
+def parse_run(body: str | None) -> RunRequest:
+    """Parse a `RunAgentInput` that starts a turn."""
+    run_input = _run_input(body)
+    if run_input.resume:
+        raise InvalidInput("this input carries resume entries: send it to /resume")
+    return RunRequest(
+        chat_id=keys.checked_id(run_input.thread_id, "threadId"),
+        run_id=run_input.run_id,
+        prompt=_prompt(run_input),
+        input=run_input,
+    )
+
+
+def parse_resume(body: str | None) -> ResumeRequest:
+    """Parse a `RunAgentInput` that answers exactly one interrupt."""
+    run_input = _run_input(body)
+    entries = run_input.resume or []
+    if len(entries) != 1:
+        raise IncompleteResume(
+            f"a resume must answer exactly one interrupt; this one has {len(entries)} entries"
+        )
+    entry = entries[0]
+    secret = (entry.metadata or {}).get("secret")
+    if not isinstance(secret, str) or not secret:
+        raise InvalidInput("the resume entry must carry the request's secret in metadata.secret")
+    payload = entry.payload
+    if entry.status == "resolved":
+        payload = _answer(payload)
+    return ResumeRequest(
+        chat_id=keys.checked_id(run_input.thread_id, "threadId"),
+        run_id=run_input.run_id,
+        interrupt_id=entry.interrupt_id,
+        status=entry.status,
+        payload=payload,
+        secret=secret,
+        input=run_input,
+    )
+
+
+def _answer(payload: Any) -> dict[str, Any]:
+    try:
+        return ApprovalAnswer.model_validate(payload).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        raise InvalidInput(
+            f"the answer does not match the response schema: {_first(exc)}"
+        ) from None
+
+
+def _run_input(body: str | None) -> RunAgentInput:
+    try:
+        data = json.loads(body or "")
+    except json.JSONDecodeError:
+        raise BadRequest("the body must be JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object")
+    try:
+        return RunAgentInput.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(f"not an AG-UI RunAgentInput: {_first(exc)}") from None
+
+
+def _prompt(run_input: RunAgentInput) -> str:
+    for message in reversed(run_input.messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, str):
+                return content
+            texts = [getattr(part, "text", "") for part in content]
+            return "\n".join(t for t in texts if t)
+    raise InvalidInput("the input has no user message to answer")
+
+
+def _first(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error.get("loc", ()))
+    return f"{where}: {error.get('msg')}" if where else str(error.get("msg"))

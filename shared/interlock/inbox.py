@@ -1,0 +1,118 @@
+"""Reading and managing a chat's requests, approvals and trail: no agent involved.
+
+These are the service functions behind the requests Lambda; none of them imports
+strands, so that function starts fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from interlock import errors
+from interlock.adapters.factory import Stores
+from interlock.caller import Caller
+from interlock.egress import safe_host, safe_package
+from interlock.records import Approval, AuditEvent, PendingRequest, Subject
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRequest:
+    """A chat's current request and, when it can still be answered, a fresh secret."""
+
+    request: PendingRequest
+    secret: str | None
+
+
+def owned_chat(stores: Stores, caller: Caller, chat_id: str) -> None:
+    """Refuse callers who do not own the chat (a chat nobody owns yet is empty)."""
+    owner = stores.chats.meta(chat_id).owner
+    if owner not in (None, caller.user_id):
+        raise errors.Forbidden("this chat belongs to another user")
+
+
+def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> OpenRequest:
+    """The chat's request; reading an answerable one issues a fresh secret.
+
+    Rotating on every read means a copy of an older secret (another tab, a leaked
+    link) stops working the moment the owner looks at the card again.
+    """
+    request = _request(stores, caller, chat_id, now_ms)
+    if not request.claimable(now_ms):
+        return OpenRequest(request, None)
+    rotated, secret = stores.requests.rotate_secret(request, now_ms)
+    return OpenRequest(rotated, secret)
+
+
+def cancel_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> PendingRequest:
+    """Cancel the chat's answerable request on its owner's word."""
+    request = _request(stores, caller, chat_id, now_ms)
+    cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
+    stores.chats.record(
+        chat_id,
+        "cancelled",
+        caller.user_id,
+        now_ms,
+        interrupt_id=request.interrupt_id,
+        trace_id=caller.trace_id,
+    )
+    return cancelled
+
+
+def approvals(
+    stores: Stores, caller: Caller, chat_id: str, now_ms: int
+) -> dict[str, list[Approval]]:
+    """The caller's approvals in this chat, and the administrator's list."""
+    owned_chat(stores, caller, chat_id)
+    return {
+        "approvals": stores.approvals.for_user(chat_id, caller.user_id, now_ms),
+        "preapproved": stores.approvals.admin_list(),
+    }
+
+
+def revoke(stores: Stores, caller: Caller, chat_id: str, kind: str, name: str, now_ms: int) -> None:
+    """Revoke one approved site or package, effective from the next turn."""
+    owned_chat(stores, caller, chat_id)
+    subject = subject_of(kind, name)
+    if not stores.approvals.revoke(chat_id, caller.user_id, subject):
+        raise errors.UnknownRequest(f"no approval for {kind} {subject.name} in this chat")
+    stores.chats.record(
+        chat_id,
+        "revoked",
+        caller.user_id,
+        now_ms,
+        kind=kind,
+        name=subject.name,
+        trace_id=caller.trace_id,
+    )
+
+
+def trail(stores: Stores, caller: Caller, chat_id: str, after: int, limit: int) -> list[AuditEvent]:
+    """The chat's audit events numbered above `after`."""
+    owned_chat(stores, caller, chat_id)
+    return stores.chats.events(chat_id, after=after, limit=limit)
+
+
+def turns(stores: Stores, caller: Caller, chat_id: str, after: int) -> list[dict[str, Any]]:
+    """The chat's saved turns numbered above `after`."""
+    owned_chat(stores, caller, chat_id)
+    return stores.chats.turns(chat_id, after=after, limit=1000)
+
+
+def subject_of(kind: str, name: str) -> Subject:
+    """A validated subject from a route's `kind` and `name`."""
+    if kind == "site":
+        return Subject("site", safe_host(name))
+    if kind == "package":
+        return Subject("package", safe_package(name))
+    raise errors.InvalidInput("kind must be 'site' or 'package'")
+
+
+def _request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> PendingRequest:
+    owned_chat(stores, caller, chat_id)
+    request = stores.requests.get(chat_id, now_ms)
+    if request is None:
+        raise errors.UnknownRequest("this chat has no request")
+    if request.user_id != caller.user_id:
+        raise errors.Forbidden("this request belongs to another user")
+    return request
