@@ -20,8 +20,9 @@ class TokenError(Exception):
     """The token is malformed, forged or expired."""
 
 
-def issue(key: bytes, user: str, groups: list[str] | tuple[str, ...] = (),
-          ttl_s: int = 12 * 3600) -> str:
+def issue(
+    key: bytes, user: str, groups: list[str] | tuple[str, ...] = (), ttl_s: int = 12 * 3600
+) -> str:
     """A token for `user` with `groups`, valid for `ttl_s` seconds."""
     payload = {"sub": user, "groups": sorted(groups), "exp": int(time.time()) + ttl_s}
     body = _b64(json.dumps(payload, separators=(",", ":")).encode())

@@ -10,6 +10,7 @@ concurrently, so clients really do contend.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,15 +22,62 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import BaseWSGIServer, make_server
 
 
-class _Serialized:
-    """WSGI middleware: one request at a time through the emulator."""
+class Traffic:
+    """What reached the emulator: calls and request bytes per `service.Operation`.
 
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+    Counted at the server, so it sees every client in every process that uses it.
+    """
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.bytes: Counter[str] = Counter()
+
+    def record(self, environ: dict[str, Any]) -> None:
+        name = _operation(environ)
+        self.calls[name] += 1
+        self.bytes[name] += int(environ.get("CONTENT_LENGTH") or 0)
+
+    def take(self) -> dict[str, Any]:
+        """The counts since the last take, then start again."""
+        taken = {
+            "calls": dict(sorted(self.calls.items())),
+            "total_calls": sum(self.calls.values()),
+            "bytes_sent": dict(sorted(self.bytes.items())),
+        }
+        self.calls.clear()
+        self.bytes.clear()
+        return taken
+
+
+def _operation(environ: dict[str, Any]) -> str:
+    target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+    if target.startswith("DynamoDB_"):
+        return "dynamodb." + target.split(".", 1)[1]
+    # S3 is REST: name the operation from the method and whether a key is addressed.
+    method = str(environ.get("REQUEST_METHOD", ""))
+    has_key = str(environ.get("PATH_INFO", "/")).strip("/").count("/") >= 1
+    names = {
+        ("PUT", True): "PutObject",
+        ("GET", True): "GetObject",
+        ("HEAD", True): "HeadObject",
+        ("DELETE", True): "DeleteObject",
+        ("PUT", False): "CreateBucket",
+        ("GET", False): "ListObjects",
+    }
+    return "s3." + names.get((method, has_key), method)
+
+
+class _Serialized:
+    """WSGI middleware: one request at a time through the emulator, each counted."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], traffic: Traffic) -> None:
         self._app = app
         self._lock = threading.Lock()
+        self._traffic = traffic
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
         with self._lock:
+            self._traffic.record(environ)
             return list(self._app(environ, start_response))
 
 
@@ -49,7 +97,8 @@ class Emulator:
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        app = _Serialized(DomainDispatcherApplication(create_backend_app))
+        self.traffic = Traffic()
+        app = _Serialized(DomainDispatcherApplication(create_backend_app), self.traffic)
         self._server: BaseWSGIServer = make_server(
             host, port, app, threaded=True, request_handler=_QuietHandler
         )

@@ -74,6 +74,12 @@ class LocalApi:
     """
 
     def __init__(self, key: bytes, static_dir: Path | None = None) -> None:
+        from interlock.api import wiring
+
+        # The handlers build their stores from the environment once per process, as in
+        # Lambda; a new local API may follow a `configure` with another endpoint.
+        wiring.stores.cache_clear()
+        wiring.runtime.cache_clear()
         self.key = key
         self._handlers = {name: _load(name).lambda_handler for name in FUNCTIONS}
         self._static = static_dir
@@ -96,8 +102,9 @@ class LocalApi:
         event = _proxy_event(request, route, path, found.groupdict(), claims)
         context = LambdaContext(f"interlock-{route.function}", event["requestContext"]["requestId"])
         result = self._handlers[route.function](event, context)
-        return Response(result.get("body", ""), status=result["statusCode"],
-                        headers=result.get("headers") or {})
+        return Response(
+            result.get("body", ""), status=result["statusCode"], headers=result.get("headers") or {}
+        )
 
     def _claims(self, request: Request) -> dict[str, Any] | None:
         header = request.headers.get("Authorization", "")
@@ -114,13 +121,20 @@ class LocalApi:
         target = (self._static / name).resolve()
         if not target.is_file() or self._static.resolve() not in target.parents:
             return _json(404, {"error": {"code": "not_found", "message": "no such file"}})
-        types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css",
-                 ".json": "application/json", ".svg": "image/svg+xml", ".png": "image/png"}
+        types = {
+            ".html": "text/html",
+            ".js": "text/javascript",
+            ".css": "text/css",
+            ".json": "application/json",
+            ".svg": "image/svg+xml",
+            ".png": "image/png",
+        }
         return Response(target.read_bytes(), mimetype=types.get(target.suffix, "text/plain"))
 
 
-def _proxy_event(request: Request, route: Route, path: str, params: dict[str, str],
-                 claims: dict[str, Any]) -> dict[str, Any]:
+def _proxy_event(
+    request: Request, route: Route, path: str, params: dict[str, str], claims: dict[str, Any]
+) -> dict[str, Any]:
     headers = dict(request.headers.items())
     query = request.args.to_dict() or None
     return {
@@ -193,8 +207,11 @@ def main(argv: list[str] | None = None) -> None:
     emulator = None if args.aws_endpoint else Emulator().start()
     configure(args.aws_endpoint or emulator.endpoint, args.table, args.bucket)  # type: ignore[union-attr]
     create_storage_if_missing(args.table, args.bucket)
-    key = bytes.fromhex(os.environ["INTERLOCK_DEV_KEY"]) if "INTERLOCK_DEV_KEY" in os.environ \
+    key = (
+        bytes.fromhex(os.environ["INTERLOCK_DEV_KEY"])
+        if "INTERLOCK_DEV_KEY" in os.environ
         else secrets.token_bytes(32)
+    )
     app = LocalApi(key, static_dir=ROOT / "web")
     server = make_server(args.host, args.port, app, threaded=True)
     url = f"http://{server.host}:{server.port}"
@@ -211,8 +228,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def _announce(url: str, key: bytes) -> None:
     token = devtokens.issue(key, "alice", ["reporter"])
-    body = json.dumps({"threadId": "demo", "runId": "r1", "messages": [
-        {"id": "m1", "role": "user", "content": "Please download the reference table"}]})
+    body = json.dumps(
+        {
+            "threadId": "demo",
+            "runId": "r1",
+            "messages": [
+                {"id": "m1", "role": "user", "content": "Please download the reference table"}
+            ],
+        }
+    )
     print(f"Interlock is serving on {url}  (embedded moto, scripted demo agent)", flush=True)
     print(f"Open {url}/ for the card page. A token for user alice (role reporter):", flush=True)
     print(f"  export TOKEN={token}", flush=True)

@@ -14,8 +14,8 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
-from interlock.api.agui import request_view
 from interlock.api.http import bind, caller_from, json_response
+from interlock.api.views import request_view
 from interlock.api.wiring import stores
 from interlock.caller import Caller
 from interlock.timing import SystemClock
@@ -55,11 +55,21 @@ def list_turns(chat_id: str) -> Response[str]:
 
 def list_approvals(chat_id: str) -> Response[str]:
     found = inbox.approvals(stores(), _caller(), chat_id, clock.now_ms())
-    return json_response({
-        key: [{"kind": a.subject.kind, "name": a.subject.name, "cardId": a.card_id,
-               "grantedAt": a.granted_at, "grantedBy": a.granted_by} for a in rows]
-        for key, rows in found.items()
-    })
+    return json_response(
+        {
+            key: [
+                {
+                    "kind": a.subject.kind,
+                    "name": a.subject.name,
+                    "cardId": a.card_id,
+                    "grantedAt": a.granted_at,
+                    "grantedBy": a.granted_by,
+                }
+                for a in rows
+            ]
+            for key, rows in found.items()
+        }
+    )
 
 
 def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
@@ -72,14 +82,18 @@ def list_events(chat_id: str) -> Response[str]:
     return json_response({"events": [asdict(e) for e in events]})
 
 
-bind(app, "requests", {
-    ("GET", "/chats/{chat_id}/request"): get_request,
-    ("DELETE", "/chats/{chat_id}/request"): cancel_request,
-    ("GET", "/chats/{chat_id}/turns"): list_turns,
-    ("GET", "/chats/{chat_id}/approvals"): list_approvals,
-    ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): revoke_approval,
-    ("GET", "/chats/{chat_id}/events"): list_events,
-})
+bind(
+    app,
+    "requests",
+    {
+        ("GET", "/chats/{chat_id}/request"): get_request,
+        ("DELETE", "/chats/{chat_id}/request"): cancel_request,
+        ("GET", "/chats/{chat_id}/turns"): list_turns,
+        ("GET", "/chats/{chat_id}/approvals"): list_approvals,
+        ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): revoke_approval,
+        ("GET", "/chats/{chat_id}/events"): list_events,
+    },
+)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -26,15 +26,22 @@ def resume() -> Response[str]:
     request = parse_resume(app.current_event.body)
     try:
         result = resume_turn(
-            runtime(), caller_from(app.current_event.raw_event), request.chat_id,
-            interrupt_id=request.interrupt_id, secret=request.secret, status=request.status,
+            runtime(),
+            caller_from(app.current_event.raw_event),
+            request.chat_id,
+            interrupt_id=request.interrupt_id,
+            secret=request.secret,
+            status=request.status,
             payload=request.payload,
         )
     except ResumeInProgress:
         metrics.add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)
         raise
-    metrics.add_metric(name="Replays" if result.outcome == "replayed" else "Resumes",
-                       unit=MetricUnit.Count, value=1)
+    metrics.add_metric(
+        name="Replays" if result.outcome == "replayed" else "Resumes",
+        unit=MetricUnit.Count,
+        value=1,
+    )
     return sse_response(encode(run_events(request.chat_id, request.run_id, result)))
 
 

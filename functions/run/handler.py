@@ -23,8 +23,9 @@ app = APIGatewayRestResolver()
 
 def start_run() -> Response[str]:
     request = parse_run(app.current_event.body)
-    result = run_turn(runtime(), caller_from(app.current_event.raw_event), request.chat_id,
-                      request.prompt)
+    result = run_turn(
+        runtime(), caller_from(app.current_event.raw_event), request.chat_id, request.prompt
+    )
     metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=1)
     if result.offer is not None:
         metrics.add_metric(name="Interrupts", unit=MetricUnit.Count, value=1)

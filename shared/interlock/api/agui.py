@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import uuid
 from typing import Any
@@ -24,9 +23,9 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from interlock.api.views import iso
 from interlock.cards import response_schema
 from interlock.outcomes import Offer, TurnResult
-from interlock.records import PendingRequest
 
 PROTOCOL_VERSION = "1.0"
 
@@ -68,32 +67,6 @@ def interrupt_of(offer: Offer) -> Interrupt:
         expires_at=iso(request.expires_at),
         metadata={"card": card, "secret": offer.secret, "state": request.state.value},
     )
-
-
-def request_view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
-    """The JSON shape of a chat's open (or last) request for the requests route."""
-    view: dict[str, Any] = {
-        "interruptId": request.interrupt_id,
-        "kind": request.kind,
-        "state": request.status(now_ms).value,
-        "card": request.card,
-        "responseSchema": response_schema(request.card),
-        "expiresAt": iso(request.expires_at),
-        "toolCallId": request.card.get("tool_use_id"),
-    }
-    if secret is not None:
-        view["secret"] = secret
-    if request.decision:
-        view["decision"] = request.decision
-        view["answeredAt"] = iso(request.answered_at) if request.answered_at else None
-        view["answer"] = request.first_answer
-    if request.ended_reason:
-        view["endedReason"] = request.ended_reason
-    return view
-
-
-def iso(epoch_s: int) -> str:
-    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _tool_call(call: dict[str, Any]) -> list[BaseEvent]:

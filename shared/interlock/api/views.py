@@ -1,0 +1,35 @@
+"""JSON views of stored records for the JSON routes (no AG-UI models: fast to import)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from interlock.cards import response_schema
+from interlock.records import PendingRequest
+
+
+def request_view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
+    """The JSON shape of a chat's open (or last) request for the requests route."""
+    view: dict[str, Any] = {
+        "interruptId": request.interrupt_id,
+        "kind": request.kind,
+        "state": request.status(now_ms).value,
+        "card": request.card,
+        "responseSchema": response_schema(request.card),
+        "expiresAt": iso(request.expires_at),
+        "toolCallId": request.card.get("tool_use_id"),
+    }
+    if secret is not None:
+        view["secret"] = secret
+    if request.decision:
+        view["decision"] = request.decision
+        view["answeredAt"] = iso(request.answered_at) if request.answered_at else None
+        view["answer"] = request.first_answer
+    if request.ended_reason:
+        view["endedReason"] = request.ended_reason
+    return view
+
+
+def iso(epoch_s: int) -> str:
+    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,26 @@
+"""The API benchmark keeps running: a full cycle through the local server, and the
+requests function stays free of strands."""
+
+from __future__ import annotations
+
+import os
+
+from bench.api_cycle import cycle, import_times
+from local.emulator import Emulator
+
+
+def test_a_pause_and_a_resume_through_the_local_server(emulator: Emulator) -> None:
+    before = dict(os.environ)
+    figures = cycle(emulator)
+
+    assert dict(os.environ) == before, "local mode's settings do not leak"
+    assert figures["resume_outcome"] == "completed"
+    assert figures["pause"]["calls"]["s3.PutObject"] == 1, "one snapshot per pause"
+    assert "s3.GetObject" not in figures["pause"]["calls"]
+    assert figures["resume"]["calls"]["s3.GetObject"] == 1, "the snapshot is read once"
+
+
+def test_the_requests_function_does_not_import_strands() -> None:
+    figures = import_times(runs=1)
+    assert figures["requests"]["imports_strands"] is False
+    assert figures["run"]["imports_strands"] is True, "the probe can see strands at all"
