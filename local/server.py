@@ -90,21 +90,20 @@ class LocalApi:
 
     def respond(self, request: Request) -> Response:
         path = request.path.removeprefix(f"/{STAGE}") or "/"
-        match = next(((r, m) for r, p in _ROUTES if (m := p.match(path))), None)
-        if match is None:
+        matches = [(r, m) for r, p in _ROUTES if (m := p.match(path))]
+        if not matches:
             return self._static_file(path)
-        route, found = match
-        if route.method != request.method:
+        match = next(((r, m) for r, m in matches if r.method == request.method), None)
+        if match is None:
             return _json(405, {"error": {"code": "method_not_allowed", "message": "no route"}})
+        route, found = match
         claims = self._claims(request)
         if claims is None:
             return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
         event = _proxy_event(request, route, path, found.groupdict(), claims)
         context = LambdaContext(f"interlock-{route.function}", event["requestContext"]["requestId"])
         result = self._handlers[route.function](event, context)
-        return Response(
-            result.get("body", ""), status=result["statusCode"], headers=result.get("headers") or {}
-        )
+        return _from_proxy_result(result)
 
     def _claims(self, request: Request) -> dict[str, Any] | None:
         header = request.headers.get("Authorization", "")
@@ -160,6 +159,19 @@ def _proxy_event(
         "body": request.get_data(as_text=True) or None,
         "isBase64Encoded": False,
     }
+
+
+def _from_proxy_result(result: dict[str, Any]) -> Response:
+    """The HTTP response API Gateway would make of a Lambda proxy result."""
+    headers = list((result.get("headers") or {}).items())
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers += [(name, value) for value in values]
+    body = result.get("body") or ""
+    if result.get("isBase64Encoded"):
+        import base64
+
+        return Response(base64.b64decode(body), status=result["statusCode"], headers=headers)
+    return Response(body, status=result["statusCode"], headers=headers)
 
 
 def _json(status: int, body: Any) -> Response:

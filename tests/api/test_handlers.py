@@ -1,0 +1,223 @@
+"""The Lambda handlers in-process, fed API Gateway proxy events by the local API."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ag_ui.core import Event, RunAgentInput
+from ag_ui.core.types import ResumeEntry
+from moto import mock_aws
+from pydantic import TypeAdapter
+from werkzeug.test import Client
+
+from interlock import errors
+from interlock.api.errors import STATUS, error_body
+from interlock.api.http import bind, caller_from
+from interlock.api.routes import ROUTES
+from local import devtokens
+from local.server import LocalApi
+from tests.conftest import _clients
+
+EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
+    for name, value in {
+        "INTERLOCK_TABLE": "api-table",
+        "INTERLOCK_BUCKET": "api-bucket",
+        "INTERLOCK_MODEL": "scripted",
+        "INTERLOCK_FETCH": "demo",
+        "POWERTOOLS_SERVICE_NAME": "interlock",
+        "POWERTOOLS_METRICS_NAMESPACE": "Interlock",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        from interlock.adapters.schema import create_storage
+
+        clients = _clients(endpoint=None)
+        create_storage(clients["dynamodb"], clients["s3"], "api-table", "api-bucket")
+        key = secrets.token_bytes(32)
+        yield Client(LocalApi(key)), key
+
+
+def auth(
+    key: bytes, user: str = "alice", groups: tuple[str, ...] = ("reporter",)
+) -> dict[str, str]:
+    return {"Authorization": f"Bearer {devtokens.issue(key, user, groups)}"}
+
+
+def stream(response: Any) -> list[Any]:
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.headers["Content-Type"].startswith("text/event-stream")
+    lines = response.get_data(as_text=True).splitlines()
+    return [EVENTS.validate_json(line[6:]) for line in lines if line.startswith("data: ")]
+
+
+def run_body(chat: str, text: str) -> str:
+    return RunAgentInput(
+        thread_id=chat, run_id="r1", messages=[{"id": "m1", "role": "user", "content": text}]
+    ).model_dump_json(by_alias=True)
+
+
+def resume_body(chat: str, interrupt: Any, payload: Any, secret: str | None = None) -> str:
+    entry = ResumeEntry(
+        interrupt_id=interrupt.id,
+        status="resolved",
+        payload=payload,
+        metadata={"secret": secret or interrupt.metadata["secret"]},
+    )
+    return RunAgentInput(thread_id=chat, run_id="r2", messages=[], resume=[entry]).model_dump_json(
+        by_alias=True
+    )
+
+
+def test_every_route_reaches_its_handler(api: tuple[Client, bytes]) -> None:
+    client, key = api
+    for route in ROUTES:
+        path = route.path.format(chat_id="c1", kind="site", name="example.org")
+        response = client.open(path, method=route.method, headers=auth(key), data="{}")
+        # Whatever the handler answers (here mostly 4xx for an empty chat or body), it is
+        # the handler's own answer, not a missing route.
+        assert response.status_code not in (404, 405) or response.json["error"]["code"] not in (
+            "not_found",
+            "method_not_allowed",
+        ), (route, response.get_data(as_text=True))
+
+
+def test_a_handler_must_bind_exactly_its_routes() -> None:
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+
+    with pytest.raises(ValueError, match="requests"):
+        bind(APIGatewayRestResolver(), "requests", {("GET", "/chats/{chat_id}/request"): print})
+
+
+def test_an_ag_ui_client_drives_a_pause_and_a_resume(api: tuple[Client, bytes]) -> None:
+    client, key = api
+
+    paused = stream(
+        client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key))
+    )
+
+    assert [e.type for e in paused][0] == "RUN_STARTED"
+    finished = paused[-1]
+    assert finished.type == "RUN_FINISHED" and finished.outcome.type == "interrupt"
+    interrupt = finished.outcome.interrupts[0]
+    assert interrupt.response_schema["required"] == ["decision"]
+    assert interrupt.tool_call_id in {e.tool_call_id for e in paused if e.type == "TOOL_CALL_START"}
+
+    resumed = stream(
+        client.post(
+            "/resume", data=resume_body("c1", interrupt, {"decision": "approve"}), headers=auth(key)
+        )
+    )
+
+    assert resumed[-1].outcome.type == "success"
+    text = "".join(e.delta for e in resumed if e.type == "TEXT_MESSAGE_CONTENT")
+    assert "reference table begins" in text
+
+
+def test_reading_the_request_rotates_its_secret(api: tuple[Client, bytes]) -> None:
+    client, key = api
+    interrupt = stream(
+        client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key))
+    )[-1].outcome.interrupts[0]
+
+    view = client.get("/chats/c1/request", headers=auth(key)).json
+
+    assert view["state"] == "pending" and view["secret"] != interrupt.metadata["secret"]
+    refused = client.post(
+        "/resume", data=resume_body("c1", interrupt, {"decision": "approve"}), headers=auth(key)
+    )
+    assert (refused.status_code, refused.json["error"]["code"]) == (403, "refused")
+    accepted = client.post(
+        "/resume",
+        headers=auth(key),
+        data=resume_body("c1", interrupt, {"decision": "approve"}, secret=view["secret"]),
+    )
+    assert stream(accepted)[-1].outcome.type == "success"
+
+
+def test_cancelling_the_open_request(api: tuple[Client, bytes]) -> None:
+    client, key = api
+    interrupt = stream(
+        client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key))
+    )[-1].outcome.interrupts[0]
+
+    cancelled = client.delete("/chats/c1/request", headers=auth(key))
+
+    assert cancelled.status_code == 200 and cancelled.json["state"] == "cancelled"
+    late = client.post(
+        "/resume", data=resume_body("c1", interrupt, {"decision": "approve"}), headers=auth(key)
+    )
+    assert (late.status_code, late.json["error"]["code"]) == (410, "cancelled")
+    assert client.post("/runs", data=run_body("c1", "hello"), headers=auth(key)).status_code == 200
+
+
+def test_json_routes_and_their_errors(api: tuple[Client, bytes]) -> None:
+    client, key = api
+    assert client.get("/chats/c1/request", headers=auth(key)).status_code == 404
+    assert client.get("/chats/c1/approvals", headers=auth(key)).json == {
+        "approvals": [],
+        "preapproved": [],
+    }
+    revoke = client.delete("/chats/c1/approvals/site/example.org", headers=auth(key))
+    assert (revoke.status_code, revoke.json["error"]["code"]) == (404, "unknown")
+    bad_kind = client.delete("/chats/c1/approvals/host/example.org", headers=auth(key))
+    assert (bad_kind.status_code, bad_kind.json["error"]["code"]) == (422, "invalid_payload")
+    assert client.get("/chats/c1/request").status_code == 401
+    forged = {"Authorization": "Bearer " + devtokens.issue(b"another key", "alice")}
+    assert client.get("/chats/c1/request", headers=forged).status_code == 401
+
+    client.post("/runs", data=run_body("c1", "hello"), headers=auth(key))
+    events = client.get("/chats/c1/events?after=1", headers=auth(key)).json["events"]
+    assert [e["seq"] for e in events] == [2] and events[0]["type"] == "turn_completed"
+    turns = client.get("/chats/c1/turns", headers=auth(key)).json["turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant"]
+    other = client.get("/chats/c1/turns", headers=auth(key, "mallory"))
+    assert (other.status_code, other.json["error"]["code"]) == (403, "forbidden")
+
+
+def test_identity_comes_only_from_the_authorizer_claims() -> None:
+    event = {
+        "requestContext": {
+            "requestId": "r",
+            "authorizer": {"claims": {"sub": "u1", "cognito:groups": "[admin, reporter]"}},
+        },
+        "body": json.dumps({"user": "root", "roles": ["admin"]}),
+    }
+    caller = caller_from(event)
+    assert (caller.user_id, caller.roles, caller.trace_id) == (
+        "u1",
+        frozenset({"admin", "reporter"}),
+        "r",
+    )
+    assert caller_from(
+        {
+            "requestContext": {
+                "authorizer": {"claims": {"sub": "u2", "cognito:groups": "reporter,admin"}}
+            }
+        }
+    ).roles == {"admin", "reporter"}
+    with pytest.raises(Exception, match="no authenticated user"):
+        caller_from({"requestContext": {}, "body": json.dumps({"sub": "root"})})
+
+
+def test_every_error_code_has_a_status_and_unexpected_errors_stay_opaque() -> None:
+    codes = {cls.code for cls in _subclasses(errors.InterlockError)}
+    assert codes <= set(STATUS) | {"already_answered"}
+    status, body = error_body(RuntimeError("secret detail"))
+    assert status == 500 and "secret detail" not in json.dumps(body)
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
