@@ -105,7 +105,7 @@ def test_an_ag_ui_client_drives_a_pause_and_a_resume(api: tuple[Client, bytes]) 
         client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key))
     )
 
-    assert [e.type for e in paused][0] == "RUN_STARTED"
+    assert paused[0].type == "RUN_STARTED"
     finished = paused[-1]
     assert finished.type == "RUN_FINISHED" and finished.outcome.type == "interrupt"
     interrupt = finished.outcome.interrupts[0]
