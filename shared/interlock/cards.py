@@ -19,7 +19,9 @@ from interlock.records import Subject
 
 DOWNLOAD: Final = "download"
 ACTION: Final = "action"
-Label = Literal["approved", "rejected", "rejected_with_feedback", "cancelled", "timed_out"]
+Label = Literal[
+    "approved", "rejected", "rejected_with_feedback", "cancelled", "timed_out", "answered"
+]
 
 MAX_TEXT: Final = 1000
 _SENSITIVE: Final = re.compile(r"pass|secret|token|key|auth|cookie|credential|session", re.I)

@@ -21,8 +21,9 @@ from typing import Any, Literal
 from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
+from interlock.answers import decide
 from interlock.caller import Caller
-from interlock.cards import DOWNLOAD, Decision, card_subjects, parse_decision
+from interlock.cards import DOWNLOAD, Decision, card_subjects
 from interlock.context import request_scope
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
@@ -65,7 +66,7 @@ def resume_turn(
     if problem is not None:
         raise problem
     assert record is not None
-    decision = _decision(status, payload, record)
+    decision, response = decide(record.card, status, payload)
     try:
         _check_chat(rt, record, now)
         with reserved(rt, caller):
@@ -83,7 +84,7 @@ def resume_turn(
                 suggestion=decision.suggestion,
                 worker=rt.worker_id,
             )
-            return _continue(rt, caller, claim, decision, _response(status, payload))
+            return _continue(rt, caller, claim, decision, response)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
@@ -147,16 +148,6 @@ def _continue(
         claim=claim,
         decision=decision.label,
     )
-
-
-def _decision(status: Status, payload: Any, record: PendingRequest) -> Decision:
-    if status not in ("resolved", "cancelled"):
-        raise errors.InvalidInput("status must be 'resolved' or 'cancelled'")
-    return parse_decision(_response(status, payload), record.card)
-
-
-def _response(status: Status, payload: Any) -> Any:
-    return {"status": "cancelled"} if status == "cancelled" else payload
 
 
 def _check_roles(rt: Runtime, caller: Caller, record: PendingRequest, now: int) -> None:

@@ -17,6 +17,7 @@ from strands.models.model import Model
 
 from interlock import errors
 from interlock.adapters.factory import Stores
+from interlock.answers import kind_of
 from interlock.caller import Caller
 from interlock.context import FetchPort, RequestContext, request_scope
 from interlock.outcomes import Offer, TurnResult, Usage
@@ -218,7 +219,7 @@ def _offer(
                 chat_id=chat_id,
                 user_id=caller.user_id,
                 interrupt_id=interrupt.id,
-                kind="approval",
+                kind=kind_of(card),
                 card=card,
                 snapshot=snapshot,
                 turn_seq=turn_seq,
@@ -254,7 +255,7 @@ def _chain(
     successor, secret = rt.stores.requests.new_request(
         chat_id=claim.chat_id,
         interrupt_id=interrupt_id,
-        kind="approval",
+        kind=kind_of(card),
         card=card,
         user_id=claim.user_id,
         turn_seq=claim.turn_seq,

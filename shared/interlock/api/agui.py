@@ -23,8 +23,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from interlock.answers import response_schema
 from interlock.api.views import iso
-from interlock.cards import response_schema
 from interlock.outcomes import Offer, TurnResult
 
 PROTOCOL_VERSION = "1.0"

@@ -7,17 +7,14 @@ into a stable 4xx; nothing is written before a body has been fully validated.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ag_ui.core import RunAgentInput
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from interlock import keys
 from interlock.api.errors import BadRequest, IncompleteResume
-from interlock.cards import MAX_TEXT
-from interlock.egress import PACKAGE_PATTERN
 from interlock.errors import InvalidInput
 
 
@@ -42,25 +39,6 @@ class ResumeRequest:
     payload: Any
     secret: str
     input: RunAgentInput
-
-
-class ApprovalAnswer(BaseModel):
-    """The answer a card's responseSchema describes; validated on the server too."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    decision: Literal["approve", "reject"]
-    reason: str | None = Field(default=None, max_length=MAX_TEXT)
-    suggestion: str | None = Field(default=None, max_length=MAX_TEXT)
-    packages: list[str] | None = Field(default=None, max_length=50)
-
-    @field_validator("packages")
-    @classmethod
-    def _package_names(cls, names: list[str] | None) -> list[str] | None:
-        for name in names or []:
-            if not re.fullmatch(PACKAGE_PATTERN, name):
-                raise ValueError(f"not a valid package name: {name!r}")
-        return names
 
 
 def parse_run(body: str | None) -> RunRequest:
@@ -88,9 +66,9 @@ def parse_resume(body: str | None) -> ResumeRequest:
     secret = (entry.metadata or {}).get("secret")
     if not isinstance(secret, str) or not secret:
         raise InvalidInput("the resume entry must carry the request's secret in metadata.secret")
+    # The answer itself is checked against the stored card's rules by the service,
+    # before the claim: the card is not known until the pointer is read.
     payload = entry.payload
-    if entry.status == "resolved":
-        payload = _answer(payload)
     return ResumeRequest(
         chat_id=keys.checked_id(run_input.thread_id, "threadId"),
         run_id=run_input.run_id,
@@ -100,15 +78,6 @@ def parse_resume(body: str | None) -> ResumeRequest:
         secret=secret,
         input=run_input,
     )
-
-
-def _answer(payload: Any) -> dict[str, Any]:
-    try:
-        return ApprovalAnswer.model_validate(payload).model_dump(exclude_none=True)
-    except ValidationError as exc:
-        raise InvalidInput(
-            f"the answer does not match the response schema: {_first(exc)}"
-        ) from None
 
 
 def _run_input(body: str | None) -> RunAgentInput:

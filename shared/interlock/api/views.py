@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from interlock.cards import response_schema
+from interlock.answers import response_schema
 from interlock.records import PendingRequest
 
 

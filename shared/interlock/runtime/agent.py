@@ -22,7 +22,7 @@ from interlock.runtime.hooks import (
 )
 from interlock.runtime.model import ScriptedModel
 from interlock.runtime.scenarios import DEMO_SCENARIOS
-from interlock.runtime.tools import fetch_url, request_approval, send_report
+from interlock.runtime.tools import ask_user, fetch_url, request_approval, request_info, send_report
 
 SYSTEM_PROMPT: Final = (
     "You are a careful analyst. Downloads are allowed only from approved sites: when one is "
@@ -33,6 +33,8 @@ TOOLS: Final = {
     "request_approval": request_approval,
     "fetch_url": fetch_url,
     "send_report": send_report,
+    "ask_user": ask_user,
+    "request_info": request_info,
 }
 # The role a user needs for each tool; tools not listed need none.
 TOOL_ROLES: Final[Mapping[str, str]] = {"send_report": "reporter"}

@@ -95,8 +95,78 @@ def _loop(results: list[str]) -> list[Block]:
     return [{"tool": "fetch_url", "input": {"url": "https://data.example.org/page"}}]
 
 
+def _ask_format(results: list[str]) -> list[Block]:
+    return [
+        {
+            "tool": "ask_user",
+            "input": {
+                "type": "single_choice",
+                "prompt": "Which format should the summary use?",
+                "options": ["Bullet points", "A short paragraph", "A table"],
+                "default": "Bullet points",
+            },
+        }
+    ]
+
+
+def _ask_topics(results: list[str]) -> list[Block]:
+    return [
+        {
+            "tool": "ask_user",
+            "input": {
+                "type": "multiple_choice",
+                "prompt": "Which regions should the summary cover?",
+                "options": ["North", "South", "East", "West"],
+                "min_selections": 1,
+                "max_selections": 2,
+            },
+        }
+    ]
+
+
+def _echo(results: list[str]) -> list[Block]:
+    return [{"text": "Noted. " + " ".join(results)}]
+
+
+def _ask_settings(results: list[str]) -> list[Block]:
+    return [
+        {
+            "tool": "request_info",
+            "input": {
+                "reason": "The export needs the destination details.",
+                "fields": [
+                    {
+                        "name": "bucket_name",
+                        "label": "Destination bucket",
+                        "type": "string",
+                        "max_length": 63,
+                    },
+                    {
+                        "name": "retention_days",
+                        "label": "Retention in days",
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 365,
+                    },
+                    {
+                        "name": "notify",
+                        "label": "Email me when done",
+                        "type": "boolean",
+                        "required": False,
+                    },
+                ],
+            },
+        }
+    ]
+
+
 def _hello(results: list[str]) -> list[Block]:
-    return [{"text": "Hello! Ask me to download the reference table or send the report."}]
+    return [
+        {
+            "text": "Hello! Ask me to download the reference table, send the report, "
+            "write a summary, pick regions, or run the export."
+        }
+    ]
 
 
 DOWNLOAD = Scenario(
@@ -107,6 +177,9 @@ DOWNLOAD = Scenario(
 REPORT = Scenario("report", [_send_report, _report_outcome], keywords=("report",))
 BATCH = Scenario("batch", [_batch, _after_batch], keywords=("batch",))
 RUNAWAY = Scenario("runaway", [_loop] * 50, keywords=("forever", "runaway"))
+QUESTION = Scenario("question", [_ask_format, _echo], keywords=("summary", "question"))
+REGIONS = Scenario("regions", [_ask_topics, _echo], keywords=("regions",))
+INFO = Scenario("info", [_ask_settings, _echo], keywords=("export", "settings"))
 HELLO = Scenario("hello", [_hello])
 
-DEMO_SCENARIOS = (HELLO, DOWNLOAD, REPORT, BATCH, RUNAWAY)
+DEMO_SCENARIOS = (HELLO, DOWNLOAD, REPORT, BATCH, RUNAWAY, REGIONS, QUESTION, INFO)

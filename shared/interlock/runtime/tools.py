@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from strands import ToolContext, tool
 
+from interlock.answers import answer_text
 from interlock.cards import (
     DOWNLOAD,
     download_card,
@@ -20,6 +21,15 @@ from interlock.cards import (
 from interlock.context import current_request
 from interlock.egress import safe_url
 from interlock.errors import InvalidInput
+from interlock.questions import (
+    INFO,
+    QUESTION,
+    InfoSpec,
+    QuestionSpec,
+    info_card,
+    parse_spec,
+    question_card,
+)
 from interlock.records import Subject
 
 APPROVAL_INTERRUPT: Final = "interlock.approval"
@@ -149,3 +159,106 @@ def send_report(
     if context.outbox.put_once(key, payload, context.now_ms()):
         return f"Report sent to {recipient}."
     return f"Report to {recipient} was already sent; not sending it twice."
+
+
+QUESTION_INTERRUPT: Final = "interlock.question"
+INFO_INTERRUPT: Final = "interlock.info"
+
+
+@tool(context=True)
+def ask_user(
+    type: str,
+    prompt: str,
+    options: list[str] | None = None,
+    min_selections: int = 1,
+    max_selections: int | None = None,
+    max_length: int = 500,
+    required: bool = True,
+    default: str | list[str] | None = None,
+    tool_context: ToolContext | None = None,
+) -> dict[str, Any]:
+    """Ask the user one structured question and wait for the answer.
+
+    Use a choice question whenever the possible answers are known.
+
+    Args:
+        type: "single_choice", "multiple_choice" or "free_text".
+        prompt: The question, one sentence.
+        options: The choices (2-20) for a choice question.
+        min_selections: Fewest choices for a multiple-choice question.
+        max_selections: Most choices for a multiple-choice question.
+        max_length: Longest free-text answer.
+        required: Whether an answer is required.
+        default: The answer used if nobody answers in time.
+    """
+    assert tool_context is not None
+    spec = {
+        "type": type,
+        "prompt": prompt,
+        "options": options or [],
+        "min_selections": min_selections,
+        "max_selections": max_selections,
+        "max_length": max_length,
+        "required": required,
+        "default": default,
+    }
+    return _ask(
+        tool_context,
+        QUESTION,
+        QUESTION_INTERRUPT,
+        lambda call_id: question_card(parse_spec(QuestionSpec, spec), call_id),
+    )
+
+
+@tool(context=True)
+def request_info(
+    reason: str, fields: list[dict[str, Any]], tool_context: ToolContext | None = None
+) -> dict[str, Any]:
+    """Ask the user for missing values (for example a configuration detail) as named fields.
+
+    Args:
+        reason: Why the values are needed, one sentence.
+        fields: Each {"name", "label", "type": string|integer|number|boolean|email,
+            "required", "max_length", "minimum", "maximum"}.
+    """
+    assert tool_context is not None
+    before = _previous_call(tool_context)
+    return _ask(
+        tool_context,
+        INFO,
+        INFO_INTERRUPT,
+        lambda call_id: info_card(
+            parse_spec(InfoSpec, {"reason": reason, "fields": fields}), call_id, before
+        ),
+    )
+
+
+def _ask(tool_context: ToolContext, kind: str, name: str, build: Any) -> dict[str, Any]:
+    """The shared shape of a question: resume branch first, then validate and ask."""
+    context = current_request()
+    call_id = tool_context.tool_use["toolUseId"]
+    card = own_resume_card(kind, call_id)
+    if card is None:
+        try:
+            card = build(call_id)
+        except InvalidInput as exc:
+            return _error(f"Invalid request: {exc}")
+        if not context.can_ask_a_human:
+            fallback = card.get("default")
+            if fallback is not None:
+                return _ok(answer_text(card, {"status": "default", "answer": fallback}))
+            return _error(
+                f"Nobody can answer in this run: {card['reason']} Continue without it and say so."
+            )
+    response = tool_context.interrupt(name, reason=card)
+    return _ok(answer_text(card, response))
+
+
+def _previous_call(tool_context: ToolContext) -> str | None:
+    """The tool call that ran just before this one, which the values are for."""
+    for message in reversed(tool_context.agent.messages):
+        for block in message.get("content", []):
+            result = block.get("toolResult")
+            if result:
+                return str(result["toolUseId"])
+    return None
