@@ -79,4 +79,3 @@ def _replayed_or_in_progress(outcome: Any) -> bool:
     if isinstance(outcome, TurnResult):
         return outcome.outcome == "replayed"
     return isinstance(outcome, errors.ResumeInProgress)
-
