@@ -361,3 +361,45 @@ def test_a_reader_that_lost_the_race_replays_the_winners_answer(
     # Then the late worker's chat check does not expire it: it replays the answer
     assert (replayed.outcome, replayed.text) == ("replayed", done.text)
     assert pointer(stores, clock).state is RequestState.DONE
+
+
+def test_a_question_is_asked_answered_and_validated_on_the_server(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice, "pick regions")
+    request = pointer(stores, clock)
+    assert (request.kind, request.card["question_type"]) == ("question", "multiple_choice")
+
+    with pytest.raises(errors.InvalidInput, match="choose 1-2 options"):
+        answer(runtime, alice, paused, {"answer": ["North", "South", "East"]})
+    assert pointer(stores, clock) == request, "a bad answer leaves the request answerable"
+
+    done = answer(runtime, alice, paused, {"answer": ["North", "East"]})
+    assert done.decision == "answered" and '["North", "East"]' in (done.text or "")
+
+
+def test_an_information_request_reaches_the_agent_with_typed_values(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice, "run the export")
+    assert pointer(stores, clock).kind == "info"
+    with pytest.raises(errors.InvalidInput, match="retention_days"):
+        answer(runtime, alice, paused, {"bucket_name": "b", "retention_days": 999})
+    done = answer(runtime, alice, paused, {"bucket_name": "b", "retention_days": 30})
+    assert '"retention_days": 30' in (done.text or "")
+
+
+def test_a_cancelled_question_is_reported_to_the_agent(runtime: Runtime, alice: Caller) -> None:
+    paused = pause(runtime, alice, "write a summary")
+    done = answer(runtime, alice, paused, payload={}, status="cancelled")
+    assert done.decision == "cancelled" and "cancelled the question" in (done.text or "")
+
+
+def test_unattended_questions_use_their_default_or_continue_without(
+    runtime: Runtime, stores: Stores
+) -> None:
+    robot = Caller("robot", can_ask_a_human=False)
+    with_default = run_turn(runtime, robot, "c-default", "write a summary")
+    assert with_default.outcome == "completed" and "default applies" in (with_default.text or "")
+    without = run_turn(runtime, robot, "c-without", "pick regions")
+    assert without.outcome == "completed" and "Nobody can answer" in (without.text or "")
