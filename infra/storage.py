@@ -8,9 +8,10 @@ deployed table cannot drift from the one the tests exercise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, CfnOutput, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -71,12 +72,34 @@ class Storage(Construct):
         self.bucket = _payload_bucket(self, removal_policy, self.access_logs)
 
 
+@dataclass(frozen=True)
+class StorageRefs:
+    """The table and the bucket as another stack of the same account and region sees them.
+
+    Each value reads a named output of the storage stack with `Fn::GetStackOutput`: a
+    weak reference, as the app's `@aws-cdk/core:defaultCrossStackReferences` flag asks,
+    so no export pins the storage stack. Named outputs rather than CDK's generated ones
+    keep the values (and the checks' findings that quote them) stable and readable.
+    """
+
+    table_name: str
+    table_arn: str
+    bucket_name: str
+    bucket_arn: str
+
+    def objects(self, prefix: str) -> str:
+        """The ARN pattern of every object under `prefix` in the bucket."""
+        return f"{self.bucket_arn}/{prefix}*"
+
+
 class StorageStack(Stack):
     """A stack holding only `Storage`, so stateless stacks can be replaced freely.
 
     Attributes:
-        table: The table, for explicit grants to each function.
-        bucket: The payload bucket, for explicit grants to each function.
+        table: The table.
+        bucket: The payload bucket.
+        refs: Both, for use in other stacks (only there: the values read this stack's
+            outputs).
     """
 
     def __init__(
@@ -99,8 +122,20 @@ class StorageStack(Stack):
         storage = Storage(self, "Storage", removal_policy=removal_policy)
         self.table = storage.table
         self.bucket = storage.bucket
-        CfnOutput(self, "TableName", value=self.table.table_name)
-        CfnOutput(self, "BucketName", value=self.bucket.bucket_name)
+        outputs = {
+            "table_name": ("TableName", self.table.table_name),
+            "table_arn": ("TableArn", self.table.table_arn),
+            "bucket_name": ("BucketName", self.bucket.bucket_name),
+            "bucket_arn": ("BucketArn", self.bucket.bucket_arn),
+        }
+        for output_name, value in outputs.values():
+            CfnOutput(self, output_name, value=value)
+        self.refs = StorageRefs(
+            **{
+                field: Fn.get_stack_output(self.stack_name, output_name)
+                for field, (output_name, _) in outputs.items()
+            }
+        )
 
 
 def _table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from infra.api import InterlockApiStack
 from infra.storage import StorageStack
 
 STORAGE_STACK_ID = "InterlockStorage"
+API_STACK_ID = "InterlockApi"
 
 
 @dataclass(frozen=True)
@@ -18,9 +20,11 @@ class Stacks:
 
     Attributes:
         storage: The table and bucket; stateful, so kept apart from everything else.
+        api: The functions, the user pool and the REST API in front of them.
     """
 
     storage: StorageStack
+    api: InterlockApiStack
 
 
 def build(app: App) -> Stacks:
@@ -35,6 +39,10 @@ def build(app: App) -> Stacks:
     Returns:
         The stacks, for tests and for stacks that need their resources.
     """
-    stacks = Stacks(storage=StorageStack(app, STORAGE_STACK_ID))
+    storage = StorageStack(app, STORAGE_STACK_ID)
+    api = InterlockApiStack(app, API_STACK_ID, storage=storage.refs)
+    # Named output references carry no dependency of their own: deploy storage first.
+    api.add_stack_dependency(storage, "reads the table and bucket from the storage stack's outputs")
+    stacks = Stacks(storage=storage, api=api)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks

@@ -61,3 +61,9 @@ def stacks(synthesized: tuple[App, Stacks]) -> Stacks:
 def storage_template(stacks: Stacks) -> Template:
     """The storage stack's CloudFormation template."""
     return Template.from_stack(stacks.storage)
+
+
+@pytest.fixture(scope="session")
+def api_template(stacks: Stacks) -> Template:
+    """The API stack's CloudFormation template."""
+    return Template.from_stack(stacks.api)

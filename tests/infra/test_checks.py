@@ -18,8 +18,24 @@ from infra.wiring import Stacks, build
 
 # Each acknowledgment is a decision someone wrote a reason for; a new one must be added
 # here on purpose, never slip in unnoticed.
+_BUCKET = '{"Fn::GetStackOutput":{"StackName":"InterlockStorage","OutputName":"BucketArn"}}'
+_SNAPSHOTS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/snapshots/*]"
+_ANSWERS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/answers/*]"
+_MODEL_REGIONS = (
+    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::"
+    "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0]"
+)
+_TRACING = "AwsSolutions-IAM5[Resource::*]"
 EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockStorage/Storage/AccessLogs": {"AwsSolutions-S1"},
+    "InterlockApi/Run/Role": {_SNAPSHOTS, _MODEL_REGIONS, _TRACING},
+    "InterlockApi/Resume/Role": {_SNAPSHOTS, _ANSWERS, _MODEL_REGIONS, _TRACING},
+    "InterlockApi/Requests/Role": {_ANSWERS, _TRACING},
+    "InterlockApi/Run/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Resume/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Requests/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Auth/Users": {"AwsSolutions-COG8"},
+    "InterlockApi/Api/DeploymentStage.v1": {"AwsSolutions-APIG3", "AwsSolutions-APIG6"},
 }
 _ANNOTATION_NAMESPACE = "Annotation::"
 
@@ -54,8 +70,9 @@ def test_synthesis_validation_report_is_clean(stacks: Stacks, outdir: Path) -> N
     assert violations == []
 
 
-def test_no_construct_carries_an_error_or_warning_annotation(stacks: Stacks) -> None:
-    annotations = Annotations.from_stack(stacks.storage)
+@pytest.mark.parametrize("name", ["storage", "api"])
+def test_no_construct_carries_an_error_or_warning_annotation(stacks: Stacks, name: str) -> None:
+    annotations = Annotations.from_stack(getattr(stacks, name))
     assert annotations.find_error("*", Match.any_value()) == []
     assert annotations.find_warning("*", Match.any_value()) == []
 

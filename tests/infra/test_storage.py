@@ -165,7 +165,22 @@ def test_outputs_name_the_table_and_the_bucket(stacks: Stacks, storage_template:
     storage = stacks.storage
     outputs = storage_template.find_outputs("*")
     assert outputs["TableName"]["Value"] == storage.resolve(storage.table.table_name)
+    assert outputs["TableArn"]["Value"] == storage.resolve(storage.table.table_arn)
     assert outputs["BucketName"]["Value"] == storage.resolve(storage.bucket.bucket_name)
+    assert outputs["BucketArn"]["Value"] == storage.resolve(storage.bucket.bucket_arn)
+    # No export: another stack reads them without pinning this one
+    assert all("Export" not in output for output in outputs.values())
+
+
+def test_other_stacks_read_storage_through_its_named_outputs(stacks: Stacks) -> None:
+    refs, api = stacks.storage.refs, stacks.api
+    read = {"StackName": stacks.storage.stack_name}
+    assert api.resolve(refs.table_name) == {
+        "Fn::GetStackOutput": {**read, "OutputName": "TableName"}
+    }
+    assert api.resolve(refs.bucket_arn) == {
+        "Fn::GetStackOutput": {**read, "OutputName": "BucketArn"}
+    }
 
 
 def _ref_of_payload_bucket(stacks: Stacks) -> str:

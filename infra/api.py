@@ -1,0 +1,250 @@
+"""The public API: REST API Gateway in front of the run, resume and requests functions.
+
+Resources and methods are built from `interlock.api.routes.ROUTES`, the table each
+handler registers its routes from, so a deployed route always has a handler and the
+proxy event's `resource` is exactly the route's path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from aws_cdk import Acknowledgment, CfnOutput, Duration, Stack, Validations
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.auth import Auth
+from infra.functions import InterlockFunction
+from infra.layer import InterlockLayer
+from infra.settings import Settings
+from infra.storage import StorageRefs
+from interlock.api.routes import FUNCTIONS, ROUTES, Function, Route
+
+STAGE_NAME: Final = "v1"
+# REST APIs stop waiting for an integration after 29 s unless the account's quota was
+# raised; an agent turn can take longer (the function may run 5 minutes and finishes its
+# work either way). Longer turns need the raised quota, or response streaming with the
+# Lambda Web Adapter, the planned path for real SSE.
+INTEGRATION_TIMEOUT: Final = Duration.seconds(29)
+# Per stage, across all callers: generous for a team, yet a runaway client cannot run up
+# a Bedrock bill faster than this.
+THROTTLE_RATE_PER_S: Final = 25
+THROTTLE_BURST: Final = 50
+ACCESS_LOG_RETENTION: Final = logs.RetentionDays.THREE_MONTHS
+BODY_CONTENT_TYPE: Final = "application/json"
+ALLOWED_HEADERS: Final = ("Authorization", "Content-Type")
+
+# One JSON object per request: who (the Cognito sub), what, and how it went.
+ACCESS_LOG_FIELDS: Final = {
+    "requestId": apigw.AccessLogField.context_request_id(),
+    "traceId": apigw.AccessLogField.context_xray_trace_id(),
+    "time": apigw.AccessLogField.context_request_time_epoch(),
+    "ip": apigw.AccessLogField.context_identity_source_ip(),
+    "user": apigw.AccessLogField.context_authorizer_claims("sub"),
+    "method": apigw.AccessLogField.context_http_method(),
+    "resource": apigw.AccessLogField.context_resource_path(),
+    "status": apigw.AccessLogField.context_status(),
+    "length": apigw.AccessLogField.context_response_length(),
+    "latencyMs": apigw.AccessLogField.context_response_latency(),
+    "integrationStatus": apigw.AccessLogField.context_integration_status(),
+    "integrationLatencyMs": apigw.AccessLogField.context_integration_latency(),
+    "error": apigw.AccessLogField.context_error_message(),
+    "validationError": apigw.AccessLogField.context_error_validation_error_string(),
+}
+# Errors API Gateway answers by itself, in the handlers' `{"error": {code, message}}`
+# shape, so a client parses one error format: type -> (status override, code).
+GATEWAY_ERRORS: Final[Mapping[apigw.ResponseType, tuple[str | None, str]]] = {
+    apigw.ResponseType.UNAUTHORIZED: (None, "unauthorized"),
+    apigw.ResponseType.ACCESS_DENIED: (None, "forbidden"),
+    apigw.ResponseType.BAD_REQUEST_BODY: (None, "bad_request"),
+    apigw.ResponseType.BAD_REQUEST_PARAMETERS: (None, "bad_request"),
+    apigw.ResponseType.THROTTLED: (None, "limit_exceeded"),
+    # Every method needs a token, so "missing authentication token" only ever means an
+    # unknown path: say so.
+    apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN: ("404", "not_found"),
+    apigw.ResponseType.DEFAULT_4_XX: (None, "bad_request"),
+    apigw.ResponseType.DEFAULT_5_XX: (None, "system_error"),
+}
+
+
+class InterlockApiStack(Stack):
+    """The functions, their layer, the user pool and the REST API.
+
+    Stateless apart from the user pool (retained): it can be replaced freely while the
+    storage stack keeps the data, read through that stack's outputs (`StorageRefs`).
+
+    Attributes:
+        functions: Each handler's function construct, by route-table name.
+        auth: The user pool and its client.
+        api: The REST API.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        storage: StorageRefs,
+        settings: Settings | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Create the stack.
+
+        Args:
+            scope: The app or stage.
+            construct_id: The stack id.
+            storage: The table and the payload bucket, from the storage stack.
+            settings: The deployment settings; read from CDK context when omitted.
+            **kwargs: Passed to `Stack` (env, stack_name, ...).
+        """
+        super().__init__(scope, construct_id, **kwargs)
+        settings = settings or Settings.from_context(self.node)
+        layer = InterlockLayer(self, "Layer").layer_version
+        self.functions = {
+            name: InterlockFunction(
+                self,
+                name.capitalize(),
+                name=name,
+                layer=layer,
+                storage=storage,
+                settings=settings,
+            )
+            for name in FUNCTIONS
+        }
+        self.auth = Auth(self, "Auth")
+        self.api = _rest_api(self, settings.allowed_origin)
+        _add_routes(self.api, self.functions, self.auth)
+        # One URL output, under a name scripts can rely on, instead of the generated one.
+        self.api.node.try_remove_child("Endpoint")
+        CfnOutput(self, "ApiUrl", value=self.api.url)
+        CfnOutput(self, "UserPoolId", value=self.auth.user_pool.user_pool_id)
+        CfnOutput(self, "UserPoolClientId", value=self.auth.client.user_pool_client_id)
+        _acknowledge(self)
+
+
+def _rest_api(scope: Construct, allowed_origin: str) -> apigw.RestApi:
+    access_logs = logs.LogGroup(scope, "AccessLogs", retention=ACCESS_LOG_RETENTION)
+    api = apigw.RestApi(
+        scope,
+        "Api",
+        rest_api_name=Stack.of(scope).stack_name,
+        description="Interlock: runs, resumes and open requests of agent chats.",
+        endpoint_types=[apigw.EndpointType.REGIONAL],
+        # Execution logging needs the account-wide API Gateway role; this app owns none.
+        cloud_watch_role=False,
+        deploy_options=apigw.StageOptions(
+            stage_name=STAGE_NAME,
+            tracing_enabled=True,
+            access_log_destination=apigw.LogGroupLogDestination(access_logs),
+            access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
+            throttling_rate_limit=THROTTLE_RATE_PER_S,
+            throttling_burst_limit=THROTTLE_BURST,
+        ),
+        default_cors_preflight_options=apigw.CorsOptions(
+            allow_origins=[allowed_origin],
+            allow_methods=sorted({route.method for route in ROUTES} | {"OPTIONS"}),
+            allow_headers=list(ALLOWED_HEADERS),
+            max_age=Duration.hours(1),
+        ),
+    )
+    for response_type, (status, code) in GATEWAY_ERRORS.items():
+        api.add_gateway_response(
+            f"Error-{response_type.response_type}",
+            type=response_type,
+            status_code=status,
+            # Without it a browser hides the status from the card page's script.
+            response_headers={"Access-Control-Allow-Origin": f"'{allowed_origin}'"},
+            templates={BODY_CONTENT_TYPE: _error_template(code)},
+        )
+    return api
+
+
+def _error_template(code: str) -> str:
+    body = json.dumps({"error": {"code": code, "message": "MESSAGE"}}, separators=(",", ":"))
+    # The variable is a JSON string literal already, quotes and escapes included.
+    return body.replace('"MESSAGE"', "$context.error.messageString")
+
+
+def _add_routes(
+    api: apigw.RestApi, functions: Mapping[Function, InterlockFunction], auth: Auth
+) -> None:
+    authorizer = apigw.CognitoUserPoolsAuthorizer(
+        api, "Authorizer", cognito_user_pools=[auth.user_pool]
+    )
+    integrations = {
+        name: apigw.LambdaIntegration(
+            construct.function,
+            proxy=True,
+            timeout=INTEGRATION_TIMEOUT,
+            # The console's test button bypasses the authorizer: no permission for it.
+            allow_test_invoke=False,
+        )
+        for name, construct in functions.items()
+    }
+    with_body = api.add_request_validator(
+        "ValidateBody", validate_request_body=True, validate_request_parameters=True
+    )
+    parameters_only = api.add_request_validator(
+        "ValidateParameters", validate_request_parameters=True
+    )
+    # Just enough to refuse a body that names no chat before a function starts; the
+    # handler validates the full AG-UI input.
+    thread_input = api.add_model(
+        "ThreadInput",
+        content_type=BODY_CONTENT_TYPE,
+        schema=apigw.JsonSchema(
+            schema=apigw.JsonSchemaVersion.DRAFT4,
+            title="ThreadInput",
+            type=apigw.JsonSchemaType.OBJECT,
+            required=["threadId"],
+            properties={
+                "threadId": apigw.JsonSchema(type=apigw.JsonSchemaType.STRING, min_length=1)
+            },
+        ),
+    )
+    for route in ROUTES:
+        has_body = route.method == "POST"
+        api.root.resource_for_path(route.path).add_method(
+            route.method,
+            integrations[route.function],
+            authorization_type=apigw.AuthorizationType.COGNITO,
+            authorizer=authorizer,
+            request_validator=with_body if has_body else parameters_only,
+            request_models={BODY_CONTENT_TYPE: thread_input} if has_body else None,
+            request_parameters={
+                f"method.request.path.{name}": True for name in path_parameters(route)
+            },
+        )
+
+
+def path_parameters(route: Route) -> list[str]:
+    """The names of a route's `{parameters}`, in path order."""
+    return re.findall(r"{(\w+)}", route.path)
+
+
+def _acknowledge(stack: InterlockApiStack) -> None:
+    stage = stack.api.deployment_stage
+    Validations.of(stage).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-APIG3",
+            reason=(
+                "Every method requires a Cognito token and the stage is throttled; a WAF web "
+                "ACL adds a monthly charge per API. Associate one per deployment if the "
+                "API is exposed to untrusted networks at scale."
+            ),
+        )
+    )
+    Validations.of(stage).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-APIG6",
+            reason=(
+                "Execution logging requires the account-wide API Gateway CloudWatch role, "
+                "which one app should not own. JSON access logs record every request, and "
+                "the functions log and trace each call."
+            ),
+        )
+    )

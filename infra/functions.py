@@ -1,0 +1,156 @@
+"""One Lambda function per handler folder, each with its own role and log group.
+
+The handler code is only `functions/<name>/`; the `interlock` package and every
+dependency come from the shared layer, so the three functions run the same library
+build and a handler change uploads a few kilobytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from aws_cdk import Acknowledgment, Duration, Stack, Validations
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.layer import ARCHITECTURE, REPO_ROOT, RUNTIME
+from infra.permissions import (
+    ACCESS,
+    data_statements,
+    model_statements,
+    runtime_statements,
+    wildcard_findings,
+)
+from infra.settings import Settings
+from infra.storage import StorageRefs
+from interlock.api.routes import Function
+
+FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
+HANDLER: Final = "handler.lambda_handler"
+# Long enough to look back over a month of incidents; Lambda logs hold chat excerpts, so
+# they should not outlive the data they describe by much.
+LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
+SERVICE_NAME: Final = "interlock"
+METRICS_NAMESPACE: Final = "Interlock"
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How long a function may run and how much memory (and so CPU) it gets."""
+
+    timeout: Duration
+    memory_mb: int
+
+
+SIZING: Final[Mapping[Function, Sizing]] = {
+    # An agent turn: several model calls and tool runs. The memory buys CPU for importing
+    # Strands and (de)serializing snapshots, not for holding data.
+    "run": Sizing(Duration.minutes(5), 1024),
+    "resume": Sizing(Duration.minutes(5), 1024),
+    # A few DynamoDB calls and at most one small S3 read.
+    "requests": Sizing(Duration.seconds(10), 256),
+}
+
+
+class InterlockFunction(Construct):
+    """A handler folder deployed as a function with the layer, its own role and logs.
+
+    Attributes:
+        function: The Lambda function.
+        role: Its execution role, holding exactly the statements of `infra.permissions`.
+        log_group: Where the function logs, with a bounded retention.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: Function,
+        layer: lambda_.ILayerVersion,
+        storage: StorageRefs,
+        settings: Settings,
+    ) -> None:
+        """Create the function.
+
+        Args:
+            scope: The parent construct.
+            construct_id: The construct id.
+            name: Which handler: also the key into `ACCESS` and `SIZING`.
+            layer: The layer carrying `interlock` and its dependencies.
+            storage: The table and bucket, named to the handler in `INTERLOCK_TABLE` and
+                `INTERLOCK_BUCKET`.
+            settings: The deployment's settings.
+        """
+        super().__init__(scope, construct_id)
+        access, sizing = ACCESS[name], SIZING[name]
+        self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION)
+        statements = [
+            *data_statements(access, storage),
+            *(model_statements(Stack.of(self), settings.model) if access.invokes_model else []),
+            *runtime_statements(self.log_group),
+        ]
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Runs the Interlock {name} function.",
+            inline_policies={"Access": iam.PolicyDocument(statements=statements)},
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            code=lambda_.Code.from_asset(
+                str(FUNCTIONS_DIR / name), exclude=["__pycache__", "*.pyc"]
+            ),
+            handler=HANDLER,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            layers=[layer],
+            memory_size=sizing.memory_mb,
+            timeout=sizing.timeout,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            # Frozen: anything CDK would add (such as X-Ray statements in a default policy)
+            # is already in the inline policy above, and nothing else may slip in.
+            role=self.role.without_policy_updates(),
+            environment=environment(name, storage, settings),
+            description=f"Interlock {name}: thin handler over the interlock layer.",
+        )
+        for finding, reason in wildcard_findings(Stack.of(self), statements).items():
+            Validations.of(self.role).acknowledge(Acknowledgment(id=finding, reason=reason))
+        Validations.of(self.function).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-L1",
+                reason=(
+                    "The layer's wheels are installed for CPython 3.12 (infra.layer) and a "
+                    "function must run the Python its layer was built for: both move to a "
+                    "newer runtime together, once the pinned dependencies are checked on it."
+                ),
+            )
+        )
+
+
+def environment(name: Function, storage: StorageRefs, settings: Settings) -> dict[str, str]:
+    """The variables the handler and `interlock.api.wiring` read."""
+    variables = {
+        "INTERLOCK_TABLE": storage.table_name,
+        "INTERLOCK_BUCKET": storage.bucket_name,
+        # Every function builds its stores with this policy (the requests function also
+        # judges expiry and leases), so all three must agree on it.
+        "INTERLOCK_REQUEST_TTL_S": str(settings.request_ttl_s),
+        "INTERLOCK_LEASE_MS": str(settings.lease_ms),
+        # For the CORS headers of the handler's own responses: API Gateway adds them only
+        # to preflight and gateway-generated responses, not to Lambda proxy responses.
+        "INTERLOCK_ALLOWED_ORIGIN": settings.allowed_origin,
+        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        "POWERTOOLS_LOG_LEVEL": "INFO",
+    }
+    if ACCESS[name].invokes_model:
+        variables["INTERLOCK_MODEL"] = settings.model.spec
+    return variables

@@ -1,0 +1,227 @@
+"""What each function may do, spelled out action by action.
+
+No `grant_*` helper is used: each one grants more than the code calls (table grants
+include DescribeTable, ConditionCheckItem, the indexes...), and a role here should read
+like a list of the calls its handler makes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+
+from infra.settings import ModelChoice
+from infra.storage import StorageRefs
+from interlock.adapters.schema import ANSWER_PREFIX, SNAPSHOT_PREFIX
+from interlock.api.routes import Function
+
+# Converse and ConverseStream, which the Strands Bedrock model calls, are authorized as
+# these two actions.
+MODEL_ACTIONS: Final = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+LOG_ACTIONS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")
+TRACE_ACTIONS: Final = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
+# Prefixes of Bedrock's system-defined cross-region inference profiles. Such a profile
+# routes each call to the model in one of several regions, chosen by Bedrock.
+PROFILE_GEOGRAPHIES: Final = frozenset({"us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"})
+
+
+@dataclass(frozen=True)
+class Access:
+    """The data-plane calls one function makes.
+
+    Attributes:
+        table_actions: DynamoDB actions on the table itself; no function reads an index.
+        reads: S3 key prefixes the function gets objects from.
+        writes: S3 key prefixes the function puts objects under.
+        invokes_model: Whether the function runs the agent, and so calls Bedrock.
+    """
+
+    table_actions: tuple[str, ...]
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    invokes_model: bool = False
+
+
+ACCESS: Final[Mapping[Function, Access]] = {
+    # Starts turns: reads the chat and approvals, writes turns, audit events and the
+    # pointer, holds a concurrency slot for the turn (deleted when it ends,
+    # `LimitStore.release_slot`), and saves the paused agent's snapshot. Writes no approval
+    # rows (so no batch writes) and never reads a snapshot.
+    "run": Access(
+        table_actions=(
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+        ),
+        writes=(SNAPSHOT_PREFIX,),
+        invokes_model=True,
+    ),
+    # Claims and finishes a request: loads the snapshot, writes the granted approval rows in
+    # batches or deletes those a denial withdraws, may pause again (a new snapshot), stores
+    # the final answer, and holds a concurrency slot as run does.
+    "resume": Access(
+        table_actions=(
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+            "dynamodb:BatchWriteItem",
+        ),
+        reads=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
+        writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
+        invokes_model=True,
+    ),
+    # Reads and cancels open requests (rotating the card secret is an update), lists and
+    # revokes approvals, replays stored answers; a cancel or a revoke appends an audit
+    # event (`ChatStore.record`, a put). Runs no agent and writes no object.
+    "requests": Access(
+        table_actions=(
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+        ),
+        reads=(ANSWER_PREFIX,),
+    ),
+}
+
+
+def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
+    """The table and bucket statements for `access`."""
+    statements = [
+        iam.PolicyStatement(
+            sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
+        )
+    ]
+    for sid, action, prefixes in (
+        ("ReadPayloads", "s3:GetObject", access.reads),
+        ("WritePayloads", "s3:PutObject", access.writes),
+    ):
+        if prefixes:
+            resources = [storage.objects(prefix) for prefix in prefixes]
+            statements.append(iam.PolicyStatement(sid=sid, actions=[action], resources=resources))
+    return statements
+
+
+def model_statements(stack: Stack, model: ModelChoice) -> list[iam.PolicyStatement]:
+    """Permission to call exactly the configured model, and nothing for a scripted one.
+
+    A foundation model id is scoped to that model in the stack's region. An inference
+    profile needs the profile in the stack's region and the model in every region the
+    profile may route to; that list belongs to Bedrock and grows, so the model's region is
+    a wildcard, usable only through this one profile (the condition).
+    """
+    if model.provider != "bedrock":
+        return []
+    geography, _, base_model = model.model_id.partition(".")
+    if geography not in PROFILE_GEOGRAPHIES:
+        arn = _foundation_model_arn(stack, model.model_id, region=None)
+        return [
+            iam.PolicyStatement(sid="InvokeModel", actions=list(MODEL_ACTIONS), resources=[arn])
+        ]
+    profile = stack.format_arn(
+        service="bedrock",
+        resource="inference-profile",
+        resource_name=model.model_id,
+        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+    )
+    return [
+        iam.PolicyStatement(sid="InvokeProfile", actions=list(MODEL_ACTIONS), resources=[profile]),
+        iam.PolicyStatement(
+            sid="InvokeModelThroughProfile",
+            actions=list(MODEL_ACTIONS),
+            resources=[_foundation_model_arn(stack, base_model, region="*")],
+            conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile}},
+        ),
+    ]
+
+
+def runtime_statements(log_group: logs.ILogGroup) -> list[iam.PolicyStatement]:
+    """Writing the function's own logs and its X-Ray segments."""
+    return [
+        # The group's ARN ends in `:*`, i.e. its log streams: the runtime names a new
+        # stream for each execution environment, so no narrower resource exists.
+        iam.PolicyStatement(
+            sid="Logs", actions=list(LOG_ACTIONS), resources=[log_group.log_group_arn]
+        ),
+        # X-Ray has no resource-level permissions for segment uploads.
+        iam.PolicyStatement(sid="Tracing", actions=list(TRACE_ACTIONS), resources=["*"]),
+    ]
+
+
+def wildcard_findings(stack: Stack, statements: Sequence[iam.PolicyStatement]) -> dict[str, str]:
+    """The AWS Solutions IAM5 finding of each wildcard resource, with the reason for it.
+
+    The ids are derived from the statements themselves, so an acknowledgment always
+    matches the resource it explains, in any stack or region.
+
+    Raises:
+        ValueError: a wildcard in a statement whose need for one nobody has explained.
+    """
+    findings = {}
+    for statement in statements:
+        for resource in statement.resources:
+            flat = _flatten(stack.resolve(resource))
+            if "*" not in flat:
+                continue
+            if statement.sid not in WILDCARD_REASONS:
+                raise ValueError(f"statement {statement.sid!r} has an unexplained wildcard: {flat}")
+            findings[f"AwsSolutions-IAM5[Resource::{flat}]"] = WILDCARD_REASONS[statement.sid]
+    return findings
+
+
+# Statement id -> why its resources must contain a wildcard.
+_OBJECT_KEYS = (
+    "Object keys name a chat and an interrupt, known only at run time; the wildcard "
+    "covers one key prefix of the one payload bucket."
+)
+WILDCARD_REASONS: Final[Mapping[str | None, str]] = {
+    "ReadPayloads": _OBJECT_KEYS,
+    "WritePayloads": _OBJECT_KEYS,
+    "InvokeModelThroughProfile": (
+        "A cross-region inference profile sends each call to the model in a region Bedrock "
+        "picks from a list it maintains. The model is fixed; only its region is a wildcard, "
+        "and the condition admits calls made through the configured profile alone."
+    ),
+    "Tracing": "X-Ray segment and telemetry uploads support no resource-level permissions.",
+}
+
+
+def _flatten(node: Any) -> str:
+    """A resolved value as cdk-nag spells it in finding ids (its flattenCfnReference)."""
+    if isinstance(node, str):
+        return node.replace("${", "<").replace("}", ">")
+    if isinstance(node, dict) and len(node) == 1:
+        ((function, argument),) = node.items()
+        if function == "Fn::Join":
+            delimiter, items = argument
+            return str(delimiter).join(_flatten(item) for item in items)
+        if function in ("Fn::Sub", "Fn::ImportValue"):
+            return _flatten(argument)
+        if function == "Fn::GetAtt":
+            return f"<{_flatten(argument[0])}.{_flatten(argument[1])}>"
+        if function == "Ref":
+            return f"<{_flatten(argument)}>"
+    return json.dumps(node, separators=(",", ":"))
+
+
+def _foundation_model_arn(stack: Stack, model_id: str, *, region: str | None) -> str:
+    # Foundation models are AWS-owned: their ARNs carry no account.
+    return stack.format_arn(
+        service="bedrock",
+        region=region,
+        account="",
+        resource="foundation-model",
+        resource_name=model_id,
+        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+    )

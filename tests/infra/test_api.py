@@ -1,0 +1,241 @@
+"""The REST API: the route table deployed as is, behind Cognito, validated and logged."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.api import path_parameters
+from infra.wiring import Stacks
+from interlock.api.routes import ROUTES, Route
+
+Resources = dict[str, dict[str, Any]]
+_PARAMETER = re.compile(r"{\w+}")
+
+
+@pytest.fixture(scope="module")
+def resources(api_template: Template) -> Resources:
+    found: Resources = api_template.to_json()["Resources"]
+    return found
+
+
+@pytest.fixture(scope="module")
+def methods(resources: Resources) -> dict[tuple[str, str], dict[str, Any]]:
+    """(HTTP method, full path) -> method properties."""
+    paths = _resource_paths(resources)
+    return {
+        (props["HttpMethod"], paths[_ref(props["ResourceId"])]): props
+        for props in _properties_of(resources, "AWS::ApiGateway::Method")
+    }
+
+
+def _properties_of(resources: Resources, kind: str) -> list[dict[str, Any]]:
+    return [r["Properties"] for r in resources.values() if r["Type"] == kind]
+
+
+def _ref(value: dict[str, Any]) -> str:
+    # The root resource is referenced as the API's RootResourceId attribute
+    return "/" if "Fn::GetAtt" in value else str(value["Ref"])
+
+
+def _resource_paths(resources: Resources) -> dict[str, str]:
+    parents = {
+        logical_id: (_ref(r["Properties"]["ParentId"]), r["Properties"]["PathPart"])
+        for logical_id, r in resources.items()
+        if r["Type"] == "AWS::ApiGateway::Resource"
+    }
+
+    def path(logical_id: str) -> str:
+        if logical_id == "/":
+            return ""
+        parent, part = parents[logical_id]
+        return f"{path(parent)}/{part}"
+
+    return {"/": "/", **{logical_id: path(logical_id) for logical_id in parents}}
+
+
+def _function_of(integration: dict[str, Any]) -> str:
+    arn = next(
+        p for p in integration["Uri"]["Fn::Join"][1] if isinstance(p, dict) and "Fn::GetAtt" in p
+    )
+    return str(arn["Fn::GetAtt"][0])
+
+
+def _logical_id(stacks: Stacks, construct: Any) -> str:
+    return stacks.api.get_logical_id(construct.node.default_child)
+
+
+def test_every_route_and_no_other_is_deployed(methods: dict[tuple[str, str], Any]) -> None:
+    deployed = {key for key in methods if key[0] != "OPTIONS"}
+    assert deployed == {(route.method, route.path) for route in ROUTES}
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+def test_route_is_authorized_and_proxies_to_its_function(
+    stacks: Stacks, resources: Resources, methods: dict[tuple[str, str], Any], route: Route
+) -> None:
+    method = methods[(route.method, route.path)]
+    authorizer = resources[method["AuthorizerId"]["Ref"]]["Properties"]
+    assert method["AuthorizationType"] == "COGNITO_USER_POOLS"
+    assert authorizer["Type"] == "COGNITO_USER_POOLS"
+    assert authorizer["IdentitySource"] == "method.request.header.Authorization"
+    assert authorizer["ProviderARNs"] == [
+        {"Fn::GetAtt": [_logical_id(stacks, stacks.api.auth.user_pool), "Arn"]}
+    ]
+    integration = method["Integration"]
+    assert (integration["Type"], integration["IntegrationHttpMethod"]) == ("AWS_PROXY", "POST")
+    assert integration["TimeoutInMillis"] == 29_000
+    assert _function_of(integration) == _logical_id(
+        stacks, stacks.api.functions[route.function].function
+    )
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+def test_route_is_validated_before_its_function_runs(
+    resources: Resources, methods: dict[tuple[str, str], Any], route: Route
+) -> None:
+    method = methods[(route.method, route.path)]
+    validator = resources[method["RequestValidatorId"]["Ref"]]["Properties"]
+    assert method.get("RequestParameters", {}) == {
+        f"method.request.path.{name}": True for name in path_parameters(route)
+    }
+    assert validator["ValidateRequestParameters"] is True
+    if route.method == "POST":
+        assert validator["ValidateRequestBody"] is True
+        model = resources[method["RequestModels"]["application/json"]["Ref"]]["Properties"]
+        assert model["Schema"]["required"] == ["threadId"]
+        assert model["Schema"]["properties"]["threadId"] == {"type": "string", "minLength": 1}
+    else:
+        assert "ValidateRequestBody" not in validator
+        assert "RequestModels" not in method
+
+
+def test_each_route_may_invoke_only_its_function(stacks: Stacks, resources: Resources) -> None:
+    # Given each permission's scope: the stage, then "/<METHOD><path with * per parameter>"
+    stage = {"Ref": _logical_id(stacks, stacks.api.api.deployment_stage)}
+    granted = {}
+    for permission in _properties_of(resources, "AWS::Lambda::Permission"):
+        *_, stage_ref, scope = permission["SourceArn"]["Fn::Join"][1]
+        assert (permission["Principal"], stage_ref) == ("apigateway.amazonaws.com", stage)
+        granted[scope] = permission["FunctionName"]["Fn::GetAtt"][0]
+
+    # Then there is one per route, for its function only, and none for test invokes
+    expected = {
+        f"/{route.method}{_PARAMETER.sub('*', route.path)}": _logical_id(
+            stacks, stacks.api.functions[route.function].function
+        )
+        for route in ROUTES
+    }
+    assert granted == expected
+
+
+def test_preflight_is_open_and_allows_the_card_origin(methods: dict[tuple[str, str], Any]) -> None:
+    preflights = [props for (verb, _), props in methods.items() if verb == "OPTIONS"]
+    paths = {path for (verb, path) in methods if verb != "OPTIONS"}
+    assert {path for (verb, path) in methods if verb == "OPTIONS"} >= paths
+    for preflight in preflights:
+        # Browsers send no credentials on a preflight, so it cannot be authorized
+        assert preflight["AuthorizationType"] == "NONE"
+        (response,) = preflight["Integration"]["IntegrationResponses"]
+        headers = response["ResponseParameters"]
+        assert headers["method.response.header.Access-Control-Allow-Origin"] == "'*'"
+        assert headers["method.response.header.Access-Control-Allow-Headers"] == (
+            "'Authorization,Content-Type'"
+        )
+
+
+def test_gateway_errors_are_readable_by_the_card_page(api_template: Template) -> None:
+    responses = api_template.find_resources("AWS::ApiGateway::GatewayResponse")
+    types = {r["Properties"]["ResponseType"] for r in responses.values()}
+    assert {"UNAUTHORIZED", "BAD_REQUEST_BODY", "DEFAULT_4XX", "DEFAULT_5XX"} <= types
+    for response in responses.values():
+        properties = response["Properties"]
+        header = properties["ResponseParameters"][
+            "gatewayresponse.header.Access-Control-Allow-Origin"
+        ]
+        assert header == "'*'"
+        assert properties["ResponseTemplates"]["application/json"].startswith('{"error":{"code":')
+
+
+def test_stage_v1_traces_throttles_and_logs_json(
+    stacks: Stacks, api_template: Template, resources: Resources
+) -> None:
+    (stage,) = _properties_of(resources, "AWS::ApiGateway::Stage")
+    assert stage["StageName"] == "v1"
+    assert stage["TracingEnabled"] is True
+    (settings,) = stage["MethodSettings"]
+    assert (settings["HttpMethod"], settings["ResourcePath"]) == ("*", "/*")
+    assert settings["ThrottlingRateLimit"] > 0 and settings["ThrottlingBurstLimit"] > 0
+    log_format = json.loads(stage["AccessLogSetting"]["Format"])
+    assert log_format["requestId"] == "$context.requestId"
+    assert log_format["user"] == "$context.authorizer.claims.sub"
+    destination = json.dumps(stage["AccessLogSetting"]["DestinationArn"])
+    (group,) = [
+        logical_id
+        for logical_id, r in resources.items()
+        if r["Type"] == "AWS::Logs::LogGroup" and logical_id in destination
+    ]
+    assert resources[group]["Properties"]["RetentionInDays"] == 90
+
+
+def test_api_is_regional_without_an_account_logging_role(api_template: Template) -> None:
+    api_template.has_resource_properties(
+        "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
+    )
+    api_template.resource_count_is("AWS::ApiGateway::Account", 0)
+
+
+def test_user_pool_is_invitation_only_with_strong_passwords_and_mfa(
+    api_template: Template,
+) -> None:
+    api_template.has_resource(
+        "AWS::Cognito::UserPool",
+        {
+            "Properties": Match.object_like(
+                {
+                    "AdminCreateUserConfig": {"AllowAdminCreateUserOnly": True},
+                    "MfaConfiguration": "ON",
+                    "EnabledMfas": ["SOFTWARE_TOKEN_MFA"],
+                    "Policies": {
+                        "PasswordPolicy": Match.object_like(
+                            {
+                                "MinimumLength": 12,
+                                "RequireLowercase": True,
+                                "RequireNumbers": True,
+                                "RequireSymbols": True,
+                                "RequireUppercase": True,
+                            }
+                        )
+                    },
+                }
+            ),
+            "DeletionPolicy": "Retain",
+        },
+    )
+
+
+def test_user_pool_has_the_role_groups_and_a_public_client(api_template: Template) -> None:
+    groups = api_template.find_resources("AWS::Cognito::UserPoolGroup")
+    assert {g["Properties"]["GroupName"] for g in groups.values()} == {"reporter", "admin"}
+    (client,) = api_template.find_resources("AWS::Cognito::UserPoolClient").values()
+    properties = client["Properties"]
+    assert properties.get("GenerateSecret", False) is False
+    assert properties["PreventUserExistenceErrors"] == "ENABLED"
+    assert "ALLOW_USER_PASSWORD_AUTH" not in properties["ExplicitAuthFlows"]
+
+
+def test_outputs_give_the_url_pool_and_client(stacks: Stacks, api_template: Template) -> None:
+    api = stacks.api
+    outputs = api_template.find_outputs("*")
+    assert set(outputs) == {"ApiUrl", "UserPoolId", "UserPoolClientId"}
+    assert outputs["ApiUrl"]["Value"] == api.resolve(api.api.url)
+    assert outputs["UserPoolId"]["Value"] == {"Ref": _logical_id(stacks, api.auth.user_pool)}
+    assert outputs["UserPoolClientId"]["Value"] == {"Ref": _logical_id(stacks, api.auth.client)}
+
+
+def test_api_stack_deploys_after_storage(stacks: Stacks) -> None:
+    assert stacks.storage in stacks.api.dependencies
