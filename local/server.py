@@ -35,6 +35,7 @@ sys.path[:0] = [str(ROOT / "shared")]
 from interlock.api.routes import FUNCTIONS, ROUTES, Route  # noqa: E402
 
 STAGE = "v1"
+SESSION_PATH = "/local/session"
 TABLE = "interlock"
 BUCKET = "interlock-data"
 
@@ -54,6 +55,7 @@ def _pattern(route: Route) -> re.Pattern[str]:
 
 
 _ROUTES = [(route, _pattern(route)) for route in ROUTES]
+_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
 
 def _load(function: str) -> ModuleType:
@@ -78,6 +80,7 @@ class LocalApi:
 
         # The handlers build their stores from the environment once per process, as in
         # Lambda; a new local API may follow a `configure` with another endpoint.
+        wiring.config.cache_clear()
         wiring.stores.cache_clear()
         wiring.runtime.cache_clear()
         self.key = key
@@ -90,6 +93,8 @@ class LocalApi:
 
     def respond(self, request: Request) -> Response:
         path = request.path.removeprefix(f"/{STAGE}") or "/"
+        if path == SESSION_PATH:
+            return self._session(request)
         matches = [(r, m) for r, p in _ROUTES if (m := p.match(path))]
         if not matches:
             return self._static_file(path)
@@ -112,6 +117,25 @@ class LocalApi:
             return devtokens.claims(self.key, token) if token else None
         except devtokens.TokenError:
             return None
+
+    def _session(self, request: Request) -> Response:
+        """A development token for the card page: local mode's stand-in for signing in.
+
+        Outside the route table on purpose: the deployed page signs in with Cognito and
+        reads the API's URL from a `config.json` next to it. Anyone who can reach this
+        server may ask for any user, as anyone reading its console already could.
+        """
+        if request.method != "GET":
+            return _json(405, {"error": {"code": "method_not_allowed", "message": "GET only"}})
+        user = request.args.get("user", "alice")
+        groups = [g for g in request.args.get("groups", "reporter").split(",") if g]
+        if not all(_NAME.fullmatch(name) for name in [user, *groups]):
+            return _json(400, {"error": {"code": "bad_request", "message": "bad user or group"}})
+        token = devtokens.issue(self.key, user, groups)
+        body = {"token": token, "user": user, "groups": groups, "apiBase": ""}
+        response = _json(200, body)
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
     def _static_file(self, path: str) -> Response:
         if self._static is None:

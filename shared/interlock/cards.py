@@ -7,6 +7,8 @@ approves; a missing field, a cancelled status or an unknown shape all mean no.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping
@@ -170,6 +172,13 @@ def unattended_denial(card: Mapping[str, Any]) -> str:
         f"only what is already approved applies. Blocked: {_subject_text(card, None)}. "
         "Continue without that data and say so."
     )
+
+
+def args_hash(card: Mapping[str, Any]) -> str:
+    """A digest of what was asked about (the card's subject), for the audit trail."""
+    keys = ("tool", "sites", "urls", "packages", "summary", "options", "fields", "reason")
+    subject = {k: card[k] for k in keys if k in card}
+    return hashlib.sha256(json.dumps(subject, sort_keys=True).encode()).hexdigest()
 
 
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ class RequestContext:
         outbox: Put-once record of side effects.
         fetch: The HTTP transport for `fetch_url`.
         now_ms: The clock.
+        audit: Records an audit event from inside the agent (e.g. an auto-approval).
     """
 
     user_id: str
@@ -59,6 +60,7 @@ class RequestContext:
     outbox: OutboxPort | None = None
     fetch: FetchPort | None = None
     now_ms: Callable[[], int] | None = None
+    audit: Callable[[str, dict[str, Any]], None] | None = None
 
     def is_approved(self, subject: Subject) -> bool:
         return subject in self.approved

@@ -124,7 +124,10 @@ def _continue(
             stores.approvals.withdraw_card(chat_id, caller.user_id, card["card_id"])
     snapshot = stores.blobs.get_snapshot(claim.snapshot_key)
     built = build_agent(
-        rt.model_factory(), roles=caller.roles, max_model_calls=rt.limits.max_model_calls
+        rt.model_factory(),
+        roles=caller.roles,
+        max_model_calls=rt.limits.max_model_calls,
+        config=rt.config,
     )
     load_snapshot(built.agent, snapshot)
     started = len(built.agent.messages)

@@ -19,6 +19,7 @@ from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.answers import kind_of
 from interlock.caller import Caller
+from interlock.config import InterlockConfig
 from interlock.context import FetchPort, RequestContext, request_scope
 from interlock.outcomes import Offer, TurnResult, Usage
 from interlock.pause import persist_pause
@@ -59,6 +60,7 @@ class Runtime:
     fetch: FetchPort | None = None
     limits: TurnLimits = field(default_factory=TurnLimits)
     worker_id: str = field(default_factory=new_token)
+    config: InterlockConfig = field(default_factory=InterlockConfig)
 
 
 def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResult:
@@ -92,6 +94,7 @@ def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResu
             roles=caller.roles,
             messages=history,
             max_model_calls=rt.limits.max_model_calls,
+            config=rt.config,
         )
         context = request_context(rt, caller, chat_id)
         # The agent appends to the list it was given: measure where this turn starts now.
@@ -137,6 +140,7 @@ def request_context(
         outbox=rt.stores.outbox,
         fetch=rt.fetch,
         now_ms=rt.clock.now_ms,
+        audit=lambda event, detail: audit(rt, caller, chat_id, event, **detail),
     )
 
 
@@ -269,7 +273,13 @@ def _chain(
 def audit(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) -> None:
     """Append an audit event carrying the trace id."""
     rt.stores.chats.record(
-        chat_id, event, caller.user_id, rt.clock.now_ms(), trace_id=caller.trace_id, **detail
+        chat_id,
+        event,
+        caller.user_id,
+        rt.clock.now_ms(),
+        trace_id=caller.trace_id,
+        config_version=rt.config.version,
+        **detail,
     )
 
 

@@ -208,3 +208,44 @@ def test_the_model_call_limit_stops_a_runaway_invocation() -> None:
     assert built.limit.tripped
     assert built.agent.model.calls == 3  # type: ignore[attr-defined]
     assert "Stopped after 3 model calls" in str(result)
+
+
+# -- risk policy ---------------------------------------------------------------------------
+
+
+def gated(risk_floor: str, rate: float = 0.5) -> Any:
+    from interlock.runtime.hooks import AdmissionGate, AdmissionRule
+
+    return AdmissionGate({"send_report": AdmissionRule("send_report", risk_floor, "x")}, rate)
+
+
+def call(risk: str, tool_use_id: str = "tooluse_1") -> dict[str, Any]:
+    return {"name": "send_report", "toolUseId": tool_use_id, "input": {"risk": risk}}
+
+
+def test_risk_levels_decide_who_asks() -> None:
+    gate = gated("low")
+    assert not gate.asks(call("low"))
+    assert gate.asks(call("high"))
+    assert gated("high").asks(call("low")), "a call cannot declare itself below the floor"
+    assert not gate.asks({"name": "fetch_url", "toolUseId": "t", "input": {}})
+
+
+def test_medium_risk_is_sampled_deterministically_at_the_configured_rate() -> None:
+    ids = [f"tooluse_{n}" for n in range(2000)]
+    half = [gated("low", 0.5).asks(call("medium", i)) for i in ids]
+    assert half == [gated("low", 0.5).asks(call("medium", i)) for i in ids], "same each time"
+    assert 0.45 < sum(half) / len(ids) < 0.55
+    assert not any(gated("low", 0.0).asks(call("medium", i)) for i in ids)
+    assert all(gated("low", 1.0).asks(call("medium", i)) for i in ids)
+
+
+def test_low_risk_calls_are_approved_automatically_and_audited() -> None:
+    recorded: list[tuple[str, dict[str, Any]]] = []
+    context = ctx(audit=lambda event, detail: recorded.append((event, detail)))
+    result = run(agent([report("low")], done), context)
+
+    assert result.stop_reason == "end_turn" and len(context.outbox.sent) == 1  # type: ignore[union-attr]
+    assert [(e, d["tool"], d["risk"]) for e, d in recorded] == [
+        ("auto_approved", "send_report", "low")
+    ]

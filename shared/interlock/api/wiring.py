@@ -7,11 +7,15 @@ lazily so that function never loads strands (a cold-start budget, measured by
 
 from __future__ import annotations
 
+import json
 import os
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interlock.adapters.factory import Stores, stores_from_env
+from interlock.adapters.parameters import load_json_parameter
+from interlock.config import InterlockConfig, assemble
 from interlock.timing import StorePolicy
 
 if TYPE_CHECKING:
@@ -20,16 +24,28 @@ if TYPE_CHECKING:
 
 def policy_from_env() -> StorePolicy:
     """Store policy with the deployment's request lifetime and lease length."""
-    defaults = StorePolicy()
-    return StorePolicy(
-        request_ttl_s=int(os.environ.get("INTERLOCK_REQUEST_TTL_S", defaults.request_ttl_s)),
-        lease_ms=int(os.environ.get("INTERLOCK_LEASE_MS", defaults.lease_ms)),
-    )
+    settings = config()
+    return StorePolicy(request_ttl_s=settings.request_ttl_s, lease_ms=settings.lease_ms)
 
 
 @cache
 def stores() -> Stores:
     return stores_from_env(policy_from_env())
+
+
+@cache
+def config() -> InterlockConfig:
+    """Defaults, then the environment, then the agent's document (a local JSON file
+    named by `INTERLOCK_AGENT_CONFIG_FILE`, or the SSM parameter named by
+    `INTERLOCK_AGENT_CONFIG_PARAM` when deployed), validated and frozen."""
+    document = None
+    if path := os.environ.get("INTERLOCK_AGENT_CONFIG_FILE"):
+        document = json.loads(Path(path).read_text())
+    elif name := os.environ.get("INTERLOCK_AGENT_CONFIG_PARAM"):
+        import boto3
+
+        document = load_json_parameter(boto3.client("ssm"), name)
+    return assemble(os.environ, document)
 
 
 @cache
@@ -39,12 +55,15 @@ def runtime() -> Runtime:
     from interlock.runtime.transport import transport_from_env
     from interlock.turns import Runtime, TurnLimits
 
-    config = ModelConfig.from_env(os.environ)
-    lease_s = policy_from_env().lease_ms / 1000
+    settings = config()
+    model = ModelConfig.from_env({**os.environ, "INTERLOCK_MODEL": settings.model})
     return Runtime(
         stores(),
-        lambda: build_model(config),
+        lambda: build_model(model),
         fetch=transport_from_env(os.environ),
         # Renew well inside the lease so one slow beat never lets it lapse.
-        limits=TurnLimits(heartbeat_s=max(lease_s / 3, 0.2)),
+        limits=TurnLimits(
+            heartbeat_s=max(settings.lease_ms / 3000, 0.2), max_model_calls=settings.max_model_calls
+        ),
+        config=settings,
     )

@@ -13,6 +13,7 @@ from typing import Any, Final
 from strands import Agent
 from strands.models.model import Model
 
+from interlock.config import InterlockConfig
 from interlock.runtime.hooks import (
     AdmissionGate,
     AdmissionRule,
@@ -38,19 +39,20 @@ TOOLS: Final = {
 }
 # The role a user needs for each tool; tools not listed need none.
 TOOL_ROLES: Final[Mapping[str, str]] = {"send_report": "reporter"}
-DEFAULT_RULES: Final = {
-    "send_report": AdmissionRule(
-        tool="send_report",
-        needs_approval=lambda args: str(args.get("risk", "high")).lower() != "low",
-        risk="high",
-        impact="A message leaves this chat for the named recipient.",
-    )
-}
 
 
-def allowed_tools(roles: frozenset[str]) -> list[str]:
-    """The tool names a user with `roles` may have the agent call."""
-    return [name for name in TOOLS if TOOL_ROLES.get(name) in (None, *roles)]
+def allowed_tools(roles: frozenset[str], enabled: tuple[str, ...] = tuple(TOOLS)) -> list[str]:
+    """The enabled tool names a user with `roles` may have the agent call."""
+    return [n for n in TOOLS if n in enabled and TOOL_ROLES.get(n) in (None, *roles)]
+
+
+def gate_for(config: InterlockConfig) -> AdmissionGate:
+    """The admission gate the configuration's tool policies describe."""
+    rules = {
+        name: AdmissionRule(name, policy.risk, policy.impact)
+        for name, policy in config.tool_policies.items()
+    }
+    return AdmissionGate(rules, config.sample_rate)
 
 
 def lost_tools(roles: frozenset[str], batch: Sequence[str]) -> list[str]:
@@ -108,17 +110,18 @@ def build_agent(
     roles: frozenset[str],
     messages: list[Any] | None = None,
     max_model_calls: int = 12,
-    rules: Mapping[str, AdmissionRule] = DEFAULT_RULES,
+    config: InterlockConfig | None = None,
 ) -> BuiltAgent:
     """Build the agent with the tools `roles` allow and every enforcing hook."""
-    names = allowed_tools(roles)
+    config = config or InterlockConfig()
+    names = allowed_tools(roles, config.tools)
     limit = ModelCallLimit(max_model_calls)
     meter = RunMeter()
     agent = Agent(
         model=model,
         tools=[TOOLS[name] for name in names],
         # Order matters: the batch rule cancels siblings before the gate would ask.
-        hooks=[ApprovalAlone(), AdmissionGate(rules), limit, meter],
+        hooks=[ApprovalAlone(), gate_for(config), limit, meter],
         system_prompt=SYSTEM_PROMPT,
         messages=messages or [],
         callback_handler=None,

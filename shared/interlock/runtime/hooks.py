@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -81,37 +82,74 @@ class ApprovalAlone(HookProvider):
             event.cancel_tool = cancel[tool_use_id]
 
 
+_RANK: Final = {"low": 0, "medium": 1, "high": 2}
+
+
 @dataclass(frozen=True)
 class AdmissionRule:
-    """When a tool call needs a person's approval before it runs.
+    """How a tool with outside effects is admitted.
 
     Attributes:
         tool: The tool's name.
-        needs_approval: Decides from the call's input (e.g. its declared risk).
-        risk: Shown on the card.
+        risk: The floor: a call may declare a higher `risk` in its input, never lower.
         impact: Shown on the card: what happens if approved.
     """
 
     tool: str
-    needs_approval: Callable[[Mapping[str, Any]], bool]
     risk: str
     impact: str
 
+    def risk_of(self, tool_input: Mapping[str, Any]) -> str:
+        declared = str(tool_input.get("risk", "")).lower()
+        if _RANK.get(declared, -1) > _RANK[self.risk]:
+            return declared
+        return self.risk
+
+
+def sampled(tool: str, tool_use_id: str, rate: float) -> bool:
+    """Whether a medium-risk call is asked: deterministic per call, so the decision is
+    the same before the pause and after the resume, in any process."""
+    digest = int(hashlib.sha256(f"{tool}:{tool_use_id}".encode()).hexdigest()[:8], 16)
+    return digest / 0xFFFFFFFF < rate
+
 
 class AdmissionGate(HookProvider):
-    """Pauses before a gated tool runs; on resume runs it once, or never after a deny."""
+    """Pauses before a gated tool runs; on resume runs it once, or never after a deny.
 
-    def __init__(self, rules: Mapping[str, AdmissionRule]) -> None:
+    Low risk is approved automatically (and audited), medium risk is sampled at
+    `sample_rate`, high risk always asks.
+    """
+
+    def __init__(self, rules: Mapping[str, AdmissionRule], sample_rate: float = 1.0) -> None:
         self._rules = dict(rules)
+        self._rate = sample_rate
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._before_tool)
 
+    def asks(self, tool_use: Mapping[str, Any]) -> bool:
+        """Whether this call must wait for a person."""
+        rule = self._rules.get(tool_use["name"])
+        if rule is None:
+            return False
+        risk = rule.risk_of(tool_use["input"])
+        if risk == "medium":
+            return sampled(rule.tool, tool_use["toolUseId"], self._rate)
+        return risk == "high"
+
     def _before_tool(self, event: BeforeToolCallEvent) -> None:
         rule = self._rules.get(event.tool_use["name"])
-        if rule is None or event.cancel_tool or not rule.needs_approval(event.tool_use["input"]):
+        if rule is None or event.cancel_tool:
             return
         tool_use_id = event.tool_use["toolUseId"]
+        if not self.asks(event.tool_use):
+            _audit(
+                "auto_approved",
+                tool=rule.tool,
+                tool_use_id=tool_use_id,
+                risk=rule.risk_of(event.tool_use["input"]),
+            )
+            return
         # One open question per chat: only the first gated call of a batch may ask.
         if self._first_gated(batch_of(event.agent.messages, tool_use_id)) != tool_use_id:
             event.cancel_tool = ONE_AT_A_TIME
@@ -119,7 +157,7 @@ class AdmissionGate(HookProvider):
         card = own_resume_card(ACTION, tool_use_id) or action_card(
             tool=rule.tool,
             params=event.tool_use["input"],
-            risk=rule.risk,
+            risk=rule.risk_of(event.tool_use["input"]),
             impact=rule.impact,
             tool_use_id=tool_use_id,
         )
@@ -134,10 +172,15 @@ class AdmissionGate(HookProvider):
     def _first_gated(self, message: Mapping[str, Any]) -> str | None:
         for block in message.get("content", []):
             use = block.get("toolUse")
-            rule = self._rules.get(use["name"]) if use else None
-            if use and rule and rule.needs_approval(use["input"]):
+            if use and self.asks(use):
                 return str(use["toolUseId"])
         return None
+
+
+def _audit(event: str, **detail: Any) -> None:
+    record = current_request().audit
+    if record is not None:
+        record(event, detail)
 
 
 class RunMeter(HookProvider):

@@ -1,0 +1,58 @@
+"""The configuration assembler: defaults → environment → per-agent → validated → frozen."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from interlock.config import KNOWN_TOOLS, InterlockConfig, assemble
+from interlock.errors import InvalidInput
+from interlock.runtime.agent import TOOLS
+
+
+def test_defaults_are_valid_frozen_and_versioned() -> None:
+    config = assemble({})
+    assert config == InterlockConfig()
+    assert len(config.version) == 12 and config.version == assemble({}).version
+    with pytest.raises(pydantic.ValidationError):
+        config.sample_rate = 1.0  # type: ignore[misc]
+
+
+def test_layers_apply_in_order_and_change_the_version() -> None:
+    env = {"INTERLOCK_REQUEST_TTL_S": "600", "INTERLOCK_MAX_MODEL_CALLS": "5"}
+    agent = {
+        "max_model_calls": 7,
+        "tool_policies": {"send_report": {"risk": "high"}},
+        "timeouts": {"question": {"action": "reroute", "reroute_role": "supervisor"}},
+    }
+
+    config = assemble(env, agent)
+
+    assert (config.request_ttl_s, config.max_model_calls) == (600, 7), "agent beats env"
+    assert config.tool_policies["send_report"].risk == "high"
+    assert config.timeouts["question"].reroute_role == "supervisor"
+    assert config.timeouts["approval"].action == "deny", "untouched defaults survive"
+    assert config.version != InterlockConfig().version
+
+
+@pytest.mark.parametrize(
+    ("env", "agent", "message"),
+    [
+        ({}, {"tools": ["fetch_url", "rm_rf"]}, "allowlist"),
+        ({}, {"tool_policies": {"shell": {"risk": "low"}}}, "allowlist"),
+        ({"INTERLOCK_REQUEST_TTL_S": "10"}, None, "request_ttl_s"),
+        ({}, {"lease_ms": 10_000_000}, "lease_ms"),
+        ({}, {"sample_rate": 2}, "sample_rate"),
+        ({}, {"timeouts": {"info": {"action": "reroute"}}}, "reroute"),
+        ({}, {"tool_policies": {"send_report": {"risk": "extreme"}}}, "risk"),
+        ({}, {"smtp_password": "hunter2"}, "secrets"),
+        ({}, {"tool_policies": {"send_report": {"api_key": "abc"}}}, "secrets"),
+    ],
+)
+def test_invalid_configuration_is_refused(env: dict, agent: dict | None, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        assemble(env, agent)
+
+
+def test_the_allowlist_names_exactly_the_tools_that_exist() -> None:
+    assert set(TOOLS) == KNOWN_TOOLS

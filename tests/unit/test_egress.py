@@ -1,0 +1,77 @@
+"""URL, host and package rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlock.egress import safe_host, safe_package, safe_url
+from interlock.errors import InvalidInput
+
+
+@pytest.mark.parametrize(
+    ("raw", "url", "host"),
+    [
+        (
+            "https://Example.org/data.csv?token=abc#frag",
+            "https://example.org/data.csv",
+            "example.org",
+        ),
+        ("http://files.example.org:8080", "http://files.example.org:8080/", "files.example.org"),
+        ("https://bücher.example/x", "https://xn--bcher-kva.example/x", "xn--bcher-kva.example"),
+        ("https://example.org./a", "https://example.org/a", "example.org"),
+    ],
+)
+def test_accepted_urls_are_canonical_and_stripped(raw: str, url: str, host: str) -> None:
+    safe = safe_url(raw)
+    assert (safe.url, safe.host) == (url, host)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "ftp://example.org/x",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "example.org/x",
+        "https://user:pw@example.org/",
+        "https://user@example.org/",
+        "http://127.0.0.1/",
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://0177.0.0.1/",
+        "http://127.1/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[fe80::1]/",
+        "http://169.254.169.254/latest/meta-data",
+        "http://localhost/",
+        "http://intranet/",
+        "http://printer.local/",
+        "http://db.internal/",
+        "http://metadata.google.internal/",
+        "http://foo.svc.cluster.local/",
+        "http://a..b/",
+        "",
+        "   ",
+        "https://-bad-.org/",
+        "https://" + "a" * 2050 + ".org/",
+    ],
+)
+def test_refused_urls(raw: str) -> None:
+    with pytest.raises(InvalidInput):
+        safe_url(raw)
+
+
+def test_hosts_are_checked_like_urls() -> None:
+    assert safe_host("PyPI.org") == "pypi.org"
+    for bad in ("10.0.0.1", "localhost", "box", "0x0a.0.0.1", "host.localdomain"):
+        with pytest.raises(InvalidInput):
+            safe_host(bad)
+
+
+def test_package_names_are_validated_and_normalized() -> None:
+    assert safe_package("Pandas") == "pandas"
+    assert safe_package("typing_extensions") == "typing-extensions"
+    for bad in ("", "-x", "x y", "pandas; rm -rf /", "pkg==1.0", "../evil", "a" * 200):
+        with pytest.raises(InvalidInput):
+            safe_package(bad)
