@@ -109,10 +109,11 @@ def subject_of(kind: str, name: str) -> Subject:
 
 
 def _request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> PendingRequest:
-    owned_chat(stores, caller, chat_id)
     request = stores.requests.get(chat_id, now_ms)
     if request is None:
+        owned_chat(stores, caller, chat_id)
         raise errors.UnknownRequest("this chat has no request")
-    if request.user_id != caller.user_id:
+    # A rerouted request is also open to the role whose queue it went to.
+    if not request.answerable_by(caller.user_id, caller.roles):
         raise errors.Forbidden("this request belongs to another user")
     return request

@@ -67,6 +67,7 @@ class PendingRequest:
     answered_at: int | None = None
     decision: str | None = None
     ended_reason: str | None = None
+    route_role: str | None = None
     version: int = 1
 
     def is_past_expiry(self, now_ms: int) -> bool:
@@ -97,6 +98,17 @@ class PendingRequest:
     def blocks_new_request(self, now_ms: int) -> bool:
         """Whether this record stops the chat from opening another request."""
         return self.status(now_ms) in OPEN_STATES
+
+    def overdue(self, now_ms: int) -> bool:
+        """Past its expiry and nobody is working on it: the sweeper's to settle."""
+        return self.is_past_expiry(now_ms) and (
+            self.state is RequestState.PENDING
+            or (self.state is RequestState.CLAIMED and self.lease_lapsed(now_ms))
+        )
+
+    def answerable_by(self, user_id: str, roles: frozenset[str]) -> bool:
+        """The user who was asked, or, once rerouted, anyone holding the routed role."""
+        return user_id == self.user_id or (self.route_role is not None and self.route_role in roles)
 
     def claimable(self, now_ms: int) -> bool:
         """Pending, or claimed by a worker whose lease lapsed; and not expired."""

@@ -58,7 +58,7 @@ def resume_turn(
     now = rt.clock.now_ms()
     stores = rt.stores
     record = stores.requests.get(chat_id, now)
-    if record is not None and record.user_id != caller.user_id:
+    if record is not None and not record.answerable_by(caller.user_id, caller.roles):
         raise errors.Forbidden("this request belongs to another user")
     problem = refusal(record, interrupt_id, secret, now)
     if isinstance(problem, errors.AlreadyAnswered):
@@ -84,7 +84,7 @@ def resume_turn(
                 suggestion=decision.suggestion,
                 worker=rt.worker_id,
             )
-            return _continue(rt, caller, claim, decision, response)
+            return continue_claimed(rt, caller, claim, decision, response)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
@@ -104,12 +104,19 @@ def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
     )
 
 
-def _continue(
+def continue_claimed(
     rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision, response: Any
 ) -> TurnResult:
+    """Continue a claimed request's paused run with `response`, and store its end.
+
+    The run continues as the chat's owner (a rerouted request may be answered by an
+    operator of another role; the approvals still belong to the owner).
+    """
     stores = rt.stores
     chat_id = claim.chat_id
     card = claim.card
+    if caller.user_id != claim.user_id:
+        caller = Caller(claim.user_id, caller.roles, trace_id=caller.trace_id)
     if card.get("type") == DOWNLOAD:
         # Idempotent: a retaken resume writes the same rows stamped with the same card.
         if decision.approved:

@@ -29,7 +29,7 @@ from interlock.adapters.dynamo import (
     to_item,
     translated,
 )
-from interlock.adapters.schema import SWEEP_SHARDS
+from interlock.adapters.schema import EXPIRY_INDEX, SWEEP_SHARDS
 from interlock.records import OPEN_STATES, PendingRequest, RequestState, refusal, unanswerable
 from interlock.timing import StorePolicy
 from interlock.tokens import hash_secret, new_secret, new_token
@@ -53,7 +53,20 @@ ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
 # Ending skips NOT_EXPIRED: the sweeper must be able to expire what is overdue.
 END_OPEN: Final = f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {COUNT_UNCHANGED}"
 RENEW: Final = f"{HOLDS_LEASE} AND {BEFORE_DEADLINE}"
+PAST_EXPIRY: Final = "#expires_at <= :now_s"
+CLAIM_OVERDUE: Final = (
+    f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {PAST_EXPIRY} AND {COUNT_UNCHANGED}"
+)
+REROUTE: Final = (
+    f"{ID_MATCHES} AND {IS_PENDING} AND {PAST_EXPIRY} AND {COUNT_UNCHANGED}"
+    " AND attribute_not_exists(#route_role)"
+)
 
+CLAIM_SET: Final = (
+    "SET #state = :claimed, #worker = :worker, #lease_token = :lease_token, "
+    "#lease_expires_at_ms = :lease_expires_at_ms, "
+    "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one"
+)
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
 
 
@@ -178,35 +191,34 @@ class RequestStore:
         if request.claim_count >= self._policy.max_claims:
             self.expire(request, "denied: too many attempts to resume this request", now_ms)
             raise errors.RequestExpired("denied: too many attempts to resume this request")
-        lease_token = new_token()
         values = {
-            **_STATES,
-            **_clock(now_ms),
-            ":interrupt_id": request.interrupt_id,
+            **self._claim_values(request, worker, now_ms),
             ":secret_hash": request.secret_hash,
-            ":seen_count": request.claim_count,
-            ":worker": worker,
-            ":lease_token": lease_token,
-            ":lease_expires_at_ms": now_ms + self._policy.lease_ms,
-            ":resume_deadline_ms": now_ms + self._policy.max_resume_ms,
-            ":one": 1,
         }
-        update = (
-            "SET #state = :claimed, #worker = :worker, #lease_token = :lease_token, "
-            "#lease_expires_at_ms = :lease_expires_at_ms, "
-            "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one"
-        )
         return self._update(
             request.chat_id,
             "claim request",
             CLAIM,
-            update,
+            CLAIM_SET,
             values,
             lost=lambda cur: (
                 refusal(cur, request.interrupt_id, secret, now_ms)
                 or _changed(cur, request.interrupt_id, now_ms)
             ),
         )
+
+    def _claim_values(self, request: PendingRequest, worker: str, now_ms: int) -> dict[str, Any]:
+        return {
+            **_STATES,
+            **_clock(now_ms),
+            ":interrupt_id": request.interrupt_id,
+            ":seen_count": request.claim_count,
+            ":worker": worker,
+            ":lease_token": new_token(),
+            ":lease_expires_at_ms": now_ms + self._policy.lease_ms,
+            ":resume_deadline_ms": now_ms + self._policy.max_resume_ms,
+            ":one": 1,
+        }
 
     def renew(self, claim: PendingRequest, now_ms: int) -> int:
         """Extend the lease held by `claim`; returns the new `lease_expires_at_ms`.
@@ -284,6 +296,58 @@ class RequestStore:
                 )
         except ConditionFailed:
             raise errors.LeaseLost("the claim was lost; the next request was not written") from None
+
+    # -- the sweeper -------------------------------------------------------------------
+
+    def overdue(self, shard: str, now_ms: int, limit: int) -> list[str]:
+        """Chat ids of open requests past their expiry in one shard of the sparse index."""
+        with translated("find overdue requests"):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=EXPIRY_INDEX,
+                KeyConditionExpression="#shard = :shard AND #expires_at <= :now_s",
+                ExpressionAttributeNames={"#shard": "sweep_shard", "#expires_at": "expires_at"},
+                ExpressionAttributeValues=to_item({":shard": shard, ":now_s": now_ms // 1000}),
+                Limit=limit,
+            )
+        return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+
+    def claim_overdue(self, request: PendingRequest, worker: str, now_ms: int) -> PendingRequest:
+        """Take an overdue request to settle it by policy, under the same claim rules as a
+        person's answer (one conditional write; the loser hears who holds it)."""
+        values = self._claim_values(request, worker, now_ms)
+        return self._update(
+            request.chat_id,
+            "claim overdue request",
+            CLAIM_OVERDUE,
+            CLAIM_SET,
+            values,
+            lost=lambda cur: errors.ResumeInProgress("another worker settled it first", cur),
+        )
+
+    def reroute(
+        self, request: PendingRequest, role: str, extra_s: int, now_ms: int
+    ) -> PendingRequest:
+        """Give an overdue request to another role's queue, once, with more time."""
+        expires_at = now_ms // 1000 + extra_s
+        values = {
+            **_STATES,
+            **_clock(now_ms),
+            ":interrupt_id": request.interrupt_id,
+            ":seen_count": request.claim_count,
+            ":role": role,
+            ":expires_at": expires_at,
+            ":ttl": expires_at + self._policy.retention_s,
+        }
+        update = "SET #route_role = :role, #expires_at = :expires_at, #ttl = :ttl"
+        return self._update(
+            request.chat_id,
+            "reroute request",
+            REROUTE,
+            update,
+            values,
+            lost=lambda cur: errors.ResumeInProgress("the request changed; not rerouted", cur),
+        )
 
     # -- ending without an answer -------------------------------------------------------
 
@@ -404,6 +468,7 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "answered_at": request.answered_at,
         "decision": request.decision,
         "ended_reason": request.ended_reason,
+        "route_role": request.route_role,
         "version": request.version,
     }
     if request.state in OPEN_STATES:
@@ -436,6 +501,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             answered_at=values.get("answered_at"),
             decision=values.get("decision"),
             ended_reason=values.get("ended_reason"),
+            route_role=values.get("route_role"),
             version=values.get("version", 1),
         )
     except (KeyError, TypeError, ValueError) as exc:

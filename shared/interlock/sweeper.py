@@ -1,0 +1,101 @@
+"""The expiry sweeper: settles requests nobody answered, by each kind's timeout policy.
+
+It finds overdue requests through the sparse `by_expiry` index and, per the policy of
+the request's kind, either reroutes it once to another role's queue with more time, or
+resumes the paused run with an explicit timed-out result (or the question's default)
+so the agent ends its turn gracefully. Settling uses the same claim as a person's
+answer, so two sweepers racing over one request settle it exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from interlock import errors, keys
+from interlock.adapters.schema import SWEEP_SHARDS
+from interlock.answers import kind_of
+from interlock.caller import Caller
+from interlock.cards import Decision
+from interlock.records import PendingRequest
+from interlock.resume import continue_claimed
+from interlock.runtime.agent import TOOL_ROLES
+from interlock.turns import Runtime, audit
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepReport:
+    """What one sweep did."""
+
+    found: int = 0
+    timed_out: int = 0
+    defaulted: int = 0
+    rerouted: int = 0
+    skipped: int = 0
+    chats: list[str] = field(default_factory=list)
+
+
+def sweep(rt: Runtime, now_ms: int, limit_per_shard: int = 100) -> SweepReport:
+    """Settle every overdue request the index shows (up to a limit per shard)."""
+    report = SweepReport()
+    for shard in range(SWEEP_SHARDS):
+        for chat_id in rt.stores.requests.overdue(f"OPEN#{shard}", now_ms, limit_per_shard):
+            report.found += 1
+            outcome = settle_overdue(rt, chat_id, now_ms)
+            setattr(report, outcome, getattr(report, outcome) + 1)
+            if outcome != "skipped":
+                report.chats.append(chat_id)
+    return report
+
+
+def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
+    """Settle one chat's overdue request; returns what was done (a report field)."""
+    request = rt.stores.requests.get(chat_id, now_ms)
+    if request is None or not request.overdue(now_ms):
+        return "skipped"  # answered, ended or renewed since the index was read
+    policy = rt.config.timeouts[kind_of(request.card)]
+    try:
+        if policy.action == "reroute" and request.route_role is None:
+            assert policy.reroute_role is not None
+            rt.stores.requests.reroute(request, policy.reroute_role, policy.reroute_extra_s, now_ms)
+            _audit(rt, request, "rerouted", role=policy.reroute_role)
+            return "rerouted"
+        claim = rt.stores.requests.claim_overdue(request, f"sweeper:{rt.worker_id}", now_ms)
+    except (errors.ResumeInProgress, errors.AlreadyAnswered, errors.InterlockError) as lost:
+        logger.info(
+            "chat_id=<%s>, reason=<%s> | overdue request settled elsewhere", chat_id, lost.code
+        )
+        return "skipped"
+    response, outcome = _timeout_response(request, policy.action)
+    _audit(rt, request, "timed_out", decision=outcome, policy=policy.action)
+    continue_claimed(rt, _owner(request), claim, Decision("timed_out"), response)
+    return outcome
+
+
+def _timeout_response(request: PendingRequest, action: str) -> tuple[dict[str, Any], str]:
+    default = request.card.get("default")
+    if action == "default" and default is not None:
+        return {"status": "default", "answer": default}, "defaulted"
+    return {"status": "timed_out"}, "timed_out"
+
+
+def _owner(request: PendingRequest) -> Caller:
+    # The run resumes as its owner, with the roles its paused batch needs to be rebuilt;
+    # nothing is approved on their behalf (the answer is a timeout).
+    roles = frozenset(TOOL_ROLES[t] for t in request.card.get("batch_tools", []) if t in TOOL_ROLES)
+    return Caller(request.user_id, roles, trace_id=f"sweep:{keys.checked_id(request.chat_id)}")
+
+
+def _audit(rt: Runtime, request: PendingRequest, event: str, **detail: Any) -> None:
+    audit(
+        rt,
+        Caller("sweeper"),
+        request.chat_id,
+        event,
+        interrupt_id=request.interrupt_id,
+        kind=request.kind,
+        **detail,
+    )

@@ -1,0 +1,123 @@
+"""The expiry sweeper: each kind's timeout policy, applied once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from interlock.adapters.factory import Stores
+from interlock.config import assemble
+from interlock.records import RequestState
+from interlock.resume import resume_turn
+from interlock.sweeper import sweep
+from interlock.timing import ManualClock
+from interlock.turns import Caller, Runtime, run_turn
+
+
+def overdue(rt: Runtime, caller: Caller, chat: str, prompt: str, clock: ManualClock) -> Any:
+    paused = run_turn(rt, caller, chat, prompt)
+    assert paused.outcome == "interrupted"
+    return paused
+
+
+def test_an_unanswered_approval_is_denied_and_the_agent_told(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    overdue(runtime, alice, "c1", "download the table", clock)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+
+    report = sweep(runtime, clock.now_ms())
+
+    assert (report.found, report.timed_out) == (1, 1)
+    request = stores.requests.get("c1", clock.now_ms())
+    assert (request.state, request.decision) == (RequestState.DONE, "timed_out")
+    turns = stores.chats.turns("c1")
+    assert "Nobody answered the request for sites data.example.org in time" in turns[-1]["text"]
+    types = [e.type for e in stores.chats.events("c1")]
+    assert types[types.index("paused") + 1 :] == ["timed_out", "turn_completed"]
+    assert sweep(runtime, clock.now_ms()).found == 0, "settled requests leave the index"
+
+
+def test_a_question_times_out_to_its_default(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    overdue(runtime, alice, "c1", "write a summary", clock)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+
+    assert sweep(runtime, clock.now_ms()).defaulted == 1
+    assert "the default applies" in stores.chats.turns("c1")[-1]["text"]
+
+
+def test_a_request_is_rerouted_once_then_timed_out(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    config = assemble(
+        {},
+        {
+            "timeouts": {
+                "approval": {
+                    "action": "reroute",
+                    "reroute_role": "supervisor",
+                    "reroute_extra_s": 600,
+                }
+            }
+        },
+    )
+    rt = replace(runtime, config=config)
+    overdue(rt, alice, "c1", "download the table", clock)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+
+    assert sweep(rt, clock.now_ms()).rerouted == 1
+    request = stores.requests.get("c1", clock.now_ms())
+    assert request.route_role == "supervisor" and request.state is RequestState.PENDING
+    assert not request.is_past_expiry(clock.now_ms())
+
+    clock.advance(seconds=601)
+    assert sweep(rt, clock.now_ms()).timed_out == 1, "rerouted only once"
+
+
+def test_an_operator_of_the_routed_role_can_answer(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock import inbox
+
+    config = assemble(
+        {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
+    )
+    rt = replace(runtime, config=config)
+    overdue(rt, alice, "c1", "download the table", clock)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+    sweep(rt, clock.now_ms())
+    bob = Caller("bob", frozenset({"supervisor"}))
+
+    opened = inbox.open_request(stores, bob, "c1", clock.now_ms())
+    done = resume_turn(
+        rt,
+        bob,
+        "c1",
+        interrupt_id=opened.request.interrupt_id,
+        secret=opened.secret or "",
+        status="resolved",
+        payload={"decision": "approve"},
+    )
+
+    assert done.outcome == "completed"
+    rows = stores.approvals.for_user("c1", "alice", clock.now_ms())
+    assert [r.subject.name for r in rows] == ["data.example.org"], "granted to the owner"
+    decision = [e for e in stores.chats.events("c1") if e.type == "decision"][0]
+    assert decision.actor == "bob"
+
+
+def test_a_live_claim_is_not_swept(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = overdue(runtime, alice, "c1", "download the table", clock)
+    request = stores.requests.get("c1", clock.now_ms())
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s - 1)
+    stores.requests.claim(request, paused.offer.secret, "busy", clock.now_ms())
+    clock.advance(seconds=2)
+
+    report = sweep(runtime, clock.now_ms())
+
+    assert (report.found, report.skipped) == (1, 1)
+    assert stores.requests.get("c1", clock.now_ms()).worker == "busy"
