@@ -14,7 +14,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
-from interlock.api.http import bind, caller_from, json_response
+from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import request_view
 from interlock.api.wiring import stores
 from interlock.caller import Caller
@@ -23,7 +23,7 @@ from interlock.timing import SystemClock
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-app = APIGatewayRestResolver()
+app = APIGatewayRestResolver(cors=cors_config())
 clock = SystemClock()
 
 

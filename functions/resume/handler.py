@@ -7,10 +7,10 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from interlock.api.agui import encode, run_events
-from interlock.api.http import bind, caller_from, sse_response
+from interlock.api.http import bind, caller_from, cors_config, sse_response
 from interlock.api.models import parse_resume
 from interlock.api.wiring import runtime
 from interlock.errors import ResumeInProgress
@@ -19,7 +19,7 @@ from interlock.resume import resume_turn
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-app = APIGatewayRestResolver()
+app = APIGatewayRestResolver(cors=cors_config())
 
 
 def resume() -> Response[str]:

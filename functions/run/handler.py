@@ -10,7 +10,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock.api.agui import encode, run_events
-from interlock.api.http import bind, caller_from, sse_response
+from interlock.api.http import bind, caller_from, cors_config, sse_response
 from interlock.api.models import parse_run
 from interlock.api.wiring import runtime
 from interlock.turns import run_turn
@@ -18,7 +18,7 @@ from interlock.turns import run_turn
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-app = APIGatewayRestResolver()
+app = APIGatewayRestResolver(cors=cors_config())
 
 
 def start_run() -> Response[str]:

@@ -42,6 +42,7 @@ class TurnResult:
         usage: What the run cost.
         decision: On a resume or replay, what the person decided.
         answered_at: On a replay, when the request was answered (epoch s).
+        waited_ms: On a resume, how long the request waited for its answer.
     """
 
     chat_id: str
@@ -52,3 +53,4 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     decision: str | None = None
     answered_at: int | None = None
+    waited_ms: int | None = None

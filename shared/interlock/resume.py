@@ -16,6 +16,7 @@ heartbeat; its end is stored with writes conditional on the lease.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from strands.types.interrupt import InterruptResponseContent
@@ -84,7 +85,8 @@ def resume_turn(
                 suggestion=decision.suggestion,
                 worker=rt.worker_id,
             )
-            return continue_claimed(rt, caller, claim, decision, response)
+            result = continue_claimed(rt, caller, claim, decision, response)
+            return replace(result, waited_ms=now - record.created_at * 1000)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)

@@ -104,7 +104,7 @@ def test_an_operator_of_the_routed_role_can_answer(
     assert done.outcome == "completed"
     rows = stores.approvals.for_user("c1", "alice", clock.now_ms())
     assert [r.subject.name for r in rows] == ["data.example.org"], "granted to the owner"
-    decision = [e for e in stores.chats.events("c1") if e.type == "decision"][0]
+    decision = next(e for e in stores.chats.events("c1") if e.type == "decision")
     assert decision.actor == "bob"
 
 

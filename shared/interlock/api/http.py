@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
 
 from interlock.api.errors import NotFound, Unauthorized, error_body
 from interlock.api.routes import Function, routes_of
@@ -14,6 +15,18 @@ from interlock.caller import Caller
 
 SSE = "text/event-stream"
 JSON = "application/json"
+
+
+def cors_config() -> CORSConfig:
+    """CORS for the card page's origin (`INTERLOCK_ALLOWED_ORIGIN`; same-origin if unset).
+
+    API Gateway answers preflights itself but not the handlers' responses, so the
+    handlers must add the headers for a browser to read them.
+    """
+    return CORSConfig(
+        allow_origin=os.environ.get("INTERLOCK_ALLOWED_ORIGIN", ""),
+        allow_headers=["Authorization", "Content-Type"],
+    )
 
 
 def caller_from(event: Any) -> Caller:

@@ -1,0 +1,32 @@
+"""Sweeper Lambda: on a schedule, settle requests nobody answered in time."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from interlock.api.wiring import runtime
+from interlock.sweeper import sweep
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    rt = runtime()
+    report = sweep(rt, rt.clock.now_ms())
+    for name in ("timed_out", "defaulted", "rerouted"):
+        metrics.add_metric(
+            name="Timeouts" if name == "timed_out" else name.capitalize(),
+            unit=MetricUnit.Count,
+            value=getattr(report, name),
+        )
+    logger.info("sweep finished", extra={k: v for k, v in asdict(report).items() if k != "chats"})
+    return {k: v for k, v in asdict(report).items() if k != "chats"}
