@@ -48,6 +48,8 @@ def cancel_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) ->
     """Cancel the chat's answerable request on its owner's word."""
     request = _request(stores, caller, chat_id, now_ms)
     cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
+    if request.ask_slot is not None:
+        stores.limits.release_slot(request.user_id, chat_id, request.ask_slot, pool="ASK")
     stores.chats.record(
         chat_id,
         "cancelled",

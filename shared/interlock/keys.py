@@ -59,8 +59,9 @@ def event_sk(seq: int) -> str:
     return f"EVENT#{seq:010d}"
 
 
-def slot_sk(index: int) -> str:
-    return f"SLOT#{index:03d}"
+def slot_sk(index: int, pool: str = "SLOT") -> str:
+    """One slot of a per-user pool: `SLOT` (running turns) or `ASK` (open requests)."""
+    return f"{pool}#{index:03d}"
 
 
 def budget_sk(day: str) -> str:

@@ -34,6 +34,7 @@ def persist_pause(
     turn_seq: int,
     now_ms: int,
     ttl_s: int | None = None,
+    ask_slot: int | None = None,
 ) -> OpenedRequest:
     """Store the paused agent, then open the chat's request pointing at it.
 
@@ -51,6 +52,7 @@ def persist_pause(
         turn_seq=turn_seq,
         now_ms=now_ms,
         ttl_s=ttl_s,
+        ask_slot=ask_slot,
     )
     size = stores.blobs.put_snapshot(chat_id, interrupt_id, snapshot)
     stores.requests.open(request, now_ms)

@@ -68,6 +68,7 @@ class PendingRequest:
     decision: str | None = None
     ended_reason: str | None = None
     route_role: str | None = None
+    ask_slot: int | None = None
     version: int = 1
 
     def is_past_expiry(self, now_ms: int) -> bool:

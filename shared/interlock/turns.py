@@ -7,6 +7,7 @@ Lambda handlers and the local server wrap; they share the settling logic here.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,11 @@ PAUSE_FAILED: Final = (
     "I need a decision from you to go on, but this run could not be saved to wait for "
     "it, so I stopped here. Please ask again."
 )
+TOO_MANY_OPEN: Final = (
+    "I need a decision from you to go on, but you have too many open requests (or opened "
+    "them too quickly). Answer or cancel some, then ask again."
+)
+ASK_POOL: Final = "ASK"
 HISTORY_TURNS: Final = 50
 
 
@@ -166,8 +172,8 @@ def settle(
         audit(rt, caller, chat_id, "model_call_limit", limit=built.limit.max_calls)
     text = str(result).strip() or "(no answer)"
     if result.stop_reason == "interrupt":
-        offer = _offer(rt, caller, chat_id, built, result, turn_seq, claim)
-        if offer is not None:
+        try:
+            offer = _offer(rt, caller, chat_id, built, result, turn_seq, claim)
             return TurnResult(
                 chat_id,
                 "interrupted",
@@ -176,9 +182,12 @@ def settle(
                 usage=usage,
                 decision=decision,
             )
-        text = PAUSE_FAILED
+        except PauseRefused as refused:
+            text = refused.message
     now = rt.clock.now_ms()
     if claim is not None:
+        if claim.ask_slot is not None:
+            rt.stores.limits.release_slot(claim.user_id, chat_id, claim.ask_slot, pool=ASK_POOL)
         answer_key = rt.stores.blobs.put_answer(
             chat_id, claim.interrupt_id, {"text": text, "tool_calls": calls}
         )
@@ -196,6 +205,14 @@ def settle(
     )
 
 
+class PauseRefused(Exception):
+    """The pause cannot be offered; the turn ends with `message` instead of a card."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def _offer(
     rt: Runtime,
     caller: Caller,
@@ -204,10 +221,10 @@ def _offer(
     result: AgentResult,
     turn_seq: int,
     claim: PendingRequest | None,
-) -> Offer | None:
-    """Persist the pause (snapshot first, pointer second); None if it cannot be saved."""
+) -> Offer:
+    """Persist the pause (snapshot first, pointer second), or raise `PauseRefused`."""
     if not result.interrupts:
-        return None
+        raise PauseRefused(PAUSE_FAILED)
     interrupt = result.interrupts[0]
     snapshot = take_snapshot(built.agent, {"chat_id": chat_id, "turn_seq": turn_seq})
     card = {
@@ -216,8 +233,11 @@ def _offer(
         "batch_tools": paused_batch_tools(snapshot),
     }
     now = rt.clock.now_ms()
-    try:
-        if claim is None:
+    if claim is not None:
+        offer = _chain(rt, claim, interrupt.id, card, snapshot, now)
+    else:
+        ask_slot = _admit(rt, caller, chat_id, now)
+        try:
             opened = persist_pause(
                 rt.stores,
                 chat_id=chat_id,
@@ -228,14 +248,14 @@ def _offer(
                 snapshot=snapshot,
                 turn_seq=turn_seq,
                 now_ms=now,
+                ask_slot=ask_slot,
             )
-            offer = Offer(opened.request, opened.secret)
-        else:
-            offer = _chain(rt, claim, interrupt.id, card, snapshot, now)
-    except (errors.TooLarge, errors.StoreError) as exc:
-        logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
-        audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
-        return None
+        except (errors.TooLarge, errors.StoreError) as exc:
+            logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
+            rt.stores.limits.release_slot(caller.user_id, chat_id, ask_slot, pool=ASK_POOL)
+            audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
+            raise PauseRefused(PAUSE_FAILED) from exc
+        offer = Offer(opened.request, opened.secret)
     audit(
         rt,
         caller,
@@ -243,9 +263,36 @@ def _offer(
         "paused",
         interrupt_id=interrupt.id,
         card_id=card.get("card_id"),
+        kind=kind_of(card),
         chained=claim is not None,
     )
     return offer
+
+
+def _admit(rt: Runtime, caller: Caller, chat_id: str, now: int) -> int:
+    """Backpressure: cap a user's open requests and how fast new ones are opened.
+
+    Returns the user's open-request slot this chat's request holds (one per chat, so
+    the chat id is the holder and a chained request keeps it).
+    """
+    config = rt.config
+    try:
+        minute = time.strftime("%Y%m%d%H%M", time.gmtime(now // 1000))
+        rt.stores.limits.spend(
+            caller.user_id, f"asks-{minute}", 1, cap=config.asks_per_minute, ttl=now // 1000 + 120
+        )
+        expires_at, _ = rt.stores.policy.expiry(now)
+        return rt.stores.limits.reserve_slot(
+            caller.user_id,
+            chat_id,
+            cap=config.max_open_requests,
+            hold_ms=expires_at * 1000 - now,
+            now_ms=now,
+            pool=ASK_POOL,
+        )
+    except errors.LimitExceeded as exc:
+        audit(rt, caller, chat_id, "pause_refused", reason=str(exc))
+        raise PauseRefused(TOO_MANY_OPEN) from exc
 
 
 def _chain(
@@ -264,6 +311,7 @@ def _chain(
         user_id=claim.user_id,
         turn_seq=claim.turn_seq,
         now_ms=now,
+        ask_slot=claim.ask_slot,
     )
     rt.stores.blobs.put_snapshot(claim.chat_id, interrupt_id, snapshot)
     rt.stores.requests.chain(claim, successor)

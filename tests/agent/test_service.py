@@ -403,3 +403,50 @@ def test_unattended_questions_use_their_default_or_continue_without(
     assert with_default.outcome == "completed" and "default applies" in (with_default.text or "")
     without = run_turn(runtime, robot, "c-without", "pick regions")
     assert without.outcome == "completed" and "Nobody can answer" in (without.text or "")
+
+
+def test_backpressure_caps_open_requests_per_user_and_frees_them(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock import inbox
+    from interlock.config import assemble
+    from interlock.turns import TOO_MANY_OPEN
+
+    rt = replace(runtime, config=assemble({}, {"max_open_requests": 1}))
+    first = run_turn(rt, alice, "c-a", "download the table")
+    assert first.outcome == "interrupted"
+
+    refused = run_turn(rt, alice, "c-b", "download the table")
+    assert (refused.outcome, refused.text) == ("completed", TOO_MANY_OPEN)
+    assert stores.requests.get("c-b", clock.now_ms()) is None
+    assert "pause_refused" in [e.type for e in stores.chats.events("c-b")]
+
+    inbox.cancel_request(stores, alice, "c-a", clock.now_ms())
+    assert run_turn(rt, alice, "c-c", "download the table").outcome == "interrupted"
+    resume_turn(
+        rt,
+        alice,
+        "c-c",
+        interrupt_id=pointer_of(stores, clock, "c-c").interrupt_id,
+        secret=inbox.open_request(stores, alice, "c-c", clock.now_ms()).secret or "",
+        status="resolved",
+        payload={"decision": "approve"},
+    )
+    assert run_turn(rt, alice, "c-d", "download the table").outcome == "interrupted"
+
+
+def test_backpressure_caps_how_fast_requests_are_opened(
+    runtime: Runtime, alice: Caller, clock: ManualClock
+) -> None:
+    from interlock.config import assemble
+    from interlock.turns import TOO_MANY_OPEN
+
+    rt = replace(runtime, config=assemble({}, {"asks_per_minute": 2}))
+    outcomes = [run_turn(rt, alice, f"c-{n}", "download the table").text for n in range(3)]
+    assert outcomes[:2] == [None, None] and outcomes[2] == TOO_MANY_OPEN
+    clock.advance(seconds=60)
+    assert run_turn(rt, alice, "c-later", "download the table").outcome == "interrupted"
+
+
+def pointer_of(stores: Stores, clock: ManualClock, chat: str) -> Any:
+    return stores.requests.get(chat, clock.now_ms())

@@ -9,10 +9,16 @@ from interlock.errors import LeaseLost, StoreError
 from interlock.heartbeat import Heartbeat
 
 
+def _wait_for(condition: object, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.005)
+
+
 def test_renews_until_stopped() -> None:
-    calls = []
+    calls: list[str] = []
     with Heartbeat(lambda: calls.append(threading.current_thread().name), 0.01) as beat:
-        time.sleep(0.1)
+        _wait_for(lambda: len(calls) >= 3)
     count = len(calls)
     time.sleep(0.05)
 
@@ -40,5 +46,5 @@ def test_a_transient_error_does_not_stop_it() -> None:
             raise outcome
 
     with Heartbeat(renew, 0.01) as beat:
-        time.sleep(0.1)
+        _wait_for(lambda: beat.renewals >= 2)
     assert beat.renewals >= 2 and not beat.lost.is_set()

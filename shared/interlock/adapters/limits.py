@@ -34,7 +34,14 @@ class LimitStore:
         self._table = table_name
 
     def reserve_slot(
-        self, user_id: str, holder: str, *, cap: int, hold_ms: int, now_ms: int
+        self,
+        user_id: str,
+        holder: str,
+        *,
+        cap: int,
+        hold_ms: int,
+        now_ms: int,
+        pool: str = "SLOT",
     ) -> int:
         """Hold one of the user's `cap` slots until released or `hold_ms` passes.
 
@@ -46,26 +53,26 @@ class LimitStore:
         first = int(hashlib.sha256(holder.encode()).hexdigest(), 16) % cap
         for offset in range(cap):
             index = (first + offset) % cap
-            if self._take(user_id, index, holder, now_ms, now_ms + hold_ms):
+            if self._take(user_id, keys.slot_sk(index, pool), holder, now_ms, now_ms + hold_ms):
                 return index
         raise LimitExceeded(f"all {cap} concurrent slots are in use")
 
-    def release_slot(self, user_id: str, holder: str, index: int) -> None:
+    def release_slot(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> None:
         """Give the slot back, if this holder still has it (idempotent)."""
         try:
             with translated("release slot"):
                 self._client.delete_item(
                     TableName=self._table,
-                    Key=_key(user_id, keys.slot_sk(index)),
+                    Key=_key(user_id, keys.slot_sk(index, pool)),
                     **expression(condition="#holder = :holder", values={":holder": holder}),
                 )
         except ConditionFailed:
             return  # lapsed and taken by someone else, or never held
 
-    def _take(self, user_id: str, index: int, holder: str, now_ms: int, until_ms: int) -> bool:
+    def _take(self, user_id: str, sk: str, holder: str, now_ms: int, until_ms: int) -> bool:
         item = {
             "pk": keys.user_pk(user_id),
-            "sk": keys.slot_sk(index),
+            "sk": sk,
             "holder": holder,
             "until_ms": until_ms,
             "ttl": until_ms // 1000 + 86_400,

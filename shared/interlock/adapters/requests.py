@@ -134,6 +134,7 @@ class RequestStore:
         turn_seq: int,
         now_ms: int,
         ttl_s: int | None = None,
+        ask_slot: int | None = None,
     ) -> tuple[PendingRequest, str]:
         """Build a pending pointer and its secret (not yet written; see `open`)."""
         secret = new_secret()
@@ -150,6 +151,7 @@ class RequestStore:
             created_at=now_ms // 1000,
             expires_at=expires_at,
             ttl=ttl,
+            ask_slot=ask_slot,
         )
         return request, secret
 
@@ -469,6 +471,7 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "decision": request.decision,
         "ended_reason": request.ended_reason,
         "route_role": request.route_role,
+        "ask_slot": request.ask_slot,
         "version": request.version,
     }
     if request.state in OPEN_STATES:
@@ -502,6 +505,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             decision=values.get("decision"),
             ended_reason=values.get("ended_reason"),
             route_role=values.get("route_role"),
+            ask_slot=values.get("ask_slot"),
             version=values.get("version", 1),
         )
     except (KeyError, TypeError, ValueError) as exc:
