@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import create_storage
 from interlock.timing import ManualClock, StorePolicy
 from local.emulator import Emulator
+from tests.secret_watch import WATCH, SecretWatch
 
 REGION = "us-east-1"
 
@@ -89,3 +91,60 @@ def server_stores(server_aws: dict[str, Any], policy: StorePolicy) -> Stores:
     return build_stores(
         server_aws["dynamodb"], server_aws["s3"], server_aws["table"], server_aws["bucket"], policy
     )
+
+
+# -- nothing secret reaches a log ------------------------------------------------------------
+#
+# Every resume secret, development token and redacted card value the suite issues is
+# remembered, every log record any logger handles is kept (whatever its handlers or
+# propagation), and at the end of the session none of the values may appear in them.
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_secret_in_logs() -> Iterator[SecretWatch]:
+    import interlock.adapters.requests as pointer_store
+    import interlock.cards as cards
+    import interlock.tokens as tokens
+    from local import devtokens
+
+    originals = (
+        tokens.new_secret,
+        pointer_store.new_secret,
+        devtokens.issue,
+        cards.redact,
+        logging.Logger.handle,
+    )
+
+    def new_secret() -> str:
+        return str(WATCH.issue(originals[0]()))
+
+    def issue(*args: Any, **kwargs: Any) -> str:
+        return str(WATCH.issue(originals[2](*args, **kwargs)))
+
+    def redact(params: Any) -> Any:
+        for key, value in params.items():
+            if cards._SENSITIVE.search(str(key)):
+                WATCH.issue(str(value))
+        return originals[3](params)
+
+    def handle(self: logging.Logger, record: logging.LogRecord) -> None:
+        WATCH.record(record)
+        originals[4](self, record)
+
+    tokens.new_secret = pointer_store.new_secret = new_secret  # type: ignore[assignment]
+    devtokens.issue = issue  # type: ignore[assignment]
+    cards.redact = redact  # type: ignore[assignment]
+    logging.Logger.handle = handle  # type: ignore[method-assign]
+    try:
+        yield WATCH
+    finally:
+        (
+            tokens.new_secret,
+            pointer_store.new_secret,
+            devtokens.issue,
+            cards.redact,
+            logging.Logger.handle,
+        ) = originals  # type: ignore[assignment]
+    leaks = WATCH.leaks()
+    assert not leaks, f"secrets found in logs: {leaks}"
+    assert WATCH.issued, "the watch saw no secret issued: it is not wired"

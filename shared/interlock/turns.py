@@ -19,7 +19,7 @@ from strands.models.model import Model
 from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.answers import kind_of
-from interlock.caller import Caller
+from interlock.caller import Caller as Caller  # re-exported beside run_turn
 from interlock.config import InterlockConfig
 from interlock.context import FetchPort, RequestContext, request_scope
 from interlock.outcomes import Offer, TurnResult, Usage

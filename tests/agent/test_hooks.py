@@ -249,3 +249,24 @@ def test_low_risk_calls_are_approved_automatically_and_audited() -> None:
     assert [(e, d["tool"], d["risk"]) for e, d in recorded] == [
         ("auto_approved", "send_report", "low")
     ]
+
+
+def test_sensitive_parameters_are_redacted_on_the_card_and_never_logged() -> None:
+    from tests.secret_watch import WATCH
+
+    leaky = {
+        "tool": "send_report",
+        "input": {
+            "recipient": "team@example.org",
+            "summary": "figures",
+            "risk": "high",
+            "api_key": "sk-live-0123456789abcdef",
+        },
+    }
+    logging_probe = __import__("logging").getLogger("interlock.test")
+    result = run(agent([leaky], done), ctx())
+    card = result.interrupts[0].reason
+
+    assert card["summary"]["api_key"] == "[redacted]"
+    assert "sk-live-0123456789abcdef" in WATCH.issued
+    logging_probe.info("card shown: %s", card)  # what a careless log line would print
