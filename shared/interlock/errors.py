@@ -35,6 +35,12 @@ class RequestExpired(InterlockError):
     code = "expired"
 
 
+class RequestTimedOut(RequestExpired):
+    """Nobody answered before the request's expiry."""
+
+    code = "timed_out"
+
+
 class RequestCancelled(InterlockError):
     """The request was cancelled by its user before it was answered."""
 

@@ -135,7 +135,9 @@ def unanswerable(
     if status is RequestState.CANCELLED:
         return errors.RequestCancelled(current.ended_reason or "this request was cancelled")
     if status is RequestState.EXPIRED:
-        return errors.RequestExpired(current.ended_reason or "this request has expired")
+        if current.ended_reason is None:  # time ran out, rather than a check ending it
+            return errors.RequestTimedOut("nobody answered this request before it expired")
+        return errors.RequestExpired(current.ended_reason)
     if current.holds_live_claim(now_ms):
         return errors.ResumeInProgress(f"resume in progress by {current.worker}", current)
     return None

@@ -237,7 +237,7 @@ def test_an_expired_request_reports_expired(
 ) -> None:
     paused = pause(runtime, alice)
     clock.advance(seconds=runtime.stores.policy.request_ttl_s)
-    with pytest.raises(errors.RequestExpired):
+    with pytest.raises(errors.RequestTimedOut):
         answer(runtime, alice, paused)
 
 

@@ -266,8 +266,8 @@ def test_an_expired_request_cannot_be_approved(
     # When alice approves it
     reply = alice.post_resume(chat, answer(interrupt, APPROVE, secret_of(interrupt)))
 
-    # Then she is told it expired, and the request reads as expired, with no secret
-    assert reply.error() == (410, "expired")
+    # Then she is told nobody answered in time, and it reads as expired, with no secret
+    assert reply.error() == (410, "timed_out")
     view = alice.get(f"/chats/{chat}/request")
     assert view["state"] == "expired"
     assert "secret" not in view

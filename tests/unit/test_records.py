@@ -49,7 +49,13 @@ def test_live_claim_past_expiry_stays_claimed_until_its_lease_lapses() -> None:
         (request(), "other", "s", errors.UnknownRequest),
         (request(state=RequestState.DONE), "i", "wrong", errors.AlreadyAnswered),
         (request(state=RequestState.CANCELLED), "i", "s", errors.RequestCancelled),
-        (request(expires_at=NOW_MS // 1000), "i", "wrong", errors.RequestExpired),
+        (request(expires_at=NOW_MS // 1000), "i", "wrong", errors.RequestTimedOut),
+        (
+            request(state=RequestState.EXPIRED, ended_reason="chat hidden"),
+            "i",
+            "s",
+            errors.RequestExpired,
+        ),
         (request(), "i", "wrong", errors.SecretRefused),
         (
             request(state=RequestState.CLAIMED, worker="w", lease_expires_at_ms=NOW_MS + 1),
@@ -68,7 +74,7 @@ def test_live_claim_past_expiry_stays_claimed_until_its_lease_lapses() -> None:
 def test_refusal_order(
     record: PendingRequest | None, interrupt_id: str, secret: str, expected: type[Exception]
 ) -> None:
-    assert isinstance(refusal(record, interrupt_id, secret, NOW_MS), expected)
+    assert type(refusal(record, interrupt_id, secret, NOW_MS)) is expected
 
 
 def test_claimable_when_pending_or_lease_lapsed() -> None:

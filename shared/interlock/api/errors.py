@@ -19,6 +19,7 @@ STATUS: Final[dict[str, int]] = {
     "in_progress": 409,
     "pending_interrupt": 409,
     "expired": 410,
+    "timed_out": 410,
     "cancelled": 410,
     "incompatible_snapshot": 410,
     "too_large": 413,
