@@ -2,7 +2,8 @@
 
 Resources and methods are built from `interlock.api.routes.ROUTES`, the table each
 handler registers its routes from, so a deployed route always has a handler and the
-proxy event's `resource` is exactly the route's path.
+proxy event's `resource` is exactly the route's path. The expiry sweeper shares the
+stack and the layer but not the API: a schedule invokes it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from infra.functions import InterlockFunction
 from infra.layer import InterlockLayer
 from infra.settings import Settings
 from infra.storage import StorageRefs
+from infra.sweeper import Sweeper
 from interlock.api.routes import FUNCTIONS, ROUTES, Function, Route
 
 STAGE_NAME: Final = "v1"
@@ -72,13 +74,14 @@ GATEWAY_ERRORS: Final[Mapping[apigw.ResponseType, tuple[str | None, str]]] = {
 
 
 class InterlockApiStack(Stack):
-    """The functions, their layer, the user pool and the REST API.
+    """The functions, their layer, the user pool, the REST API and the sweeper's schedule.
 
     Stateless apart from the user pool (retained): it can be replaced freely while the
     storage stack keeps the data, read through that stack's outputs (`StorageRefs`).
 
     Attributes:
-        functions: Each handler's function construct, by route-table name.
+        functions: Each API handler's function construct, by route-table name.
+        sweeper: The expiry sweeper's function construct and its schedule.
         auth: The user pool and its client.
         api: The REST API.
     """
@@ -115,6 +118,7 @@ class InterlockApiStack(Stack):
             )
             for name in FUNCTIONS
         }
+        self.sweeper = Sweeper(self, "Sweeper", layer=layer, storage=storage, settings=settings)
         self.auth = Auth(self, "Auth")
         self.api = _rest_api(self, settings.allowed_origin)
         _add_routes(self.api, self.functions, self.auth)

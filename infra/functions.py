@@ -1,7 +1,7 @@
 """One Lambda function per handler folder, each with its own role and log group.
 
 The handler code is only `functions/<name>/`; the `interlock` package and every
-dependency come from the shared layer, so the three functions run the same library
+dependency come from the shared layer, so the four functions run the same library
 build and a handler change uploads a few kilobytes.
 """
 
@@ -20,6 +20,8 @@ from constructs import Construct
 from infra.layer import ARCHITECTURE, REPO_ROOT, RUNTIME
 from infra.permissions import (
     ACCESS,
+    FunctionName,
+    config_statements,
     data_statements,
     model_statements,
     runtime_statements,
@@ -27,7 +29,7 @@ from infra.permissions import (
 )
 from infra.settings import Settings
 from infra.storage import StorageRefs
-from interlock.api.routes import Function
+from interlock.api.routes import FUNCTIONS
 
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 HANDLER: Final = "handler.lambda_handler"
@@ -46,13 +48,15 @@ class Sizing:
     memory_mb: int
 
 
-SIZING: Final[Mapping[Function, Sizing]] = {
+SIZING: Final[Mapping[FunctionName, Sizing]] = {
     # An agent turn: several model calls and tool runs. The memory buys CPU for importing
     # Strands and (de)serializing snapshots, not for holding data.
     "run": Sizing(Duration.minutes(5), 1024),
     "resume": Sizing(Duration.minutes(5), 1024),
     # A few DynamoDB calls and at most one small S3 read.
     "requests": Sizing(Duration.seconds(10), 256),
+    # Resumes each overdue run it settles, one after another, as resume does one.
+    "sweeper": Sizing(Duration.minutes(5), 1024),
 }
 
 
@@ -70,7 +74,7 @@ class InterlockFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        name: Function,
+        name: FunctionName,
         layer: lambda_.ILayerVersion,
         storage: StorageRefs,
         settings: Settings,
@@ -92,6 +96,7 @@ class InterlockFunction(Construct):
         statements = [
             *data_statements(access, storage),
             *(model_statements(Stack.of(self), settings.model) if access.invokes_model else []),
+            *config_statements(Stack.of(self), settings.agent_config_parameter),
             *runtime_statements(self.log_group),
         ]
         self.role = iam.Role(
@@ -135,22 +140,28 @@ class InterlockFunction(Construct):
         )
 
 
-def environment(name: Function, storage: StorageRefs, settings: Settings) -> dict[str, str]:
+def environment(name: FunctionName, storage: StorageRefs, settings: Settings) -> dict[str, str]:
     """The variables the handler and `interlock.api.wiring` read."""
     variables = {
         "INTERLOCK_TABLE": storage.table_name,
         "INTERLOCK_BUCKET": storage.bucket_name,
-        # Every function builds its stores with this policy (the requests function also
-        # judges expiry and leases), so all three must agree on it.
+        # Every function builds its stores with this policy (the requests function and
+        # the sweeper also judge expiry and leases), so all of them must agree on it.
         "INTERLOCK_REQUEST_TTL_S": str(settings.request_ttl_s),
         "INTERLOCK_LEASE_MS": str(settings.lease_ms),
-        # For the CORS headers of the handler's own responses: API Gateway adds them only
-        # to preflight and gateway-generated responses, not to Lambda proxy responses.
-        "INTERLOCK_ALLOWED_ORIGIN": settings.allowed_origin,
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
+    if name in FUNCTIONS:
+        # For the CORS headers of the handler's own responses: API Gateway adds them only
+        # to preflight and gateway-generated responses, not to Lambda proxy responses.
+        # The sweeper answers no browser.
+        variables["INTERLOCK_ALLOWED_ORIGIN"] = settings.allowed_origin
     if ACCESS[name].invokes_model:
         variables["INTERLOCK_MODEL"] = settings.model.spec
+    if settings.agent_config_parameter is not None:
+        # Every function assembles its configuration at start-up, the per-agent document
+        # included (`interlock.api.wiring.config`).
+        variables["INTERLOCK_AGENT_CONFIG_PARAM"] = settings.agent_config_parameter
     return variables

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
@@ -18,14 +18,21 @@ from aws_cdk import aws_logs as logs
 
 from infra.settings import ModelChoice
 from infra.storage import StorageRefs
-from interlock.adapters.schema import ANSWER_PREFIX, SNAPSHOT_PREFIX
+from interlock.adapters.schema import ANSWER_PREFIX, EXPIRY_INDEX, SNAPSHOT_PREFIX
 from interlock.api.routes import Function
+
+# The API's functions come from the route table; the sweeper runs on a schedule instead.
+FunctionName = Function | Literal["sweeper"]
 
 # Converse and ConverseStream, which the Strands Bedrock model calls, are authorized as
 # these two actions.
 MODEL_ACTIONS: Final = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 LOG_ACTIONS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")
 TRACE_ACTIONS: Final = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
+# `interlock.api.wiring.config` reads the per-agent document with GetParameter, without
+# decryption: the document is not secret, so it is a String parameter and no KMS key is
+# involved.
+CONFIG_ACTIONS: Final = ("ssm:GetParameter",)
 # Prefixes of Bedrock's system-defined cross-region inference profiles. Such a profile
 # routes each call to the model in one of several regions, chosen by Bedrock.
 PROFILE_GEOGRAPHIES: Final = frozenset({"us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"})
@@ -36,19 +43,26 @@ class Access:
     """The data-plane calls one function makes.
 
     Attributes:
-        table_actions: DynamoDB actions on the table itself; no function reads an index.
+        table_actions: DynamoDB actions on the table itself (not on its indexes).
+        expiry_index_actions: DynamoDB actions on the sparse expiry index alone.
         reads: S3 key prefixes the function gets objects from.
         writes: S3 key prefixes the function puts objects under.
+        lists: S3 key prefixes whose objects may be missing by design (aged out by the
+            lifecycle rules). S3 answers a GET for a missing key with 404 NoSuchKey, which
+            the blob store reads as "gone", only to a caller that may list the key;
+            to anyone else it answers 403, which reads as a store failure.
         invokes_model: Whether the function runs the agent, and so calls Bedrock.
     """
 
     table_actions: tuple[str, ...]
+    expiry_index_actions: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    lists: tuple[str, ...] = ()
     invokes_model: bool = False
 
 
-ACCESS: Final[Mapping[Function, Access]] = {
+ACCESS: Final[Mapping[FunctionName, Access]] = {
     # Starts turns: reads the chat and approvals, writes turns, audit events and the
     # pointer, holds a concurrency slot for the turn (deleted when it ends,
     # `LimitStore.release_slot`), and saves the paused agent's snapshot. Writes no approval
@@ -78,6 +92,8 @@ ACCESS: Final[Mapping[Function, Access]] = {
         ),
         reads=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
         writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
+        # A resume of an answered request replays its stored answer, which may have aged out.
+        lists=(ANSWER_PREFIX,),
         invokes_model=True,
     ),
     # Reads and cancels open requests (rotating the card secret is an update), lists and
@@ -92,6 +108,29 @@ ACCESS: Final[Mapping[Function, Access]] = {
             "dynamodb:Query",
         ),
         reads=(ANSWER_PREFIX,),
+        lists=(ANSWER_PREFIX,),
+    ),
+    # Settles overdue requests: finds them through the expiry index, reads the pointer and
+    # reroutes or claims it (updates), audits (a counter update and a put), then continues
+    # the paused run as resume does (`continue_claimed`): a timed-out download card
+    # withdraws its approval rows (a query, then conditional deletes), the snapshot is
+    # loaded, approvals are read for the tools (a query), and the run either pauses again
+    # (a snapshot, then the chained pointer, a put) or ends (the user's open-request slot
+    # freed, a delete; the answer object; the finish update; the assistant turn). A
+    # timeout never approves, so no approval rows are granted (no batch writes); it takes
+    # no turn slot or budget and never replays an answer (no answer reads).
+    "sweeper": Access(
+        table_actions=(
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+        ),
+        expiry_index_actions=("dynamodb:Query",),
+        reads=(SNAPSHOT_PREFIX,),
+        writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
+        invokes_model=True,
     ),
 }
 
@@ -103,6 +142,14 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
             sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
         )
     ]
+    if access.expiry_index_actions:
+        statements.append(
+            iam.PolicyStatement(
+                sid="ExpiryIndex",
+                actions=list(access.expiry_index_actions),
+                resources=[storage.index(EXPIRY_INDEX)],
+            )
+        )
     for sid, action, prefixes in (
         ("ReadPayloads", "s3:GetObject", access.reads),
         ("WritePayloads", "s3:PutObject", access.writes),
@@ -110,7 +157,39 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
         if prefixes:
             resources = [storage.objects(prefix) for prefix in prefixes]
             statements.append(iam.PolicyStatement(sid=sid, actions=[action], resources=resources))
+    if access.lists:
+        statements.append(_list_statement(access.lists, storage))
     return statements
+
+
+def _list_statement(prefixes: Sequence[str], storage: StorageRefs) -> iam.PolicyStatement:
+    # S3 decides between 404 and 403 for a missing object by evaluating ListBucket with
+    # the requested key as `s3:prefix`, so the condition admits exactly those GETs (and
+    # listings under the same prefixes), never a listing of the whole bucket.
+    return iam.PolicyStatement(
+        sid="ListPayloads",
+        actions=["s3:ListBucket"],
+        resources=[storage.bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}},
+    )
+
+
+def config_statements(stack: Stack, parameter: str | None) -> list[iam.PolicyStatement]:
+    """Reading the per-agent configuration parameter, and nothing when none is named.
+
+    The parameter belongs to the operators, not to this app: they create it, and they may
+    edit the document without a deployment (a new execution environment reads it).
+    """
+    if parameter is None:
+        return []
+    arn = stack.format_arn(
+        service="ssm",
+        resource="parameter",
+        # A hierarchical name's leading "/" is the separator after `parameter` in the ARN.
+        resource_name=parameter.removeprefix("/"),
+        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+    )
+    return [iam.PolicyStatement(sid="AgentConfig", actions=list(CONFIG_ACTIONS), resources=[arn])]
 
 
 def model_statements(stack: Stack, model: ModelChoice) -> list[iam.PolicyStatement]:

@@ -21,6 +21,8 @@ MODEL_KEY: Final = "interlock:model"
 REQUEST_TTL_KEY: Final = "interlock:requestTtlSeconds"
 LEASE_KEY: Final = "interlock:leaseMs"
 ALLOWED_ORIGIN_KEY: Final = "interlock:allowedOrigin"
+SWEEP_EVERY_KEY: Final = "interlock:sweepEveryMinutes"
+AGENT_CONFIG_KEY: Final = "interlock:agentConfigParameter"
 
 DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 DEFAULT_MODEL: Final = f"bedrock:{DEFAULT_MODEL_ID}"
@@ -36,10 +38,17 @@ MAX_REQUEST_TTL_S: Final = (
 # Any origin: the API authenticates with a bearer token in the Authorization header, never
 # with cookies, so a foreign page gains nothing a direct HTTP client would not have.
 DEFAULT_ALLOWED_ORIGIN: Final = "*"
+# An overdue request waits up to one interval for its timeout policy to settle it: the
+# agent's turn ends, or the card moves to another role's queue, at most this late.
+DEFAULT_SWEEP_EVERY_MINUTES: Final = 1
+MAX_SWEEP_EVERY_MINUTES: Final = 60
 
 # A Bedrock model or system-defined inference profile id, as `interlock.runtime.agent`
 # passes it to Bedrock: ids only, so the roles can be scoped to exactly one model.
 _MODEL_ID = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
+# An SSM parameter name in this account and region: a plain name, or a hierarchy that
+# starts with "/". Names only (no ARN, no wildcard), so each role reads exactly one.
+_PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.-]+|(/[A-Za-z0-9_.-]+)+")
 
 
 @dataclass(frozen=True)
@@ -86,12 +95,17 @@ class Settings:
         request_ttl_s: How long an open request waits for its answer.
         lease_ms: How long a claim on a request lasts without a heartbeat.
         allowed_origin: The browser origin allowed to call the API (CORS).
+        sweep_every_minutes: How often the sweeper looks for overdue requests.
+        agent_config_parameter: The SSM parameter holding the per-agent configuration
+            document, or None to run on the defaults and the environment alone.
     """
 
     model: ModelChoice
     request_ttl_s: int
     lease_ms: int
     allowed_origin: str
+    sweep_every_minutes: int
+    agent_config_parameter: str | None
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -107,6 +121,10 @@ class Settings:
             ),
             lease_ms=_positive(node, LEASE_KEY, DEFAULT_LEASE_MS),
             allowed_origin=_origin(node.try_get_context(ALLOWED_ORIGIN_KEY)),
+            sweep_every_minutes=_positive(
+                node, SWEEP_EVERY_KEY, DEFAULT_SWEEP_EVERY_MINUTES, MAX_SWEEP_EVERY_MINUTES
+            ),
+            agent_config_parameter=_parameter(node.try_get_context(AGENT_CONFIG_KEY)),
         )
 
 
@@ -132,3 +150,15 @@ def _origin(raw: object) -> str:
     if origin != "*" and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d+)?", origin):
         raise ValueError(f"{ALLOWED_ORIGIN_KEY} must be '*' or scheme://host[:port], not {raw!r}")
     return origin
+
+
+def _parameter(raw: object) -> str | None:
+    # `-c interlock:agentConfigParameter=` (empty) reads as unset, like leaving it out.
+    if raw is None or raw == "":
+        return None
+    name = str(raw)
+    if not _PARAMETER_NAME.fullmatch(name):
+        raise ValueError(
+            f"{AGENT_CONFIG_KEY} must be an SSM parameter name (name or /path/name), not {raw!r}"
+        )
+    return name

@@ -91,6 +91,10 @@ class StorageRefs:
         """The ARN pattern of every object under `prefix` in the bucket."""
         return f"{self.bucket_arn}/{prefix}*"
 
+    def index(self, name: str) -> str:
+        """The ARN of the table's global secondary index `name`."""
+        return f"{self.table_arn}/index/{name}"
+
 
 class StorageStack(Stack):
     """A stack holding only `Storage`, so stateless stacks can be replaced freely.

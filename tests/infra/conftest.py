@@ -1,4 +1,6 @@
-"""One synthesis of the whole app per test session, with the context `cdk.json` gives it."""
+"""Two syntheses of the whole app per test session: with the context `cdk.json` gives it,
+and once more with the optional settings a deployment may add on top.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +18,14 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.wiring import Stacks, build
+from tests.infra.support import AGENT_CONFIG_PARAMETER
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# What the default app leaves unset or at its default.
+CONFIGURED_CONTEXT = {
+    "interlock:agentConfigParameter": AGENT_CONFIG_PARAMETER,
+    "interlock:sweepEveryMinutes": "5",
+}
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +75,21 @@ def storage_template(stacks: Stacks) -> Template:
 def api_template(stacks: Stacks) -> Template:
     """The API stack's CloudFormation template."""
     return Template.from_stack(stacks.api)
+
+
+@pytest.fixture(scope="session")
+def configured_stacks(
+    cdk_context: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> Stacks:
+    """The app built with `CONFIGURED_CONTEXT` as well, synthesized once (checks included)."""
+    outdir = tmp_path_factory.mktemp("configured.cdk.out")
+    app = App(context={**cdk_context, **CONFIGURED_CONTEXT}, outdir=str(outdir))
+    stacks = build(app)
+    app.synth()
+    return stacks
+
+
+@pytest.fixture(scope="session")
+def configured_api_template(configured_stacks: Stacks) -> Template:
+    """The configured app's API stack template."""
+    return Template.from_stack(configured_stacks.api)

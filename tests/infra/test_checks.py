@@ -31,9 +31,11 @@ EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockApi/Run/Role": {_SNAPSHOTS, _MODEL_REGIONS, _TRACING},
     "InterlockApi/Resume/Role": {_SNAPSHOTS, _ANSWERS, _MODEL_REGIONS, _TRACING},
     "InterlockApi/Requests/Role": {_ANSWERS, _TRACING},
+    "InterlockApi/Sweeper/Role": {_SNAPSHOTS, _ANSWERS, _MODEL_REGIONS, _TRACING},
     "InterlockApi/Run/Function": {"AwsSolutions-L1"},
     "InterlockApi/Resume/Function": {"AwsSolutions-L1"},
     "InterlockApi/Requests/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Sweeper/Function": {"AwsSolutions-L1"},
     "InterlockApi/Auth/Users": {"AwsSolutions-COG8"},
     "InterlockApi/Api/DeploymentStage.v1": {"AwsSolutions-APIG3", "AwsSolutions-APIG6"},
 }

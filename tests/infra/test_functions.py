@@ -1,4 +1,4 @@
-"""The three functions: one minimal role each, the layer, sizes that fit their work."""
+"""The four functions: one minimal role each, the layer, sizes that fit their work."""
 
 from __future__ import annotations
 
@@ -10,11 +10,22 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
 from infra.functions import environment
-from infra.permissions import model_statements, wildcard_findings
+from infra.permissions import FunctionName, config_statements, model_statements, wildcard_findings
 from infra.settings import ModelChoice, Settings
 from infra.storage import StorageRefs
 from infra.wiring import Stacks
-from interlock.api.routes import FUNCTIONS
+from tests.infra.support import (
+    AGENT_CONFIG_PARAMETER,
+    ALL_FUNCTIONS,
+    BUCKET_ARN,
+    TABLE_ARN,
+    actions,
+    by_sid,
+    function_construct,
+    listed,
+    resource,
+    statements,
+)
 
 EXPECTED_ACTIONS = {
     "run": [
@@ -43,6 +54,7 @@ EXPECTED_ACTIONS = {
         "logs:CreateLogStream",
         "logs:PutLogEvents",
         "s3:GetObject",
+        "s3:ListBucket",
         "s3:PutObject",
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
@@ -56,55 +68,47 @@ EXPECTED_ACTIONS = {
         "logs:CreateLogStream",
         "logs:PutLogEvents",
         "s3:GetObject",
+        "s3:ListBucket",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+    ],
+    # No BatchWriteItem: a timeout is never an approval, so the sweeper grants no rows
+    "sweeper": [
+        "bedrock:InvokeModel",
+        "bedrock:InvokeModelWithResponseStream",
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "s3:GetObject",
+        "s3:PutObject",
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
 }
-_OUTPUT = {"Fn::GetStackOutput": {"StackName": "InterlockStorage", "OutputName": "BucketArn"}}
-TABLE_ARN = {"Fn::GetStackOutput": {"StackName": "InterlockStorage", "OutputName": "TableArn"}}
 
 
 def _objects(prefix: str) -> dict[str, Any]:
-    return {"Fn::Join": ["", [_OUTPUT, f"/{prefix}*"]]}
+    return {"Fn::Join": ["", [BUCKET_ARN, f"/{prefix}*"]]}
 
 
-def _resource(stacks: Stacks, template: Template, construct: Any) -> dict[str, Any]:
-    logical_id = stacks.api.get_logical_id(construct.node.default_child)
-    resource: dict[str, Any] = template.to_json()["Resources"][logical_id]
-    return resource
-
-
-def _statements(stacks: Stacks, template: Template, name: str) -> list[dict[str, Any]]:
-    role = _resource(stacks, template, stacks.api.functions[name].role)
-    (policy,) = role["Properties"]["Policies"]
-    statements: list[dict[str, Any]] = policy["PolicyDocument"]["Statement"]
-    return statements
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _by_sid(statements: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {statement["Sid"]: statement for statement in statements}
-
-
-@pytest.mark.parametrize("name", FUNCTIONS)
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
 def test_each_role_allows_exactly_its_actions(
-    stacks: Stacks, api_template: Template, name: str
+    stacks: Stacks, api_template: Template, name: FunctionName
 ) -> None:
-    statements = _statements(stacks, api_template, name)
-    actions = sorted({a for s in statements for a in _listed(s["Action"])})
-    assert actions == EXPECTED_ACTIONS[name]
-    assert all(statement["Effect"] == "Allow" for statement in statements)
+    found = statements(stacks, api_template, name)
+    assert actions(found) == EXPECTED_ACTIONS[name]
+    assert all(statement["Effect"] == "Allow" for statement in found)
 
 
 def test_requests_calls_no_model_and_writes_no_object(
     stacks: Stacks, api_template: Template
 ) -> None:
-    statements = _statements(stacks, api_template, "requests")
-    actions = {a for s in statements for a in _listed(s["Action"])}
-    assert not {a for a in actions if a.startswith("bedrock:") or a.startswith("s3:Put")}
+    allowed = actions(statements(stacks, api_template, "requests"))
+    assert not {a for a in allowed if a.startswith("bedrock:") or a.startswith("s3:Put")}
 
 
 @pytest.mark.parametrize(
@@ -113,62 +117,88 @@ def test_requests_calls_no_model_and_writes_no_object(
         ("run", None, ["snapshots/"]),
         ("resume", ["snapshots/", "answers/"], ["snapshots/", "answers/"]),
         ("requests", ["answers/"], None),
+        ("sweeper", ["snapshots/"], ["snapshots/", "answers/"]),
     ],
 )
 def test_object_access_is_limited_to_prefixes(
     stacks: Stacks,
     api_template: Template,
-    name: str,
+    name: FunctionName,
     reads: list[str] | None,
     writes: list[str] | None,
 ) -> None:
-    statements = _by_sid(_statements(stacks, api_template, name))
+    found = by_sid(statements(stacks, api_template, name))
     for sid, prefixes in (("ReadPayloads", reads), ("WritePayloads", writes)):
         if prefixes is None:
-            assert sid not in statements
+            assert sid not in found
         else:
-            resources = _listed(statements[sid]["Resource"])
+            resources = listed(found[sid]["Resource"])
             assert sorted(map(str, resources)) == sorted(str(_objects(p)) for p in prefixes)
 
 
-@pytest.mark.parametrize("name", FUNCTIONS)
-def test_table_access_is_the_table_only(stacks: Stacks, api_template: Template, name: str) -> None:
-    # No index ARN: the functions never query the expiry index (the sweeper will)
-    table = _by_sid(_statements(stacks, api_template, name))["Table"]
-    assert table["Resource"] == TABLE_ARN
-
-
-@pytest.mark.parametrize("name", ["run", "resume"])
-def test_model_access_is_one_profile_and_its_model(
-    stacks: Stacks, api_template: Template, name: str
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
+def test_only_answer_readers_may_list_and_only_answer_keys(
+    stacks: Stacks, api_template: Template, name: FunctionName
 ) -> None:
-    statements = _by_sid(_statements(stacks, api_template, name))
-    profile = statements["InvokeProfile"]["Resource"]
+    # Given that S3 answers a GET for a missing key with 404 only to a caller that may list
+    # it, and that an answer replayed after its lifecycle expiry is missing by design
+    found = by_sid(statements(stacks, api_template, name))
+    if name not in ("resume", "requests"):
+        assert "ListPayloads" not in found
+        return
+
+    # Then a function that reads answers may list the bucket under answers/ and no wider
+    listing = found["ListPayloads"]
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Resource"] == BUCKET_ARN
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["answers/*"]}}
+
+
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
+def test_table_access_is_the_table_and_only_the_sweeper_reads_the_index(
+    stacks: Stacks, api_template: Template, name: FunctionName
+) -> None:
+    found = by_sid(statements(stacks, api_template, name))
+    assert found["Table"]["Resource"] == TABLE_ARN
+    if name == "sweeper":
+        index = found["ExpiryIndex"]
+        assert index["Action"] == "dynamodb:Query"
+        assert index["Resource"] == {"Fn::Join": ["", [TABLE_ARN, "/index/by_expiry"]]}
+    else:
+        assert "ExpiryIndex" not in found
+
+
+@pytest.mark.parametrize("name", ["run", "resume", "sweeper"])
+def test_model_access_is_one_profile_and_its_model(
+    stacks: Stacks, api_template: Template, name: FunctionName
+) -> None:
+    found = by_sid(statements(stacks, api_template, name))
+    profile = found["InvokeProfile"]["Resource"]
     assert profile["Fn::Join"][1][-1] == (
         ":inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0"
     )
-    routed = statements["InvokeModelThroughProfile"]
+    routed = found["InvokeModelThroughProfile"]
     assert routed["Resource"]["Fn::Join"][1][-1] == (
         ":bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0"
     )
     assert routed["Condition"] == {"StringEquals": {"bedrock:InferenceProfileArn": profile}}
 
 
-@pytest.mark.parametrize("name", FUNCTIONS)
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
 def test_logs_go_to_the_functions_own_group(
-    stacks: Stacks, api_template: Template, name: str
+    stacks: Stacks, api_template: Template, name: FunctionName
 ) -> None:
-    construct = stacks.api.functions[name]
+    construct = function_construct(stacks, name)
     group = stacks.api.get_logical_id(construct.log_group.node.default_child)
-    logs = _by_sid(_statements(stacks, api_template, name))["Logs"]
+    logs = by_sid(statements(stacks, api_template, name))["Logs"]
     assert logs["Resource"] == {"Fn::GetAtt": [group, "Arn"]}
-    function = _resource(stacks, api_template, construct.function)["Properties"]
+    function = resource(stacks, api_template, construct.function)["Properties"]
     assert function["LoggingConfig"] == {"LogGroup": {"Ref": group}}
     assert api_template.to_json()["Resources"][group]["Properties"]["RetentionInDays"] == 30
 
 
 def test_roles_are_separate_and_hold_no_other_policy(api_template: Template) -> None:
-    api_template.resource_count_is("AWS::IAM::Role", 3)
+    api_template.resource_count_is("AWS::IAM::Role", len(ALL_FUNCTIONS))
     api_template.resource_count_is("AWS::IAM::Policy", 0)
     api_template.resource_count_is("AWS::IAM::ManagedPolicy", 0)
     for role in api_template.find_resources("AWS::IAM::Role").values():
@@ -177,12 +207,13 @@ def test_roles_are_separate_and_hold_no_other_policy(api_template: Template) -> 
 
 @pytest.mark.parametrize(
     ("name", "timeout", "memory"),
-    [("run", 300, 1024), ("resume", 300, 1024), ("requests", 10, 256)],
+    [("run", 300, 1024), ("resume", 300, 1024), ("requests", 10, 256), ("sweeper", 300, 1024)],
 )
 def test_function_runtime_size_and_tracing(
-    stacks: Stacks, api_template: Template, name: str, timeout: int, memory: int
+    stacks: Stacks, api_template: Template, name: FunctionName, timeout: int, memory: int
 ) -> None:
-    properties = _resource(stacks, api_template, stacks.api.functions[name].function)["Properties"]
+    construct = function_construct(stacks, name)
+    properties = resource(stacks, api_template, construct.function)["Properties"]
     (layer,) = api_template.find_resources("AWS::Lambda::LayerVersion")
     assert properties["Runtime"] == "python3.12"
     assert properties["Architectures"] == ["x86_64"]
@@ -192,24 +223,27 @@ def test_function_runtime_size_and_tracing(
     assert (properties["Timeout"], properties["MemorySize"]) == (timeout, memory)
 
 
-@pytest.mark.parametrize("name", FUNCTIONS)
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
 def test_environment_names_storage_and_powertools(
-    stacks: Stacks, api_template: Template, name: str
+    stacks: Stacks, api_template: Template, name: FunctionName
 ) -> None:
-    properties = _resource(stacks, api_template, stacks.api.functions[name].function)["Properties"]
+    construct = function_construct(stacks, name)
+    properties = resource(stacks, api_template, construct.function)["Properties"]
     output = {"StackName": "InterlockStorage"}
     expected = {
         "INTERLOCK_TABLE": {"Fn::GetStackOutput": {**output, "OutputName": "TableName"}},
         "INTERLOCK_BUCKET": {"Fn::GetStackOutput": {**output, "OutputName": "BucketName"}},
         "INTERLOCK_REQUEST_TTL_S": "86400",
         "INTERLOCK_LEASE_MS": "30000",
-        "INTERLOCK_ALLOWED_ORIGIN": "*",
         "POWERTOOLS_SERVICE_NAME": "interlock",
         "POWERTOOLS_METRICS_NAMESPACE": "Interlock",
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
+    if name != "sweeper":
+        expected["INTERLOCK_ALLOWED_ORIGIN"] = "*"
     if name != "requests":
         expected["INTERLOCK_MODEL"] = "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
+    # No per-agent configuration parameter was named, so none is read
     assert properties["Environment"]["Variables"] == expected
 
 
@@ -221,26 +255,95 @@ def test_environment_carries_the_configured_settings() -> None:
             "interlock:requestTtlSeconds": "3600",
             "interlock:leaseMs": 45000,
             "interlock:allowedOrigin": "https://cards.example.com/",
+            "interlock:agentConfigParameter": "support-agent",
         }
     )
     settings = Settings.from_context(app.node)
     storage = StorageRefs("table", "table-arn", "bucket", "bucket-arn")
 
-    # Then every function shares the store policy and origin; only agents get the model
-    run, requests = (environment(name, storage, settings) for name in ("run", "requests"))
-    assert run["INTERLOCK_MODEL"] == "bedrock:eu.amazon.nova-pro-v1:0"
+    # Then every function shares the store policy and the agent's document; only the API's
+    # functions get the origin, and only agents the model
+    run, requests, sweeper = (
+        environment(name, storage, settings) for name in ("run", "requests", "sweeper")
+    )
+    assert run["INTERLOCK_MODEL"] == sweeper["INTERLOCK_MODEL"] == "bedrock:eu.amazon.nova-pro-v1:0"
     assert "INTERLOCK_MODEL" not in requests
-    for variables in (run, requests):
+    assert "INTERLOCK_ALLOWED_ORIGIN" not in sweeper
+    for variables in (run, requests, sweeper):
         assert variables["INTERLOCK_REQUEST_TTL_S"] == "3600"
         assert variables["INTERLOCK_LEASE_MS"] == "45000"
+        assert variables["INTERLOCK_AGENT_CONFIG_PARAM"] == "support-agent"
+    for variables in (run, requests):
         assert variables["INTERLOCK_ALLOWED_ORIGIN"] == "https://cards.example.com"
+
+
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
+def test_no_function_reads_parameters_unless_one_is_named(
+    stacks: Stacks, api_template: Template, name: FunctionName
+) -> None:
+    assert not [a for a in actions(statements(stacks, api_template, name)) if a.startswith("ssm:")]
+
+
+@pytest.mark.parametrize("name", ALL_FUNCTIONS)
+def test_a_named_agent_config_parameter_is_read_by_every_function_and_no_other(
+    configured_stacks: Stacks, configured_api_template: Template, name: FunctionName
+) -> None:
+    # Given an app synthesized with `interlock:agentConfigParameter` set
+    found = statements(configured_stacks, configured_api_template, name)
+    construct = function_construct(configured_stacks, name)
+    properties = resource(configured_stacks, configured_api_template, construct.function)
+
+    # Then the function is told the name and may get exactly that one parameter
+    variables = properties["Properties"]["Environment"]["Variables"]
+    assert variables["INTERLOCK_AGENT_CONFIG_PARAM"] == AGENT_CONFIG_PARAMETER
+    reads = [s for s in found if any(a.startswith("ssm:") for a in listed(s["Action"]))]
+    assert reads == [
+        {
+            "Sid": "AgentConfig",
+            "Effect": "Allow",
+            "Action": "ssm:GetParameter",
+            "Resource": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":ssm:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        f":parameter{AGENT_CONFIG_PARAMETER}",
+                    ],
+                ]
+            },
+        }
+    ]
+    # And nothing else about the role changed
+    assert sorted({*EXPECTED_ACTIONS[name], "ssm:GetParameter"}) == actions(found)
+
+
+def test_the_parameter_is_the_operators_not_the_stacks(configured_api_template: Template) -> None:
+    configured_api_template.resource_count_is("AWS::SSM::Parameter", 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "arn_suffix"),
+    [("support-agent", ":parameter/support-agent"), ("/a/b.c", ":parameter/a/b.c")],
+)
+def test_parameter_arns_have_one_slash_for_plain_and_hierarchical_names(
+    name: str, arn_suffix: str
+) -> None:
+    stack = Stack(App(), "Probe")
+    (statement,) = config_statements(stack, name)
+    (arn,) = stack.resolve(statement.resources)
+    assert arn["Fn::Join"][1][-1] == arn_suffix
 
 
 def test_a_foundation_model_is_granted_in_the_stack_region_only() -> None:
     stack = Stack(App(), "Probe")
     (statement,) = model_statements(stack, ModelChoice.parse("bedrock:amazon.nova-pro-v1:0"))
-    (resource,) = stack.resolve(statement.resources)
-    assert resource["Fn::Join"][1] == [
+    (arn,) = stack.resolve(statement.resources)
+    assert arn["Fn::Join"][1] == [
         "arn:",
         {"Ref": "AWS::Partition"},
         ":bedrock:",
@@ -287,6 +390,13 @@ def test_model_specs_normalize(spec: str, expected: str | None) -> None:
         # Longer than a snapshot lives: the store would cut it short without a word
         {"interlock:requestTtlSeconds": 8 * 86_400},
         {"interlock:allowedOrigin": "cards.example.com"},
+        {"interlock:sweepEveryMinutes": "0"},
+        # A timed-out card would sit open for hours past its deadline
+        {"interlock:sweepEveryMinutes": 61},
+        # Names only: a role is scoped to one parameter of this account and region
+        {"interlock:agentConfigParameter": "arn:aws:ssm:us-east-1:1:parameter/agent"},
+        {"interlock:agentConfigParameter": "/interlock/*"},
+        {"interlock:agentConfigParameter": "interlock/agent"},
     ],
 )
 def test_unusable_settings_fail_the_synth(context: dict[str, Any]) -> None:

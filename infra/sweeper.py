@@ -1,0 +1,62 @@
+"""The expiry sweeper: the `sweeper` handler, run on a schedule rather than behind the API.
+
+Requests nobody answered in time are found through the table's sparse expiry index and
+settled by their kind's timeout policy (`interlock.sweeper`). Overlapping sweeps are safe
+by design: each request is settled under the same single-write claim as a person's
+answer, so one of them wins and the other skips it. The function therefore has no
+reserved concurrency: a slow sweep never holds up the next one.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.functions import InterlockFunction
+from infra.settings import Settings
+from infra.storage import StorageRefs
+
+
+class Sweeper(InterlockFunction):
+    """The sweeper function, with its own role and logs, and the rule that invokes it.
+
+    Attributes:
+        schedule: The EventBridge rule invoking the function every
+            `Settings.sweep_every_minutes`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        layer: lambda_.ILayerVersion,
+        storage: StorageRefs,
+        settings: Settings,
+    ) -> None:
+        """Create the function and its schedule.
+
+        Args:
+            scope: The parent construct.
+            construct_id: The construct id.
+            layer: The layer carrying `interlock` and its dependencies.
+            storage: The table and bucket.
+            settings: The deployment's settings, the sweep interval included.
+        """
+        super().__init__(
+            scope, construct_id, name="sweeper", layer=layer, storage=storage, settings=settings
+        )
+        every = Duration.minutes(settings.sweep_every_minutes)
+        # Neither Lambda nor EventBridge retries a sweep: the next scheduled one finds the
+        # same overdue requests, and a retry would only overlap it.
+        self.function.configure_async_invoke(retry_attempts=0, max_event_age=every)
+        self.schedule = events.Rule(
+            self,
+            "Schedule",
+            description="Settles the Interlock requests nobody answered in time.",
+            schedule=events.Schedule.rate(every),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
+        )
