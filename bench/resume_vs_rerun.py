@@ -20,10 +20,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
-import boto3  # noqa: E402
-
-from interlock.adapters.factory import Stores, build_stores  # noqa: E402
-from interlock.adapters.schema import create_storage  # noqa: E402
+from interlock.adapters.factory import Stores  # noqa: E402
 from interlock.outcomes import TurnResult  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_turn  # noqa: E402
@@ -31,6 +28,7 @@ from interlock.runtime.model import Block, Scenario, ScriptedModel  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
+from local.storage import local_storage  # noqa: E402
 
 KNOWN = "https://docs.example.org/method.txt"
 NEEDED = "https://data.example.org/reference/table.csv"
@@ -160,14 +158,8 @@ def _transport(url: str) -> str:
 def main() -> None:
     server = Emulator().start()
     try:
-        session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench"
-        )
-        dynamodb = session.client("dynamodb", endpoint_url=server.endpoint)
-        s3 = session.client("s3", endpoint_url=server.endpoint)
-        create_storage(dynamodb, s3, "bench", "bench-data")
-        stores = build_stores(dynamodb, s3, "bench", "bench-data")
-        print(json.dumps(compare(stores), indent=2))
+        storage = local_storage(server.endpoint, "bench", "bench-data")
+        print(json.dumps(compare(storage.stores), indent=2))
     finally:
         server.stop()
 

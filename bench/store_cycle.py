@@ -17,13 +17,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
-import boto3  # noqa: E402
-
-from interlock.adapters.factory import build_stores  # noqa: E402
-from interlock.adapters.schema import create_storage  # noqa: E402
 from interlock.pause import persist_pause  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
+from local.storage import local_storage  # noqa: E402
 
 # A realistic snapshot: a short chat with one paused tool call (about what Strands
 # produces for the demo agent).
@@ -118,16 +115,11 @@ def _is_write(name: str) -> bool:
 def main() -> None:
     server = Emulator().start()
     try:
-        session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench"
-        )
-        dynamodb = session.client("dynamodb", endpoint_url=server.endpoint)
-        s3 = session.client("s3", endpoint_url=server.endpoint)
-        create_storage(dynamodb, s3, "bench", "bench-data")
-        stores = build_stores(dynamodb, s3, "bench", "bench-data")
+        storage = local_storage(server.endpoint, "bench", "bench-data")
+        stores = storage.stores
         meter = Meter()
-        meter.attach(dynamodb)
-        meter.attach(s3)
+        meter.attach(storage.dynamodb)
+        meter.attach(storage.s3)
         print(json.dumps(run_cycle(stores, meter), indent=2))
     finally:
         server.stop()
