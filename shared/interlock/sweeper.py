@@ -35,6 +35,7 @@ class SweepReport:
     defaulted: int = 0
     rerouted: int = 0
     skipped: int = 0
+    failed: int = 0
     chats: list[str] = field(default_factory=list)
 
 
@@ -57,6 +58,11 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
     if request is None or not request.overdue(now_ms):
         return "skipped"  # answered, ended or renewed since the index was read
     policy = rt.config.timeouts[kind_of(request.card)]
+    if request.claim_count >= rt.stores.policy.max_claims:
+        # Earlier settlements died here: end it rather than retry it every minute.
+        rt.stores.requests.expire(request, "could not be settled after repeated attempts", now_ms)
+        _audit(rt, request, "timed_out", decision="abandoned", policy=policy.action)
+        return "failed"
     try:
         if policy.action == "reroute" and request.route_role is None:
             assert policy.reroute_role is not None
@@ -71,7 +77,13 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
         return "skipped"
     response, outcome = _timeout_response(request, policy.action)
     _audit(rt, request, "timed_out", decision=outcome, policy=policy.action)
-    continue_claimed(rt, _owner(request), claim, Decision("timed_out"), response)
+    try:
+        continue_claimed(rt, _owner(request), claim, Decision("timed_out"), response)
+    except Exception:
+        # One request that cannot be settled must not stop the sweep of all the others;
+        # its lease lapses and a later sweep retries it, up to the claim cap.
+        logger.exception("chat_id=<%s> | settling an overdue request failed", chat_id)
+        return "failed"
     return outcome
 
 

@@ -121,3 +121,25 @@ def test_a_live_claim_is_not_swept(
 
     assert (report.found, report.skipped) == (1, 1)
     assert stores.requests.get("c1", clock.now_ms()).worker == "busy"
+
+
+def test_one_request_that_cannot_be_settled_does_not_stop_the_sweep(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    # Given two overdue requests, one whose snapshot is gone
+    broken = overdue(runtime, alice, "c-broken", "download the table", clock)
+    overdue(runtime, alice, "c-fine", "download the table", clock)
+    aws["s3"].delete_object(Bucket=aws["bucket"], Key=broken.offer.request.snapshot_key)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+
+    # When the sweeper runs, and keeps running every time the lease lapses
+    first = sweep(runtime, clock.now_ms())
+
+    # Then the healthy request is settled, the broken one fails without stopping it
+    assert (first.timed_out, first.failed) == (1, 1)
+    for _ in range(stores.policy.max_claims):
+        clock.advance(ms=stores.policy.lease_ms)
+        sweep(runtime, clock.now_ms())
+    ended = stores.requests.get("c-broken", clock.now_ms())
+    assert ended.state is RequestState.EXPIRED, "given up after the claim cap"
+    assert sweep(runtime, clock.now_ms()).found == 0
