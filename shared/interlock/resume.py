@@ -24,7 +24,7 @@ from strands.types.interrupt import InterruptResponseContent
 from interlock import errors
 from interlock.answers import decide
 from interlock.caller import Caller
-from interlock.cards import DOWNLOAD, Decision, card_subjects
+from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects
 from interlock.context import request_scope
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
@@ -68,6 +68,7 @@ def resume_turn(
         raise problem
     assert record is not None
     decision, response = decide(record.card, status, payload)
+    waited_ms = now - record.created_at * 1000
     try:
         _check_chat(rt, record, now)
         with reserved(rt, caller):
@@ -79,14 +80,17 @@ def resume_turn(
                 chat_id,
                 "decision",
                 interrupt_id=interrupt_id,
+                kind=record.kind,
                 card_id=record.card.get("card_id"),
                 decision=decision.label,
                 reason=decision.reason,
                 suggestion=decision.suggestion,
+                args_hash=args_hash(record.card),
+                waited_ms=waited_ms,
                 worker=rt.worker_id,
             )
             result = continue_claimed(rt, caller, claim, decision, response)
-            return replace(result, waited_ms=now - record.created_at * 1000)
+            return replace(result, waited_ms=waited_ms)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)

@@ -450,3 +450,26 @@ def test_backpressure_caps_how_fast_requests_are_opened(
 
 def pointer_of(stores: Stores, clock: ManualClock, chat: str) -> Any:
     return stores.requests.get(chat, clock.now_ms())
+
+
+def test_every_decision_is_audited_with_its_full_record(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    paused = pause(runtime, alice)
+    clock.advance(seconds=42)
+    answer(runtime, alice, paused, {"decision": "reject", "reason": "no", "suggestion": "cache"})
+
+    decision = next(e for e in stores.chats.events(CHAT) if e.type == "decision")
+    detail = decision.detail
+    assert decision.actor == "alice"
+    assert (detail["kind"], detail["decision"], detail["reason"], detail["suggestion"]) == (
+        "approval",
+        "rejected_with_feedback",
+        "no",
+        "cache",
+    )
+    assert detail["interrupt_id"] == paused.offer.request.interrupt_id  # type: ignore[union-attr]
+    assert len(detail["args_hash"]) == 64 and detail["waited_ms"] >= 42_000
+    assert detail["trace_id"] == "trace-1"
+    assert detail["config_version"] == runtime.config.version
+    assert all("config_version" in e.detail for e in stores.chats.events(CHAT))
