@@ -16,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from interlock import inbox
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import request_view
-from interlock.api.wiring import stores
+from interlock.api.wiring import config, stores
 from interlock.caller import Caller
 from interlock.timing import SystemClock
 
@@ -44,7 +44,7 @@ def get_request(chat_id: str) -> Response[str]:
 
 def cancel_request(chat_id: str) -> Response[str]:
     now = clock.now_ms()
-    cancelled = inbox.cancel_request(stores(), _caller(), chat_id, now)
+    cancelled = inbox.cancel_request(stores(), _caller(), chat_id, now, config().version)
     metrics.add_metric(name="Cancellations", unit=MetricUnit.Count, value=1)
     return json_response(request_view(cancelled, now, None))
 
@@ -73,7 +73,7 @@ def list_approvals(chat_id: str) -> Response[str]:
 
 
 def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
-    inbox.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms())
+    inbox.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms(), config().version)
     return json_response({"revoked": {"kind": kind, "name": name}})
 
 

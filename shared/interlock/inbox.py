@@ -44,7 +44,9 @@ def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> O
     return OpenRequest(rotated, secret)
 
 
-def cancel_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> PendingRequest:
+def cancel_request(
+    stores: Stores, caller: Caller, chat_id: str, now_ms: int, config_version: str | None = None
+) -> PendingRequest:
     """Cancel the chat's answerable request on its owner's word."""
     request = _request(stores, caller, chat_id, now_ms)
     cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
@@ -57,6 +59,7 @@ def cancel_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) ->
         now_ms,
         interrupt_id=request.interrupt_id,
         trace_id=caller.trace_id,
+        config_version=config_version,
     )
     return cancelled
 
@@ -72,7 +75,15 @@ def approvals(
     }
 
 
-def revoke(stores: Stores, caller: Caller, chat_id: str, kind: str, name: str, now_ms: int) -> None:
+def revoke(
+    stores: Stores,
+    caller: Caller,
+    chat_id: str,
+    kind: str,
+    name: str,
+    now_ms: int,
+    config_version: str | None = None,
+) -> None:
     """Revoke one approved site or package, effective from the next turn."""
     owned_chat(stores, caller, chat_id)
     subject = subject_of(kind, name)
@@ -86,6 +97,7 @@ def revoke(stores: Stores, caller: Caller, chat_id: str, kind: str, name: str, n
         kind=kind,
         name=subject.name,
         trace_id=caller.trace_id,
+        config_version=config_version,
     )
 
 
