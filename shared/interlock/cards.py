@@ -22,7 +22,13 @@ from interlock.records import Subject
 DOWNLOAD: Final = "download"
 ACTION: Final = "action"
 Label = Literal[
-    "approved", "rejected", "rejected_with_feedback", "cancelled", "timed_out", "answered"
+    "approved",
+    "rejected",
+    "rejected_with_feedback",
+    "cancelled",
+    "timed_out",
+    "defaulted",
+    "answered",
 ]
 
 MAX_TEXT: Final = 1000

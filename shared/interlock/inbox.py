@@ -47,8 +47,11 @@ def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> O
 def cancel_request(
     stores: Stores, caller: Caller, chat_id: str, now_ms: int, config_version: str | None = None
 ) -> PendingRequest:
-    """Cancel the chat's answerable request on its owner's word."""
+    """Cancel the chat's answerable request on its owner's word (an operator a request
+    was rerouted to may answer it, not cancel it)."""
     request = _request(stores, caller, chat_id, now_ms)
+    if request.user_id != caller.user_id:
+        raise errors.Forbidden("only the chat's user can cancel its request")
     cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
     if request.ask_slot is not None:
         stores.limits.release_slot(request.user_id, chat_id, request.ask_slot, pool="ASK")

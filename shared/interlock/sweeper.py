@@ -78,7 +78,8 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
     response, outcome = _timeout_response(request, policy.action)
     _audit(rt, request, "timed_out", decision=outcome, policy=policy.action)
     try:
-        continue_claimed(rt, _owner(request), claim, Decision("timed_out"), response)
+        decision = Decision("defaulted") if outcome == "defaulted" else Decision("timed_out")
+        continue_claimed(rt, _owner(request), claim, decision, response)
     except Exception:
         # One request that cannot be settled must not stop the sweep of all the others;
         # its lease lapses and a later sweep retries it, up to the claim cap.

@@ -143,3 +143,27 @@ def test_one_request_that_cannot_be_settled_does_not_stop_the_sweep(
     ended = stores.requests.get("c-broken", clock.now_ms())
     assert ended.state is RequestState.EXPIRED, "given up after the claim cap"
     assert sweep(runtime, clock.now_ms()).found == 0
+
+
+def test_an_operator_may_answer_a_rerouted_request_but_not_cancel_it(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    import pytest
+
+    from interlock import errors, inbox
+
+    rt = replace(
+        runtime,
+        config=assemble(
+            {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
+        ),
+    )
+    overdue(rt, alice, "c1", "download the table", clock)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+    sweep(rt, clock.now_ms())
+
+    with pytest.raises(errors.Forbidden, match="only the chat's user"):
+        inbox.cancel_request(stores, Caller("bob", frozenset({"supervisor"})), "c1", clock.now_ms())
+    assert inbox.cancel_request(stores, alice, "c1", clock.now_ms()).state is (
+        RequestState.CANCELLED
+    )

@@ -451,7 +451,7 @@ def test_an_unanswered_question_takes_its_default(
     assert report.defaulted >= 1
     said = last_assistant_text(alice, chat)
     assert 'the default applies: "Bullet points"' in said
-    assert alice.get(f"/chats/{chat}/request")["decision"] == "timed_out"
+    assert alice.get(f"/chats/{chat}/request")["decision"] == "defaulted"
     events = alice.get(f"/chats/{chat}/events")["events"]
     timed_out = next(e for e in events if e["type"] == "timed_out")
     assert (timed_out["detail"]["policy"], timed_out["detail"]["decision"]) == (
