@@ -116,7 +116,7 @@ def test_route_is_validated_before_its_function_runs(
 
 def test_each_route_may_invoke_only_its_function(stacks: Stacks, resources: Resources) -> None:
     # Given each API permission's scope: the stage, then "/<METHOD><path with * per
-    # parameter>" (the sweeper's schedule has its own, see test_sweeper)
+    # parameter>" (the sweeper's schedule has its own, see test_sweeper_stack)
     stage = {"Ref": _logical_id(stacks, stacks.api.api.deployment_stage)}
     granted = {}
     for permission in _properties_of(resources, "AWS::Lambda::Permission"):
