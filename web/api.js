@@ -1,0 +1,175 @@
+// Talking to the Interlock API: signing in, the JSON routes, and AG-UI runs.
+//
+// Runs come back as a buffered `text/event-stream` body (the whole run at once), so a
+// plain fetch() and a split on blank lines read every event.
+
+const TOKEN_KEY = "interlock.idToken";
+
+/** An error reply of the API: `{"error": {"code", "message"}}` plus the HTTP status. */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/**
+ * Who the page talks as, and to which API.
+ *
+ * Deployed: a `config.json` next to the page names the API URL and the Cognito user pool
+ * client; the page uses the ID token of a signed-in user. Local (`./dev serve`): no
+ * config.json, and the local server hands out a development token.
+ * Returns `{api}` or, when deployed and nobody is signed in, `{signIn: config}`.
+ */
+export async function openSession(pageParams) {
+  const config = await fetch("config.json", { cache: "no-store" })
+    .then((r) => (r.ok ? r.json() : null))
+    .catch(() => null);
+  if (config) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    return token ? { api: new Api(config.apiUrl, token, "signed in") } : { signIn: config };
+  }
+  const query = new URLSearchParams();
+  for (const key of ["user", "groups"]) {
+    if (pageParams.has(key)) query.set(key, pageParams.get(key));
+  }
+  const response = await fetch(`local/session?${query}`, { cache: "no-store" });
+  if (!response.ok) throw new Error("No config.json and no local session endpoint.");
+  const session = await response.json();
+  return { api: new Api(session.apiBase, session.token, `${session.user} (local)`) };
+}
+
+export function rememberToken(token) {
+  sessionStorage.setItem(TOKEN_KEY, token.trim());
+}
+
+export class Api {
+  constructor(base, token, who) {
+    this.base = (base || "").replace(/\/$/, "");
+    this.token = token;
+    this.who = who;
+  }
+
+  async call(method, path, body) {
+    const headers = { Authorization: this.token };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(this.base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+    });
+    const type = response.headers.get("Content-Type") || "";
+    if (response.status === 401) sessionStorage.removeItem(TOKEN_KEY); // signed out: sign in again
+    if (!response.ok) {
+      const reply = type.includes("json") ? await response.json().catch(() => null) : null;
+      const error = reply?.error ?? { code: "system_error", message: `HTTP ${response.status}` };
+      throw new ApiError(response.status, error.code, error.message);
+    }
+    if (type.startsWith("text/event-stream")) return readRun(await response.text());
+    return response.json();
+  }
+
+  /** Start a turn: an AG-UI RunAgentInput whose threadId is the chat. */
+  run(chat, text) {
+    const message = { id: newId("msg"), role: "user", content: text };
+    return this.call("POST", "/runs", runInput(chat, [message]));
+  }
+
+  /** Answer the open request with one resume entry carrying its secret. */
+  resume(chat, request, status, payload) {
+    const entry = {
+      interruptId: request.interruptId,
+      status,
+      payload,
+      metadata: { secret: request.secret },
+    };
+    return this.call("POST", "/resume", { ...runInput(chat, []), resume: [entry] });
+  }
+
+  request(chat) {
+    return this.call("GET", `/chats/${encodeURIComponent(chat)}/request`);
+  }
+
+  turns(chat) {
+    return this.call("GET", `/chats/${encodeURIComponent(chat)}/turns`);
+  }
+
+  approvals(chat) {
+    return this.call("GET", `/chats/${encodeURIComponent(chat)}/approvals`);
+  }
+
+  revoke(chat, kind, name) {
+    const path = [chat, "approvals", kind, name].map(encodeURIComponent).join("/");
+    return this.call("DELETE", `/chats/${path}`);
+  }
+}
+
+function runInput(chat, messages) {
+  return {
+    threadId: chat,
+    runId: newId("run"),
+    state: {},
+    messages,
+    tools: [],
+    context: [],
+    forwardedProps: {},
+  };
+}
+
+export function newId(prefix) {
+  const bytes = crypto.getRandomValues(new Uint8Array(6));
+  return prefix + "-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Every AG-UI event of a buffered SSE body. */
+export function parseEvents(body) {
+  const events = [];
+  for (const frame of body.replace(/\r\n/g, "\n").split("\n\n")) {
+    const data = frame
+      .split("\n")
+      .filter((line) => line.startsWith("data:"))
+      .map((line) => line.slice(5).replace(/^ /, ""));
+    if (data.length) events.push(JSON.parse(data.join("\n")));
+  }
+  return events;
+}
+
+/**
+ * One run, summarised: tool calls (name, arguments, result), the agent's messages,
+ * the interrupt it paused on (if any) and RUN_FINISHED.result (if it ended).
+ */
+export function readRun(body) {
+  const calls = new Map();
+  const messages = new Map();
+  let finished = null;
+  for (const event of parseEvents(body)) {
+    switch (event.type) {
+      case "TOOL_CALL_START":
+        calls.set(event.toolCallId, { name: event.toolCallName, args: "", result: null });
+        break;
+      case "TOOL_CALL_ARGS":
+        calls.get(event.toolCallId).args += event.delta;
+        break;
+      case "TOOL_CALL_RESULT":
+        calls.get(event.toolCallId).result = event.content;
+        break;
+      case "TEXT_MESSAGE_CONTENT":
+        messages.set(event.messageId, (messages.get(event.messageId) || "") + event.delta);
+        break;
+      case "RUN_ERROR":
+        throw new ApiError(500, event.code || "system_error", event.message);
+      case "RUN_FINISHED":
+        finished = event;
+        break;
+    }
+  }
+  const outcome = finished?.outcome;
+  return {
+    tools: [...calls.values()],
+    texts: [...messages.values()],
+    interrupt: outcome?.type === "interrupt" ? outcome.interrupts[0] : null,
+    result: finished?.result ?? null,
+  };
+}

@@ -1,0 +1,263 @@
+// The card page: one chat's thread, its open request as a card, and its approvals.
+//
+// Everything shown comes from the API: a reload reads the thread (GET turns), the open
+// request (GET request, which also issues a fresh secret) and the approvals again.
+
+import { ApiError, newId, openSession, rememberToken } from "./api.js";
+import { Card, fromInterrupt } from "./card.js";
+import { h } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const chat = params.get("chat") || newId("chat");
+const POLL_MS = 1000;
+const POLL_TRIES = 60;
+
+let api = null;
+let card = null;
+let working = false;
+
+async function start() {
+  if (params.get("chat") !== chat) {
+    params.set("chat", chat); // so that a reload comes back to this chat
+    history.replaceState(null, "", `?${params}`);
+  }
+  $("chat-id").textContent = chat;
+  const fresh = new URLSearchParams(params);
+  fresh.delete("chat");
+  $("new-chat").href = `?${fresh}`; // a new chat, as the same (local) user
+  const session = await openSession(params);
+  if (session.signIn) return signIn();
+  api = session.api;
+  $("user").textContent = `Signed in as ${api.who}`;
+  $("composer").addEventListener("submit", send);
+  await Promise.all([loadThread(), loadApprovals()]);
+  await loadRequest();
+  document.body.dataset.ready = "true";
+}
+
+function signIn() {
+  const form = $("sign-in").content.firstElementChild.cloneNode(true);
+  $("composer").replaceWith(form);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    rememberToken(form.querySelector("input").value);
+    location.reload();
+  });
+}
+
+// The thread ------------------------------------------------------------------
+
+async function loadThread() {
+  const { turns } = await api.turns(chat);
+  $("thread").replaceChildren();
+  for (const turn of turns) say(turn.role === "user" ? "user" : "agent", turn.text);
+}
+
+function say(role, text) {
+  const who = { user: "You", agent: "Agent", tool: "Tool" }[role];
+  const item = h(
+    "li",
+    { class: `msg ${role}` },
+    h("span", { class: "who" }, who),
+    h("p", {}, text),
+  );
+  $("thread").append(item);
+  return item;
+}
+
+/** One line per tool call: its name, what it was called on, and how it went. */
+function activity(tools) {
+  for (const call of tools) {
+    let args = {};
+    try {
+      args = JSON.parse(call.args || "{}");
+    } catch {
+      /* shown without arguments */
+    }
+    const subject = args.url || args.recipient || args.prompt || args.reason || "";
+    const result = call.result === null ? "waiting for your answer" : call.result.split("\n")[0];
+    const on = subject ? ` (${shorten(subject, 60)})` : "";
+    say("tool", `${call.name}${on}: ${shorten(result, 140)}`);
+  }
+}
+
+function shorten(text, max) {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function showRun(run) {
+  activity(run.tools);
+  for (const text of run.texts) say("agent", text);
+  if (run.interrupt) showCard(fromInterrupt(run.interrupt));
+  loadApprovals().catch(report);
+}
+
+async function send(event) {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text || working) return;
+  retireCard();
+  const mine = say("user", text);
+  $("prompt").value = "";
+  setWorking(true, "The agent is working…");
+  try {
+    showRun(await api.run(chat, text));
+    report("");
+  } catch (error) {
+    mine.remove();
+    $("prompt").value = text;
+    if (error.code === "pending_interrupt") await loadRequest();
+    report(error);
+  } finally {
+    setWorking(false);
+  }
+}
+
+// The card --------------------------------------------------------------------
+
+async function loadRequest() {
+  try {
+    showCard(await api.request(chat));
+  } catch (error) {
+    if (error.code !== "unknown") report(error); // unknown: the chat never paused
+  }
+}
+
+function showCard(request) {
+  retireCard();
+  card = new Card(request, { answer, settled: () => setWorking(working) });
+  $("card-slot").append(card.el);
+  setWorking(working);
+  card.el.focus();
+  if (request.state === "claimed") waitForAnswer().catch(report);
+}
+
+/** An earlier, settled card moves into the thread as a record of what was decided. */
+function retireCard() {
+  if (card && !card.answerable) $("thread").append(h("li", { class: "msg record" }, card.el));
+  else card?.el.remove();
+  card = null;
+}
+
+/** Send the person's answer; whatever the server says, show one stored outcome. */
+async function answer(status, payload, retried = false) {
+  const shown = card;
+  shown.busy(true); // the card says "Sending your answer…"
+  setWorking(true, "");
+  try {
+    const run = await api.resume(chat, shown.request, status, payload);
+    if (run.result?.outcome === "replayed") {
+      shown.finish(run.result, true);
+      await loadThread(); // the answer was given elsewhere: show the stored thread
+    } else {
+      shown.finish(run.result || { decision: decisionOf(payload) });
+      retireCard();
+      showRun(run);
+    }
+  } catch (error) {
+    await answerFailed(shown, error, status, payload, retried).catch((failure) => {
+      shown.busy(false);
+      report(failure);
+    });
+  } finally {
+    setWorking(false);
+  }
+}
+
+async function answerFailed(shown, error, status, payload, retried) {
+  if (!(error instanceof ApiError)) {
+    shown.busy(false);
+    return report(error);
+  }
+  if (error.code === "invalid_payload") return shown.refused(error.message);
+  if (["expired", "cancelled", "timed_out", "unknown"].includes(error.code))
+    return shown.end(error.code);
+  if (error.code === "refused" || error.code === "in_progress") {
+    // Another tab or a reload read the request since this card was drawn (its secret
+    // rotated), or is answering it right now: read it again and show what is true.
+    const view = await api.request(chat);
+    if (view.state === "pending" && !retried) {
+      shown.show(view);
+      return answer(status, payload, true);
+    }
+    return settle(shown, view);
+  }
+  shown.busy(false);
+  report(error);
+}
+
+async function settle(shown, view) {
+  shown.show(view);
+  if (view.state === "claimed") return waitForAnswer();
+  if (view.state === "done") await loadThread();
+}
+
+async function waitForAnswer() {
+  const shown = card;
+  for (let i = 0; i < POLL_TRIES && shown === card; i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    const view = await api.request(chat);
+    if (view.state !== "claimed") return settle(shown, view);
+  }
+}
+
+function decisionOf(payload) {
+  if (payload.decision === "approve") return "approved";
+  if (payload.decision === "reject")
+    return payload.suggestion ? "rejected_with_feedback" : "rejected";
+  return "answered";
+}
+
+// Approvals -------------------------------------------------------------------
+
+async function loadApprovals() {
+  const { approvals, preapproved } = await api.approvals(chat);
+  const rows = (items, revocable, none) =>
+    items.length
+      ? items.map((a) => approvalRow(a, revocable))
+      : [h("li", { class: "empty" }, none)];
+  $("approvals").replaceChildren(...rows(approvals, true, "Nothing approved yet."));
+  $("preapproved").replaceChildren(...rows(preapproved, false, "None."));
+}
+
+function approvalRow(approval, revocable) {
+  const kind = h("span", { class: "kind" }, approval.kind === "site" ? "Site" : "Package");
+  const what = h("span", { class: "what" }, kind, " ", h("strong", {}, approval.name));
+  if (!revocable) return h("li", {}, what);
+  const label = `Revoke ${approval.kind} ${approval.name}`;
+  const button = { type: "button", class: "small", "aria-label": label };
+  return h("li", {}, what, h("button", { ...button, onclick: () => revoke(approval) }, "Revoke"));
+}
+
+async function revoke(approval) {
+  try {
+    await api.revoke(chat, approval.kind, approval.name);
+    report(`Revoked ${approval.name}: the agent asks again from the next turn.`);
+    await loadApprovals();
+    $("approvals-title").focus();
+  } catch (error) {
+    report(error);
+  }
+}
+
+// Status ----------------------------------------------------------------------
+
+function setWorking(on, message) {
+  working = on;
+  const waiting = Boolean(card?.answerable);
+  $("prompt").disabled = on || waiting;
+  $("composer").querySelector("button").disabled = on || waiting;
+  $("composer-hint").textContent = waiting
+    ? "Answer the request above before you send a new message."
+    : "";
+  if (message !== undefined) report(message);
+}
+
+function report(what) {
+  const status = $("status");
+  status.textContent = what instanceof Error ? `Something went wrong: ${what.message}` : what;
+  status.classList.toggle("error", what instanceof Error);
+}
+
+start().catch(report);

@@ -1,0 +1,320 @@
+// The card: what the agent asks, the controls to answer it, and how it ended.
+//
+// A card is drawn from an open request: the AG-UI interrupt of a run that paused, or the
+// JSON view of GET /chats/{chat}/request. Approvals get Approve / Deny / Deny with
+// feedback; any other kind gets a form drawn from its responseSchema.
+
+import { duration, h, uid, when } from "./dom.js";
+import { field, fieldOf, listField, problem } from "./form.js";
+
+export const LABELS = {
+  approved: "Approved",
+  rejected: "Denied",
+  rejected_with_feedback: "Denied with feedback",
+  answered: "Answered",
+  cancelled: "Cancelled",
+  timed_out: "Timed out",
+};
+
+const ENDED = {
+  expired: "This request has expired ({at}). It can no longer be answered.",
+  timed_out: "This request has expired ({at}): nobody answered it in time.",
+  cancelled: "This request was cancelled. It can no longer be answered.",
+  unknown: "This request no longer exists.",
+};
+
+/** The request view of an AG-UI interrupt (the same shape GET …/request returns). */
+export function fromInterrupt(interrupt) {
+  const metadata = interrupt.metadata || {};
+  return {
+    interruptId: interrupt.id,
+    state: metadata.state || "pending",
+    card: metadata.card || { reason: interrupt.message },
+    responseSchema: interrupt.responseSchema || { properties: {} },
+    expiresAt: interrupt.expiresAt,
+    secret: metadata.secret,
+  };
+}
+
+export class Card {
+  /**
+   * @param request an open request view
+   * @param answer async (status, payload) => void, called when the person answers
+   * @param settled called once the card can no longer be answered
+   */
+  constructor(request, { answer, settled }) {
+    this.request = request;
+    this.answer = answer;
+    this.settled = settled;
+    this.fields = new Map();
+    const titleId = uid("card-title");
+    const card = request.card;
+    this.el = h("section", { class: "card", tabindex: -1, "aria-labelledby": titleId });
+    this.timer = h("p", { class: "expiry" });
+    this.error = h("p", { class: "error", role: "alert", hidden: true });
+    this.outcome = h("p", { class: "outcome", role: "status" });
+    this.el.append(
+      h("h2", { id: titleId }, titleOf(card)),
+      h("p", { class: "reason" }, card.reason || ""),
+    );
+    this.el.append(facts(card, this.editsPackages()), this.timer, this.error, this.outcome);
+    this.show(request);
+  }
+
+  /** Draw the state of `request` (a fresh view may carry a new secret or an outcome). */
+  show(request) {
+    this.request = request;
+    this.el.dataset.state = request.state;
+    if (request.state === "done") return this.finish(request, true);
+    if (request.state === "expired" || request.state === "cancelled")
+      return this.end(request.state);
+    if (request.state === "claimed") {
+      this.outcome.textContent = "Being answered in another window…";
+      return this.busy(true);
+    }
+    if (!this.form) this.drawForm();
+    this.busy(false);
+    this.tick();
+    this.clock ??= setInterval(() => this.tick(), 1000);
+  }
+
+  get answerable() {
+    return this.el.dataset.state === "pending";
+  }
+
+  editsPackages() {
+    return Boolean(this.request.responseSchema.properties?.packages);
+  }
+
+  drawForm() {
+    const schema = this.request.responseSchema;
+    const approval = schema.properties?.decision?.enum?.includes("approve");
+    this.controls = h("fieldset", { class: "plain" });
+    this.form = h(
+      "form",
+      { class: "answer", novalidate: true, onsubmit: (e) => e.preventDefault() },
+      this.controls,
+    );
+    if (approval) this.drawApproval(schema);
+    else this.drawQuestion(schema);
+    this.timer.after(this.form);
+  }
+
+  drawApproval(schema) {
+    if (this.editsPackages()) {
+      const packages = schema.properties.packages;
+      this.add(
+        listField(
+          "packages",
+          packages,
+          this.request.card.packages || [],
+          "Packages to install",
+          "package name",
+        ),
+      );
+    }
+    const feedback = h(
+      "fieldset",
+      { class: "feedback", hidden: true },
+      h("legend", {}, "Tell the agent why, and what to do instead"),
+    );
+    const toggle = h(
+      "button",
+      {
+        type: "button",
+        "aria-expanded": "false",
+        onclick: () => this.toggleFeedback(feedback, toggle),
+      },
+      "Deny with feedback",
+    );
+    this.controls.append(
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "button", class: "primary", onclick: () => this.approve() }, "Approve"),
+        h("button", { type: "button", onclick: () => this.submit({ decision: "reject" }) }, "Deny"),
+        toggle,
+      ),
+      feedback,
+    );
+    for (const name of ["reason", "suggestion"]) {
+      const label = name === "reason" ? "Reason" : "Suggestion for the agent";
+      this.add(field(name, schema.properties[name], false, label), feedback);
+    }
+    feedback.append(
+      h("button", { type: "button", onclick: () => this.denyWithFeedback() }, "Send denial"),
+    );
+  }
+
+  drawQuestion(schema) {
+    const required = new Set(schema.required || []);
+    for (const [name, property] of Object.entries(schema.properties || {})) {
+      const label =
+        property.title || (name === "answer" ? "Your answer" : name.replaceAll("_", " "));
+      this.add(field(name, property, required.has(name), label));
+    }
+    this.controls.append(
+      h(
+        "div",
+        { class: "actions" },
+        h(
+          "button",
+          { type: "button", class: "primary", onclick: () => this.sendForm() },
+          "Send answer",
+        ),
+      ),
+    );
+  }
+
+  add(control, parent = this.controls) {
+    this.fields.set(control.name, control);
+    parent.append(control.el);
+  }
+
+  toggleFeedback(feedback, toggle) {
+    feedback.hidden = !feedback.hidden;
+    toggle.setAttribute("aria-expanded", String(!feedback.hidden));
+    if (!feedback.hidden) this.fields.get("reason").focus();
+  }
+
+  approve() {
+    const payload = { decision: "approve" };
+    if (this.editsPackages()) payload.packages = this.fields.get("packages").read();
+    this.submit(payload);
+  }
+
+  denyWithFeedback() {
+    const payload = { decision: "reject" };
+    for (const name of ["reason", "suggestion"]) {
+      const value = this.fields.get(name).read();
+      if (value !== undefined) payload[name] = value;
+    }
+    if (!payload.reason && !payload.suggestion) {
+      return this.fail("reason", "Say why, or suggest what the agent should do instead.");
+    }
+    this.submit(payload);
+  }
+
+  sendForm() {
+    const payload = {};
+    for (const [name, control] of this.fields) {
+      const value = control.read();
+      if (value !== undefined) payload[name] = value;
+    }
+    this.submit(payload);
+  }
+
+  /** Check the answer as the server will, then hand it over. */
+  submit(payload) {
+    const schema = this.request.responseSchema;
+    const required = new Set(schema.required || []);
+    this.clearErrors();
+    for (const [name, control] of this.fields) {
+      const property = schema.properties[name];
+      const noun = name === "packages" ? "package name" : "value";
+      const found = problem(property, payload[name], required.has(name), noun);
+      if (found) return this.fail(name, found);
+    }
+    this.answer("resolved", payload);
+  }
+
+  fail(name, message) {
+    const control = this.fields.get(name);
+    control.showError(message);
+    control.focus();
+  }
+
+  clearErrors() {
+    for (const control of this.fields.values()) control.showError(null);
+    this.error.hidden = true;
+  }
+
+  /** The server refused the answer (422): say so next to the field it names. */
+  refused(message) {
+    this.busy(false);
+    const name = fieldOf(message);
+    if (this.fields.has(name)) return this.fail(name, `Not accepted: ${message}`);
+    this.error.textContent = `Not accepted: ${message}`;
+    this.error.hidden = false;
+  }
+
+  busy(on) {
+    if (this.controls) this.controls.disabled = on;
+    if (on && this.answerable) this.outcome.textContent = "Sending your answer…";
+    else if (!on) this.outcome.textContent = "";
+  }
+
+  /** The request is answered: by this window now, or earlier (`replayed`). */
+  finish({ decision, answeredAt }, replayed = false) {
+    const label = LABELS[decision] || "Answered";
+    this.stop("done");
+    this.outcome.textContent = replayed
+      ? `Already answered at ${when(answeredAt)}: ${label}`
+      : `${label} at ${when(answeredAt)}.`;
+  }
+
+  /** The request can no longer be answered: expired, cancelled, timed out or gone. */
+  end(reason) {
+    this.stop(reason);
+    this.outcome.textContent = ENDED[reason].replace("{at}", `at ${when(this.request.expiresAt)}`);
+  }
+
+  stop(state) {
+    clearInterval(this.clock);
+    this.clock = null;
+    const was = this.el.dataset.state;
+    this.el.dataset.state = state;
+    this.form?.remove();
+    this.timer.remove();
+    this.error.hidden = true;
+    if (this.el.contains(document.activeElement) || document.activeElement === document.body)
+      this.el.focus();
+    if (was !== state) this.settled();
+  }
+
+  tick() {
+    const left = Date.parse(this.request.expiresAt) - Date.now();
+    if (left <= 0) return this.end("expired");
+    this.timer.replaceChildren(
+      "Expires in ",
+      h("time", { datetime: this.request.expiresAt }, duration(left)),
+    );
+  }
+}
+
+function titleOf(card) {
+  if (card.type === "download") return "Approve downloads?";
+  if (card.type === "action") return `Allow ${card.tool}?`;
+  if (card.type === "question") return "The agent asks";
+  if (card.type === "info") return "The agent needs some details";
+  return "The agent needs your decision";
+}
+
+/** What the card is about, as a definition list (packages live in the form when editable). */
+function facts(card, packagesInForm) {
+  const rows = [];
+  const list = (items, wrap = (x) => x) =>
+    h(
+      "ul",
+      {},
+      items.map((x) => h("li", {}, wrap(x))),
+    );
+  if (card.sites?.length) rows.push(["Sites", list(card.sites)]);
+  if (card.urls?.length) rows.push(["URLs", list(card.urls, (u) => h("code", {}, u))]);
+  if (card.packages?.length && !packagesInForm) rows.push(["Packages", list(card.packages)]);
+  if (card.type === "action") {
+    rows.push(["Tool", h("code", {}, card.tool)]);
+    const params = Object.entries(card.summary || {}).map(
+      ([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`,
+    );
+    if (params.length) rows.push(["Details", list(params)]);
+  }
+  if (card.risk) rows.push(["Risk", h("span", { class: `risk risk-${card.risk}` }, card.risk)]);
+  if (card.impact) rows.push(["Expected impact", card.impact]);
+  if (!rows.length) return ""; // questions and information requests: the form says it all
+  return h(
+    "dl",
+    { class: "facts" },
+    rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+  );
+}
