@@ -198,7 +198,9 @@ def settle(
             first_answer=text,
             now_ms=now,
         )
-    rt.stores.chats.append_turn(chat_id, {"role": "assistant", "text": text}, now)
+    # The turn keeps a summary of its tool activity so a reloaded thread can show it.
+    tools = [{"name": c["name"], "status": c["status"]} for c in calls]
+    rt.stores.chats.append_turn(chat_id, {"role": "assistant", "text": text, "tools": tools}, now)
     audit(rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls)
     return TurnResult(
         chat_id, "completed", text=text, tool_calls=calls, usage=usage, decision=decision

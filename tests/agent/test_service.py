@@ -473,3 +473,16 @@ def test_every_decision_is_audited_with_its_full_record(
     assert detail["trace_id"] == "trace-1"
     assert detail["config_version"] == runtime.config.version
     assert all("config_version" in e.detail for e in stores.chats.events(CHAT))
+
+
+def test_a_saved_turn_keeps_its_tool_activity(
+    runtime: Runtime, alice: Caller, stores: Stores
+) -> None:
+    paused = pause(runtime, alice)
+    answer(runtime, alice, paused)
+    last = stores.chats.turns(CHAT)[-1]
+    assert last["role"] == "assistant"
+    assert last["tools"] == [
+        {"name": "request_approval", "status": "success"},
+        {"name": "fetch_url", "status": "success"},
+    ]
