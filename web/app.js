@@ -51,7 +51,11 @@ function signIn() {
 async function loadThread() {
   const { turns } = await api.turns(chat);
   $("thread").replaceChildren();
-  for (const turn of turns) say(turn.role === "user" ? "user" : "agent", turn.text);
+  for (const turn of turns) {
+    // A saved answer keeps a summary of its tool activity: show it before the answer.
+    for (const tool of turn.tools || []) say("tool", `${tool.name}: ${tool.status}`);
+    say(turn.role === "user" ? "user" : "agent", turn.text);
+  }
 }
 
 function say(role, text) {
