@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from interlock.api.agui import encode, run_events
 from interlock.api.http import bind, caller_from, cors_config, sse_response
@@ -42,6 +42,18 @@ def resume() -> Response[str]:
         unit=MetricUnit.Count,
         value=1,
     )
+    if result.waited_ms is not None:
+        metrics.add_metric(name="UserWaitMs", unit=MetricUnit.Milliseconds, value=result.waited_ms)
+    if result.decision and result.outcome != "replayed":
+        # One metric per decision label gives approval, rejection (plain or with
+        # feedback), cancellation and answer rates side by side.
+        with single_metric(
+            name="Decisions",
+            unit=MetricUnit.Count,
+            value=1,
+            default_dimensions=metrics.default_dimensions,
+        ) as metric:
+            metric.add_dimension(name="decision", value=result.decision)
     return sse_response(encode(run_events(request.chat_id, request.run_id, result)))
 
 
