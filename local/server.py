@@ -84,7 +84,7 @@ class LocalApi:
         wiring.stores.cache_clear()
         wiring.runtime.cache_clear()
         self.key = key
-        self._handlers = {name: _load(name).lambda_handler for name in FUNCTIONS}
+        self._modules = {name: _load(name) for name in FUNCTIONS}
         self._static = static_dir
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -107,7 +107,11 @@ class LocalApi:
             return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
         event = _proxy_event(request, route, path, found.groupdict(), claims)
         context = LambdaContext(f"interlock-{route.function}", event["requestContext"]["requestId"])
-        result = self._handlers[route.function](event, context)
+        module = self._modules[route.function]
+        result = module.lambda_handler(event, context)
+        # Powertools keeps unpublished metrics when publishing is disabled (as it is
+        # locally); a long-running server must drop them or they pile up forever.
+        module.metrics.clear_metrics()
         return _from_proxy_result(result)
 
     def _claims(self, request: Request) -> dict[str, Any] | None:

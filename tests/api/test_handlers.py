@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import json
-import secrets
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from ag_ui.core import Event, RunAgentInput
-from ag_ui.core.types import ResumeEntry
-from moto import mock_aws
-from pydantic import TypeAdapter
 from werkzeug.test import Client
 
 from interlock import errors
@@ -19,63 +12,7 @@ from interlock.api.errors import STATUS, error_body
 from interlock.api.http import bind, caller_from
 from interlock.api.routes import ROUTES
 from local import devtokens
-from local.server import LocalApi
-from tests.conftest import _clients
-
-EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
-    for name, value in {
-        "INTERLOCK_TABLE": "api-table",
-        "INTERLOCK_BUCKET": "api-bucket",
-        "INTERLOCK_MODEL": "scripted",
-        "INTERLOCK_FETCH": "demo",
-        "POWERTOOLS_SERVICE_NAME": "interlock",
-        "POWERTOOLS_METRICS_NAMESPACE": "Interlock",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        from interlock.adapters.schema import create_storage
-
-        clients = _clients(endpoint=None)
-        create_storage(clients["dynamodb"], clients["s3"], "api-table", "api-bucket")
-        key = secrets.token_bytes(32)
-        yield Client(LocalApi(key)), key
-
-
-def auth(
-    key: bytes, user: str = "alice", groups: tuple[str, ...] = ("reporter",)
-) -> dict[str, str]:
-    return {"Authorization": f"Bearer {devtokens.issue(key, user, groups)}"}
-
-
-def stream(response: Any) -> list[Any]:
-    assert response.status_code == 200, response.get_data(as_text=True)
-    assert response.headers["Content-Type"].startswith("text/event-stream")
-    lines = response.get_data(as_text=True).splitlines()
-    return [EVENTS.validate_json(line[6:]) for line in lines if line.startswith("data: ")]
-
-
-def run_body(chat: str, text: str) -> str:
-    return RunAgentInput(
-        thread_id=chat, run_id="r1", messages=[{"id": "m1", "role": "user", "content": text}]
-    ).model_dump_json(by_alias=True)
-
-
-def resume_body(chat: str, interrupt: Any, payload: Any, secret: str | None = None) -> str:
-    entry = ResumeEntry(
-        interrupt_id=interrupt.id,
-        status="resolved",
-        payload=payload,
-        metadata={"secret": secret or interrupt.metadata["secret"]},
-    )
-    return RunAgentInput(thread_id=chat, run_id="r2", messages=[], resume=[entry]).model_dump_json(
-        by_alias=True
-    )
+from tests.api.support import auth, resume_body, run_body, stream
 
 
 def test_every_route_reaches_its_handler(api: tuple[Client, bytes]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_handlers import api, auth, resume_body, run_body, stream  # noqa: F401
+from tests.api.support import auth, resume_body, run_body, stream
 
 
 @pytest.fixture
