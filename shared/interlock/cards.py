@@ -80,6 +80,8 @@ def download_card(
         "sites": sorted(sites),
         "urls": sorted(u for u, host in safe_urls.items() if host in sites),
         "packages": sorted(names),
+        # The call's parameters as shown to the person: the stripped URLs, never tokens.
+        "summary": redact({"reason": reason, "urls": sorted(safe_urls), "packages": sorted(names)}),
         "risk": "medium",
         "impact": "The agent may download from these sites and install these packages "
         "for the rest of this chat.",
