@@ -4,6 +4,9 @@ Resources and methods are built from `interlock.api.routes.ROUTES`, the table ea
 handler registers its routes from, so a deployed route always has a handler and the
 proxy event's `resource` is exactly the route's path. The expiry sweeper shares the
 stack and the layer but not the API: a schedule invokes it.
+
+The API admits one browser origin, the card page's CloudFront URL (`infra.hosting`),
+unless `interlock:allowedOrigin` names another.
 """
 
 from __future__ import annotations
@@ -11,15 +14,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, CfnOutput, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, CfnOutput, Duration, Fn, Stack, Validations
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.auth import Auth
 from infra.functions import InterlockFunction
+from infra.hosting import SiteRefs
 from infra.layer import InterlockLayer
 from infra.settings import Settings
 from infra.storage import StorageRefs
@@ -73,6 +78,23 @@ GATEWAY_ERRORS: Final[Mapping[apigw.ResponseType, tuple[str | None, str]]] = {
 }
 
 
+@dataclass(frozen=True)
+class ApiRefs:
+    """What the card page's `config.json` names, as a later stack reads it (named outputs).
+
+    Attributes:
+        api_url: The stage's base URL (`https://<id>.execute-api.<region>.amazonaws.com/v1/`).
+        user_pool_id: The user pool.
+        client_id: The card page's public client.
+        sign_in_url: The hosted UI's base URL (`https://<prefix>.auth.<region>.amazoncognito.com`).
+    """
+
+    api_url: str
+    user_pool_id: str
+    client_id: str
+    sign_in_url: str
+
+
 class InterlockApiStack(Stack):
     """The functions, their layer, the user pool, the REST API and the sweeper's schedule.
 
@@ -82,8 +104,10 @@ class InterlockApiStack(Stack):
     Attributes:
         functions: Each API handler's function construct, by route-table name.
         sweeper: The expiry sweeper's function construct and its schedule.
-        auth: The user pool and its client.
+        auth: The user pool, its hosted UI domain and its client.
         api: The REST API.
+        allowed_origin: The browser origin the API admits (CORS).
+        refs: The API and sign-in values for later stacks (they read this stack's outputs).
     """
 
     def __init__(
@@ -92,6 +116,8 @@ class InterlockApiStack(Stack):
         construct_id: str,
         *,
         storage: StorageRefs,
+        site: SiteRefs,
+        sign_in_prefix: str,
         settings: Settings | None = None,
         **kwargs: Any,
     ) -> None:
@@ -101,11 +127,15 @@ class InterlockApiStack(Stack):
             scope: The app or stage.
             construct_id: The stack id.
             storage: The table and the payload bucket, from the storage stack.
+            site: The card page's distribution, from the hosting stack: the default CORS
+                origin and the sign-in client's callback URL.
+            sign_in_prefix: The hosted UI's domain prefix (`infra.auth.domain_prefix`).
             settings: The deployment settings; read from CDK context when omitted.
             **kwargs: Passed to `Stack` (env, stack_name, ...).
         """
         super().__init__(scope, construct_id, **kwargs)
         settings = settings or Settings.from_context(self.node)
+        self.allowed_origin = settings.allowed_origin or site.origin
         layer = InterlockLayer(self, "Layer").layer_version
         self.functions = {
             name: InterlockFunction(
@@ -115,18 +145,30 @@ class InterlockApiStack(Stack):
                 layer=layer,
                 storage=storage,
                 settings=settings,
+                allowed_origin=self.allowed_origin,
             )
             for name in FUNCTIONS
         }
         self.sweeper = Sweeper(self, "Sweeper", layer=layer, storage=storage, settings=settings)
-        self.auth = Auth(self, "Auth")
-        self.api = _rest_api(self, settings.allowed_origin)
+        self.auth = Auth(self, "Auth", site_url=site.url, domain_prefix=sign_in_prefix)
+        self.api = _rest_api(self, self.allowed_origin)
         _add_routes(self.api, self.functions, self.auth)
         # One URL output, under a name scripts can rely on, instead of the generated one.
         self.api.node.try_remove_child("Endpoint")
-        CfnOutput(self, "ApiUrl", value=self.api.url)
-        CfnOutput(self, "UserPoolId", value=self.auth.user_pool.user_pool_id)
-        CfnOutput(self, "UserPoolClientId", value=self.auth.client.user_pool_client_id)
+        outputs = {
+            "api_url": ("ApiUrl", self.api.url),
+            "user_pool_id": ("UserPoolId", self.auth.user_pool.user_pool_id),
+            "client_id": ("UserPoolClientId", self.auth.client.user_pool_client_id),
+            "sign_in_url": ("SignInUrl", self.auth.domain.base_url()),
+        }
+        for output_name, value in outputs.values():
+            CfnOutput(self, output_name, value=value)
+        self.refs = ApiRefs(
+            **{
+                field: Fn.get_stack_output(self.stack_name, output_name)
+                for field, (output_name, _) in outputs.items()
+            }
+        )
         _acknowledge(self)
 
 

@@ -3,6 +3,10 @@
 API Gateway's Cognito authorizer validates the ID token and hands the handlers its
 claims: `sub` is the user id Interlock stores approvals and audit events under, and
 `cognito:groups` carries the roles that decide which tools the agent may offer.
+
+People sign in on Cognito's hosted UI: the card page sends them to the pool's domain
+with the authorization code flow and PKCE (`web/auth.js`) and gets them back, with a
+code, on its own URL, the client's only callback URL.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_cognito as cognito
 from constructs import Construct
 
@@ -20,6 +24,28 @@ GROUPS: Final[Mapping[str, str]] = {
     "admin": "May manage the pre-approved sites and packages of every chat.",
 }
 MIN_PASSWORD_LENGTH: Final = 12
+# What the card page asks for: an ID token (openid) that names the person (email, profile).
+SCOPES: Final = (cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL, cognito.OAuthScope.PROFILE)
+# Room for "-<12-digit account id>" within Cognito's 63 characters.
+_STACK_PART_MAX: Final = 50
+
+
+def domain_prefix(configured: str | None, stack_name: str) -> str:
+    """The hosted UI's domain prefix: `configured`, or `<stack name>-<account id>`.
+
+    Prefixes are global per region, so the default names both the deployment (its stack)
+    and the account. Stack names allow only letters, digits and hyphens: lowercased, they
+    are valid in a prefix.
+    """
+    return configured or f"{stack_name.lower()[:_STACK_PART_MAX]}-{Aws.ACCOUNT_ID}"
+
+
+def hosted_ui_url(prefix: str) -> str:
+    """The hosted UI's base URL, as `UserPoolDomain.base_url()` builds it.
+
+    Usable in any stack of the pool's account and region, before the pool exists.
+    """
+    return f"https://{prefix}.auth.{Aws.REGION}.amazoncognito.com"
 
 
 class Auth(Construct):
@@ -27,26 +53,44 @@ class Auth(Construct):
 
     Attributes:
         user_pool: The pool, for the API's authorizer.
+        domain: The pool's hosted UI domain, where the card page signs people in.
         client: A public client (no secret): it runs in the browser.
     """
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
-        """Create the pool, its client and its groups.
+    def __init__(
+        self, scope: Construct, construct_id: str, *, site_url: str, domain_prefix: str
+    ) -> None:
+        """Create the pool, its domain, its client and its groups.
 
         Args:
             scope: The parent construct.
             construct_id: The construct id.
+            site_url: The card page's URL (`https://<host>/`): the only place the hosted
+                UI sends people back to, after signing in or out.
+            domain_prefix: The hosted UI's domain prefix (`domain_prefix`).
         """
         super().__init__(scope, construct_id)
         self.user_pool = _user_pool(self)
+        self.domain = self.user_pool.add_domain(
+            "SignIn",
+            cognito_domain=cognito.CognitoDomainOptions(domain_prefix=domain_prefix),
+        )
         self.client = self.user_pool.add_client(
             "CardPage",
+            # A browser keeps no secret: PKCE (which the page always sends) is what binds
+            # the code to the tab that asked for it.
             generate_secret=False,
-            # SRP for the browser; the admin flow lets an operator with IAM credentials
-            # fetch a token from a terminal. No plain password flow.
+            # The admin flow lets an operator with IAM credentials fetch a token from a
+            # terminal; SRP serves SDK clients. No plain password flow.
             auth_flows=cognito.AuthFlow(user_srp=True, admin_user_password=True),
-            # No hosted UI: sign-in happens in the card page itself.
-            disable_o_auth=True,
+            o_auth=cognito.OAuthSettings(
+                # The code flow only: the implicit flow would put tokens in the URL.
+                flows=cognito.OAuthFlows(authorization_code_grant=True),
+                scopes=list(SCOPES),
+                callback_urls=[site_url],
+                logout_urls=[site_url],
+            ),
+            supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
             prevent_user_existence_errors=True,
             id_token_validity=Duration.hours(1),
             access_token_validity=Duration.hours(1),

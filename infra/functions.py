@@ -29,7 +29,6 @@ from infra.permissions import (
 )
 from infra.settings import Settings
 from infra.storage import StorageRefs
-from interlock.api.routes import FUNCTIONS
 
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 HANDLER: Final = "handler.lambda_handler"
@@ -78,6 +77,7 @@ class InterlockFunction(Construct):
         layer: lambda_.ILayerVersion,
         storage: StorageRefs,
         settings: Settings,
+        allowed_origin: str | None = None,
     ) -> None:
         """Create the function.
 
@@ -89,6 +89,8 @@ class InterlockFunction(Construct):
             storage: The table and bucket, named to the handler in `INTERLOCK_TABLE` and
                 `INTERLOCK_BUCKET`.
             settings: The deployment's settings.
+            allowed_origin: The browser origin the handler's responses admit (CORS), for
+                a function behind the API; None for one that answers no browser.
         """
         super().__init__(scope, construct_id)
         access, sizing = ACCESS[name], SIZING[name]
@@ -123,7 +125,7 @@ class InterlockFunction(Construct):
             # Frozen: anything CDK would add (such as X-Ray statements in a default policy)
             # is already in the inline policy above, and nothing else may slip in.
             role=self.role.without_policy_updates(),
-            environment=environment(name, storage, settings),
+            environment=environment(name, storage, settings, allowed_origin),
             description=f"Interlock {name}: thin handler over the interlock layer.",
         )
         for finding, reason in wildcard_findings(Stack.of(self), statements).items():
@@ -140,7 +142,12 @@ class InterlockFunction(Construct):
         )
 
 
-def environment(name: FunctionName, storage: StorageRefs, settings: Settings) -> dict[str, str]:
+def environment(
+    name: FunctionName,
+    storage: StorageRefs,
+    settings: Settings,
+    allowed_origin: str | None = None,
+) -> dict[str, str]:
     """The variables the handler and `interlock.api.wiring` read."""
     variables = {
         "INTERLOCK_TABLE": storage.table_name,
@@ -153,11 +160,11 @@ def environment(name: FunctionName, storage: StorageRefs, settings: Settings) ->
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
-    if name in FUNCTIONS:
+    if allowed_origin is not None:
         # For the CORS headers of the handler's own responses: API Gateway adds them only
         # to preflight and gateway-generated responses, not to Lambda proxy responses.
-        # The sweeper answers no browser.
-        variables["INTERLOCK_ALLOWED_ORIGIN"] = settings.allowed_origin
+        # The sweeper answers no browser, so it is given none.
+        variables["INTERLOCK_ALLOWED_ORIGIN"] = allowed_origin
     if ACCESS[name].invokes_model:
         variables["INTERLOCK_MODEL"] = settings.model.spec
     if settings.agent_config_parameter is not None:

@@ -23,6 +23,7 @@ LEASE_KEY: Final = "interlock:leaseMs"
 ALLOWED_ORIGIN_KEY: Final = "interlock:allowedOrigin"
 SWEEP_EVERY_KEY: Final = "interlock:sweepEveryMinutes"
 AGENT_CONFIG_KEY: Final = "interlock:agentConfigParameter"
+AUTH_DOMAIN_PREFIX_KEY: Final = "interlock:authDomainPrefix"
 
 DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 DEFAULT_MODEL: Final = f"bedrock:{DEFAULT_MODEL_ID}"
@@ -35,9 +36,10 @@ DEFAULT_LEASE_MS: Final = _STORE_DEFAULTS.lease_ms
 MAX_REQUEST_TTL_S: Final = (
     _STORE_DEFAULTS.snapshot_lifecycle_days * DAY_S - _STORE_DEFAULTS.lifecycle_margin_s
 )
-# Any origin: the API authenticates with a bearer token in the Authorization header, never
-# with cookies, so a foreign page gains nothing a direct HTTP client would not have.
-DEFAULT_ALLOWED_ORIGIN: Final = "*"
+# Unset: the deployment's own card page (its CloudFront URL) is the one origin allowed.
+# "*" is safe to set too: the API authenticates with a bearer token in the Authorization
+# header, never with cookies, so a foreign page gains nothing a direct client would not.
+ANY_ORIGIN: Final = "*"
 # An overdue request waits up to one interval for its timeout policy to settle it: the
 # agent's turn ends, or the card moves to another role's queue, at most this late.
 DEFAULT_SWEEP_EVERY_MINUTES: Final = 1
@@ -49,6 +51,10 @@ _MODEL_ID = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
 # An SSM parameter name in this account and region: a plain name, or a hierarchy that
 # starts with "/". Names only (no ARN, no wildcard), so each role reads exactly one.
 _PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.-]+|(/[A-Za-z0-9_.-]+)+")
+# A Cognito domain prefix: lowercase letters, digits and inner hyphens, at most 63, and
+# none of the words Cognito reserves.
+_DOMAIN_PREFIX = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_RESERVED_IN_PREFIX: Final = ("aws", "amazon", "cognito")
 
 
 @dataclass(frozen=True)
@@ -94,18 +100,22 @@ class Settings:
         model: The agent's model.
         request_ttl_s: How long an open request waits for its answer.
         lease_ms: How long a claim on a request lasts without a heartbeat.
-        allowed_origin: The browser origin allowed to call the API (CORS).
+        allowed_origin: The browser origin allowed to call the API (CORS), or None for
+            the card page's own CloudFront URL.
         sweep_every_minutes: How often the sweeper looks for overdue requests.
         agent_config_parameter: The SSM parameter holding the per-agent configuration
             document, or None to run on the defaults and the environment alone.
+        auth_domain_prefix: The prefix of the Cognito hosted sign-in domain, or None for
+            one derived from the stack and the account (`infra.auth.domain_prefix`).
     """
 
     model: ModelChoice
     request_ttl_s: int
     lease_ms: int
-    allowed_origin: str
+    allowed_origin: str | None
     sweep_every_minutes: int
     agent_config_parameter: str | None
+    auth_domain_prefix: str | None
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -125,6 +135,7 @@ class Settings:
                 node, SWEEP_EVERY_KEY, DEFAULT_SWEEP_EVERY_MINUTES, MAX_SWEEP_EVERY_MINUTES
             ),
             agent_config_parameter=_parameter(node.try_get_context(AGENT_CONFIG_KEY)),
+            auth_domain_prefix=_domain_prefix(node.try_get_context(AUTH_DOMAIN_PREFIX_KEY)),
         )
 
 
@@ -143,11 +154,11 @@ def _positive(node: Node, key: str, default: int, maximum: int | None = None) ->
     return value
 
 
-def _origin(raw: object) -> str:
-    if raw is None:
-        return DEFAULT_ALLOWED_ORIGIN
+def _origin(raw: object) -> str | None:
+    if raw is None or raw == "":
+        return None
     origin = str(raw).rstrip("/")
-    if origin != "*" and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d+)?", origin):
+    if origin != ANY_ORIGIN and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d+)?", origin):
         raise ValueError(f"{ALLOWED_ORIGIN_KEY} must be '*' or scheme://host[:port], not {raw!r}")
     return origin
 
@@ -162,3 +173,15 @@ def _parameter(raw: object) -> str | None:
             f"{AGENT_CONFIG_KEY} must be an SSM parameter name (name or /path/name), not {raw!r}"
         )
     return name
+
+
+def _domain_prefix(raw: object) -> str | None:
+    if raw is None or raw == "":
+        return None
+    prefix = str(raw)
+    if not _DOMAIN_PREFIX.fullmatch(prefix) or any(w in prefix for w in _RESERVED_IN_PREFIX):
+        raise ValueError(
+            f"{AUTH_DOMAIN_PREFIX_KEY} must be 1-63 lowercase letters, digits and inner "
+            f"hyphens without {', '.join(_RESERVED_IN_PREFIX)}, not {raw!r}"
+        )
+    return prefix

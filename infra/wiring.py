@@ -8,10 +8,16 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.api import InterlockApiStack
+from infra.auth import domain_prefix, hosted_ui_url
+from infra.hosting import WebHostingStack
+from infra.settings import Settings
 from infra.storage import StorageStack
+from infra.web import WebContentStack
 
 STORAGE_STACK_ID = "InterlockStorage"
+WEB_STACK_ID = "InterlockWeb"
 API_STACK_ID = "InterlockApi"
+WEB_CONTENT_STACK_ID = "InterlockWebContent"
 
 
 @dataclass(frozen=True)
@@ -20,11 +26,15 @@ class Stacks:
 
     Attributes:
         storage: The table and bucket; stateful, so kept apart from everything else.
+        web: The card page's bucket and CloudFront distribution.
         api: The functions, the user pool and the REST API in front of them.
+        web_content: The page's files and its generated `config.json`.
     """
 
     storage: StorageStack
+    web: WebHostingStack
     api: InterlockApiStack
+    web_content: WebContentStack
 
 
 def build(app: App) -> Stacks:
@@ -39,10 +49,25 @@ def build(app: App) -> Stacks:
     Returns:
         The stacks, for tests and for stacks that need their resources.
     """
+    settings = Settings.from_context(app.node)
+    # Computed once: the hosting stack's CSP must name the domain the API stack creates.
+    sign_in_prefix = domain_prefix(settings.auth_domain_prefix, API_STACK_ID)
     storage = StorageStack(app, STORAGE_STACK_ID)
-    api = InterlockApiStack(app, API_STACK_ID, storage=storage.refs)
-    # Named output references carry no dependency of their own: deploy storage first.
+    web = WebHostingStack(app, WEB_STACK_ID, sign_in_url=hosted_ui_url(sign_in_prefix))
+    api = InterlockApiStack(
+        app,
+        API_STACK_ID,
+        storage=storage.refs,
+        site=web.refs,
+        sign_in_prefix=sign_in_prefix,
+        settings=settings,
+    )
+    content = WebContentStack(app, WEB_CONTENT_STACK_ID, site=web.refs, api=api.refs)
+    # Named output references carry no dependency of their own: the order is explicit.
     api.add_stack_dependency(storage, "reads the table and bucket from the storage stack's outputs")
-    stacks = Stacks(storage=storage, api=api)
+    api.add_stack_dependency(web, "names the card page's URL as its CORS origin and callback")
+    content.add_stack_dependency(web, "copies the page into the hosting stack's bucket")
+    content.add_stack_dependency(api, "writes the API's outputs into the page's config.json")
+    stacks = Stacks(storage=storage, web=web, api=api, web_content=content)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks

@@ -3,6 +3,8 @@
 // Runs come back as a buffered `text/event-stream` body (the whole run at once), so a
 // plain fetch() and a split on blank lines read every event.
 
+import { beginSignIn, claims, finishSignIn, signOutUrl } from "./auth.js";
+
 const TOKEN_KEY = "interlock.idToken";
 
 /** An error reply of the API: `{"error": {"code", "message"}}` plus the HTTP status. */
@@ -17,15 +19,18 @@ export class ApiError extends Error {
 /**
  * Who the page talks as, and to which API.
  *
- * Deployed: a `config.json` next to the page names the API URL and the Cognito user pool
- * client; the page uses the ID token of a signed-in user. Local (`./dev serve`): no
- * config.json, and the local server hands out a development token.
- * Returns `{api}` or, when deployed and nobody is signed in, `{signIn: config}`.
+ * Deployed: a `config.json` next to the page names the API URL, the user pool client and
+ * the hosted UI (`authUrl`); the page signs in there (`auth.js`) and uses the ID token.
+ * Local (`./dev serve`): no config.json, and the local server hands out a development
+ * token. Returns `{api, signOut}`; `{leaving: true}` while the page goes to sign in or
+ * back from it; or, for a config.json without `authUrl`, `{signIn: config}` (a pasted
+ * token).
  */
 export async function openSession(pageParams) {
   const config = await fetch("config.json", { cache: "no-store" })
     .then((r) => (r.ok ? r.json() : null))
     .catch(() => null);
+  if (config?.authUrl) return hostedSession(config, pageParams);
   if (config) {
     const token = sessionStorage.getItem(TOKEN_KEY);
     return token ? { api: new Api(config.apiUrl, token, "signed in") } : { signIn: config };
@@ -40,8 +45,28 @@ export async function openSession(pageParams) {
   return { api: new Api(session.apiBase, session.token, `${session.user} (local)`) };
 }
 
+async function hostedSession(config, pageParams) {
+  const done = await finishSignIn(config, pageParams);
+  if (done) {
+    rememberToken(done.idToken);
+    location.replace(done.back); // the page as it was before signing in, chat included
+    return { leaving: true };
+  }
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const { email, exp } = token ? claims(token) : {};
+  if (!token || (exp && exp * 1000 <= Date.now())) {
+    await beginSignIn(config);
+    return { leaving: true };
+  }
+  return { api: new Api(config.apiUrl, token, email || "signed in"), signOut: signOutUrl(config) };
+}
+
 export function rememberToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token.trim());
+}
+
+export function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
 }
 
 export class Api {

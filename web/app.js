@@ -3,7 +3,7 @@
 // Everything shown comes from the API: a reload reads the thread (GET turns), the open
 // request (GET request, which also issues a fresh secret) and the approvals again.
 
-import { ApiError, newId, openSession, rememberToken } from "./api.js";
+import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
 import { Card, fromInterrupt } from "./card.js";
 import { h } from "./dom.js";
 
@@ -27,9 +27,15 @@ async function start() {
   fresh.delete("chat");
   $("new-chat").href = `?${fresh}`; // a new chat, as the same (local) user
   const session = await openSession(params);
+  if (session.leaving) return; // on the way to the hosted sign-in, or back from it
   if (session.signIn) return signIn();
   api = session.api;
   $("user").textContent = `Signed in as ${api.who}`;
+  if (session.signOut) {
+    $("sign-out").href = session.signOut;
+    $("sign-out").hidden = false;
+    $("sign-out").addEventListener("click", forgetToken);
+  }
   $("composer").addEventListener("submit", send);
   await Promise.all([loadThread(), loadApprovals()]);
   await loadRequest();

@@ -18,13 +18,15 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.wiring import Stacks, build
-from tests.infra.support import AGENT_CONFIG_PARAMETER
+from tests.infra.support import AGENT_CONFIG_PARAMETER, CONFIGURED_AUTH_PREFIX, CONFIGURED_ORIGIN
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the default app leaves unset or at its default.
 CONFIGURED_CONTEXT = {
     "interlock:agentConfigParameter": AGENT_CONFIG_PARAMETER,
     "interlock:sweepEveryMinutes": "5",
+    "interlock:allowedOrigin": CONFIGURED_ORIGIN,
+    "interlock:authDomainPrefix": CONFIGURED_AUTH_PREFIX,
 }
 
 
@@ -75,6 +77,18 @@ def storage_template(stacks: Stacks) -> Template:
 def api_template(stacks: Stacks) -> Template:
     """The API stack's CloudFormation template."""
     return Template.from_stack(stacks.api)
+
+
+@pytest.fixture(scope="session")
+def web_template(stacks: Stacks) -> Template:
+    """The hosting stack's template: the page's bucket and distribution."""
+    return Template.from_stack(stacks.web)
+
+
+@pytest.fixture(scope="session")
+def web_content_template(stacks: Stacks) -> Template:
+    """The content stack's template: the copy of `web/` and its `config.json`."""
+    return Template.from_stack(stacks.web_content)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,15 @@ ALL_FUNCTIONS: tuple[FunctionName, ...] = (*FUNCTIONS, "sweeper")
 AGENT_CONFIG_PARAMETER = "/interlock/agents/support"
 TABLE_ARN = {"Fn::GetStackOutput": {"StackName": "InterlockStorage", "OutputName": "TableArn"}}
 BUCKET_ARN = {"Fn::GetStackOutput": {"StackName": "InterlockStorage", "OutputName": "BucketArn"}}
+SITE_DOMAIN = {
+    "Fn::GetStackOutput": {"StackName": "InterlockWeb", "OutputName": "DistributionDomainName"}
+}
+# The default CORS origin: the card page's CloudFront URL, read from the hosting stack.
+SITE_ORIGIN = {"Fn::Join": ["", ["https://", SITE_DOMAIN]]}
+SITE_URL = {"Fn::Join": ["", ["https://", SITE_DOMAIN, "/"]]}
+# What the configured app (see conftest) overrides.
+CONFIGURED_ORIGIN = "https://cards.example.com"
+CONFIGURED_AUTH_PREFIX = "interlock-cards"
 
 
 def function_construct(stacks: Stacks, name: FunctionName) -> InterlockFunction:

@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 from infra.api import path_parameters
 from infra.wiring import Stacks
 from interlock.api.routes import ROUTES, Route
+from tests.infra.support import CONFIGURED_AUTH_PREFIX, CONFIGURED_ORIGIN, SITE_ORIGIN, SITE_URL
 
 Resources = dict[str, dict[str, Any]]
 _PARAMETER = re.compile(r"{\w+}")
@@ -136,6 +137,19 @@ def test_each_route_may_invoke_only_its_function(stacks: Stacks, resources: Reso
     assert granted == expected
 
 
+def _quoted(origin: Any) -> Any:
+    """An origin as a header value of API Gateway's mapping: in single quotes."""
+    if isinstance(origin, str):
+        return f"'{origin}'"
+    parts: list[Any] = []
+    for part in ["'", *origin["Fn::Join"][1], "'"]:
+        if parts and isinstance(part, str) and isinstance(parts[-1], str):
+            parts[-1] += part  # CloudFormation's join, as CDK writes it: literals merged
+        else:
+            parts.append(part)
+    return {"Fn::Join": ["", parts]}
+
+
 def test_preflight_is_open_and_allows_the_card_origin(methods: dict[tuple[str, str], Any]) -> None:
     preflights = [props for (verb, _), props in methods.items() if verb == "OPTIONS"]
     paths = {path for (verb, path) in methods if verb != "OPTIONS"}
@@ -145,7 +159,9 @@ def test_preflight_is_open_and_allows_the_card_origin(methods: dict[tuple[str, s
         assert preflight["AuthorizationType"] == "NONE"
         (response,) = preflight["Integration"]["IntegrationResponses"]
         headers = response["ResponseParameters"]
-        assert headers["method.response.header.Access-Control-Allow-Origin"] == "'*'"
+        # The card page's CloudFront URL by default: no other page may read the replies
+        assert headers["method.response.header.Access-Control-Allow-Origin"] == _quoted(SITE_ORIGIN)
+        assert headers["method.response.header.Vary"] == "'Origin'"
         assert headers["method.response.header.Access-Control-Allow-Headers"] == (
             "'Authorization,Content-Type'"
         )
@@ -160,8 +176,36 @@ def test_gateway_errors_are_readable_by_the_card_page(api_template: Template) ->
         header = properties["ResponseParameters"][
             "gatewayresponse.header.Access-Control-Allow-Origin"
         ]
-        assert header == "'*'"
+        assert header == _quoted(SITE_ORIGIN)
         assert properties["ResponseTemplates"]["application/json"].startswith('{"error":{"code":')
+
+
+def test_allowed_origin_from_context_replaces_the_card_origin(
+    configured_api_template: Template,
+) -> None:
+    # Given `interlock:allowedOrigin=https://cards.example.com`
+    resources = configured_api_template.to_json()["Resources"]
+    preflight_origins = {
+        json.dumps(
+            r["Properties"]["Integration"]["IntegrationResponses"][0]["ResponseParameters"][
+                "method.response.header.Access-Control-Allow-Origin"
+            ]
+        )
+        for r in resources.values()
+        if r["Type"] == "AWS::ApiGateway::Method" and r["Properties"]["HttpMethod"] == "OPTIONS"
+    }
+    gateway_origins = {
+        json.dumps(
+            r["Properties"]["ResponseParameters"][
+                "gatewayresponse.header.Access-Control-Allow-Origin"
+            ]
+        )
+        for r in resources.values()
+        if r["Type"] == "AWS::ApiGateway::GatewayResponse"
+    }
+
+    # Then the preflights and gateway errors admit that origin instead
+    assert preflight_origins == gateway_origins == {json.dumps(_quoted(CONFIGURED_ORIGIN))}
 
 
 def test_stage_v1_traces_throttles_and_logs_json(
@@ -231,14 +275,47 @@ def test_user_pool_has_the_role_groups_and_a_public_client(api_template: Templat
     assert "ALLOW_USER_PASSWORD_AUTH" not in properties["ExplicitAuthFlows"]
 
 
-def test_outputs_give_the_url_pool_and_client(stacks: Stacks, api_template: Template) -> None:
+def test_client_signs_in_with_the_code_flow_back_to_the_card_page(
+    api_template: Template,
+) -> None:
+    (client,) = api_template.find_resources("AWS::Cognito::UserPoolClient").values()
+    properties = client["Properties"]
+    # The code grant only (the page adds PKCE); no implicit flow putting tokens in URLs
+    assert properties["AllowedOAuthFlows"] == ["code"]
+    assert properties["AllowedOAuthFlowsUserPoolClient"] is True
+    assert properties["AllowedOAuthScopes"] == ["openid", "email", "profile"]
+    assert properties["SupportedIdentityProviders"] == ["COGNITO"]
+    # Only the card page's CloudFront URL may receive a code or a signed-out visitor
+    assert properties["CallbackURLs"] == [SITE_URL]
+    assert properties["LogoutURLs"] == [SITE_URL]
+
+
+def test_pool_has_a_hosted_ui_domain_unique_to_the_stack_and_account(
+    stacks: Stacks, api_template: Template
+) -> None:
+    (domain,) = api_template.find_resources("AWS::Cognito::UserPoolDomain").values()
+    assert domain["Properties"] == {
+        "Domain": {"Fn::Join": ["", ["interlockapi-", {"Ref": "AWS::AccountId"}]]},
+        "UserPoolId": {"Ref": _logical_id(stacks, stacks.api.auth.user_pool)},
+    }
+
+
+def test_domain_prefix_comes_from_context(configured_api_template: Template) -> None:
+    (domain,) = configured_api_template.find_resources("AWS::Cognito::UserPoolDomain").values()
+    assert domain["Properties"]["Domain"] == CONFIGURED_AUTH_PREFIX
+
+
+def test_outputs_give_the_url_pool_client_and_sign_in(
+    stacks: Stacks, api_template: Template
+) -> None:
     api = stacks.api
     outputs = api_template.find_outputs("*")
-    assert set(outputs) == {"ApiUrl", "UserPoolId", "UserPoolClientId"}
+    assert set(outputs) == {"ApiUrl", "UserPoolId", "UserPoolClientId", "SignInUrl"}
+    assert outputs["SignInUrl"]["Value"] == api.resolve(api.auth.domain.base_url())
     assert outputs["ApiUrl"]["Value"] == api.resolve(api.api.url)
     assert outputs["UserPoolId"]["Value"] == {"Ref": _logical_id(stacks, api.auth.user_pool)}
     assert outputs["UserPoolClientId"]["Value"] == {"Ref": _logical_id(stacks, api.auth.client)}
 
 
-def test_api_stack_deploys_after_storage(stacks: Stacks) -> None:
-    assert stacks.storage in stacks.api.dependencies
+def test_api_stack_deploys_after_storage_and_the_page_hosting(stacks: Stacks) -> None:
+    assert {stacks.storage, stacks.web} <= set(stacks.api.dependencies)

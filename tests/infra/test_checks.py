@@ -26,6 +26,24 @@ _MODEL_REGIONS = (
     "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0]"
 )
 _TRACING = "AwsSolutions-IAM5[Resource::*]"
+_SITE = '{"Fn::GetStackOutput":{"StackName":"InterlockWeb","OutputName":"SiteBucketArn"}}'
+_PAGE_COPY = {
+    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+    "AWSLambdaBasicExecutionRole]",
+    "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+    "AwsSolutions-IAM5[Action::s3:GetObject*]",
+    "AwsSolutions-IAM5[Action::s3:List*]",
+    "AwsSolutions-IAM5[Action::s3:Abort*]",
+    "AwsSolutions-IAM5[Action::s3:DeleteObject*]",
+    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::"
+    "cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]",
+    f"AwsSolutions-IAM5[Resource::{_SITE}/*]",
+    "AwsSolutions-IAM5[Resource::*]",
+    "AwsSolutions-L1",
+}
+_PAGE_COPY_HANDLER = (
+    "InterlockWebContent/Custom::CDKBucketDeployment8693BB64968944B69AAFB0CC9EB8756C"
+)
 EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockStorage/Storage/AccessLogs": {"AwsSolutions-S1"},
     "InterlockApi/Run/Role": {_SNAPSHOTS, _MODEL_REGIONS, _TRACING},
@@ -38,6 +56,13 @@ EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockApi/Sweeper/Function": {"AwsSolutions-L1"},
     "InterlockApi/Auth/Users": {"AwsSolutions-COG8"},
     "InterlockApi/Api/DeploymentStage.v1": {"AwsSolutions-APIG3", "AwsSolutions-APIG6"},
+    "InterlockWeb/Web/AccessLogs": {"AwsSolutions-S1"},
+    "InterlockWeb/Web/Distribution": {
+        "AwsSolutions-CFR1",
+        "AwsSolutions-CFR2",
+        "AwsSolutions-CFR4",
+    },
+    _PAGE_COPY_HANDLER: _PAGE_COPY,
 }
 _ANNOTATION_NAMESPACE = "Annotation::"
 
@@ -72,7 +97,7 @@ def test_synthesis_validation_report_is_clean(stacks: Stacks, outdir: Path) -> N
     assert violations == []
 
 
-@pytest.mark.parametrize("name", ["storage", "api"])
+@pytest.mark.parametrize("name", ["storage", "web", "api", "web_content"])
 def test_no_construct_carries_an_error_or_warning_annotation(stacks: Stacks, name: str) -> None:
     annotations = Annotations.from_stack(getattr(stacks, name))
     assert annotations.find_error("*", Match.any_value()) == []

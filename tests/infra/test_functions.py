@@ -18,6 +18,7 @@ from tests.infra.support import (
     AGENT_CONFIG_PARAMETER,
     ALL_FUNCTIONS,
     BUCKET_ARN,
+    SITE_ORIGIN,
     TABLE_ARN,
     actions,
     by_sid,
@@ -240,7 +241,8 @@ def test_environment_names_storage_and_powertools(
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
     if name != "sweeper":
-        expected["INTERLOCK_ALLOWED_ORIGIN"] = "*"
+        # Unset in context: the card page's own CloudFront URL
+        expected["INTERLOCK_ALLOWED_ORIGIN"] = SITE_ORIGIN
     if name != "requests":
         expected["INTERLOCK_MODEL"] = "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
     # No per-agent configuration parameter was named, so none is read
@@ -261,11 +263,13 @@ def test_environment_carries_the_configured_settings() -> None:
     settings = Settings.from_context(app.node)
     storage = StorageRefs("table", "table-arn", "bucket", "bucket-arn")
 
+    # When each is given the origin its stack gives it (the API's functions only)
+    origin = settings.allowed_origin
+    run, requests = (environment(name, storage, settings, origin) for name in ("run", "requests"))
+    sweeper = environment("sweeper", storage, settings)
+
     # Then every function shares the store policy and the agent's document; only the API's
     # functions get the origin, and only agents the model
-    run, requests, sweeper = (
-        environment(name, storage, settings) for name in ("run", "requests", "sweeper")
-    )
     assert run["INTERLOCK_MODEL"] == sweeper["INTERLOCK_MODEL"] == "bedrock:eu.amazon.nova-pro-v1:0"
     assert "INTERLOCK_MODEL" not in requests
     assert "INTERLOCK_ALLOWED_ORIGIN" not in sweeper
