@@ -199,5 +199,8 @@ def test_fetch_of_an_approved_site_goes_through_the_transport_without_the_query(
 def test_the_download_card_summarises_the_call_without_its_query_tokens() -> None:
     result = run(agent_for(ask(urls=[URL], packages=["Pandas"]), done), context())
     summary = result.interrupts[0].reason["summary"]
-    assert summary == {"reason": "Need the table.", "urls": ["https://data.example.org/table.csv"],
-                       "packages": ["pandas"]}
+    assert summary == {
+        "reason": "Need the table.",
+        "urls": ["https://data.example.org/table.csv"],
+        "packages": ["pandas"],
+    }
