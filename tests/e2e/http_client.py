@@ -286,11 +286,14 @@ class LocalServer:
 
 
 @contextmanager
-def local_server(aws: dict[str, Any], log: Path) -> Iterator[LocalServer]:
+def local_server(
+    aws: dict[str, Any], log: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[LocalServer]:
     """Serve the API on a free port over `aws`'s moto server, table and bucket."""
     key = secrets.token_bytes(32)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
     env.update(
+        **(extra_env or {}),
         INTERLOCK_DEV_KEY=key.hex(),
         INTERLOCK_MODEL="scripted",
         INTERLOCK_FETCH="demo",

@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import secrets
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -35,13 +31,11 @@ from interlock.timing import StorePolicy, SystemClock
 from interlock.turns import Runtime
 from local.emulator import Emulator
 from tests.e2e.http_client import (
-    ROOT,
-    STOP_TIMEOUT_S,
     Client,
     LocalServer,
     Stream,
-    _wait_ready,
     answer,
+    local_server,
     secret_of,
 )
 
@@ -129,32 +123,12 @@ def configured_server(
     aws: dict[str, Any], agent: Mapping[str, Any], workdir: Path
 ) -> Iterator[LocalServer]:
     """`local.server` over `aws`, reading `agent` as its per-agent configuration file."""
-    document, log = workdir / "agent.json", workdir / "server.log"
+    document = workdir / "agent.json"
     document.write_text(json.dumps(agent))
-    key = secrets.token_bytes(32)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
-    env.update(
-        INTERLOCK_DEV_KEY=key.hex(),
-        INTERLOCK_MODEL="scripted",
-        INTERLOCK_FETCH="demo",
-        INTERLOCK_AGENT_CONFIG_FILE=str(document),
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
-        AWS_DEFAULT_REGION="us-east-1",
-    )
-    argv = [sys.executable, "-m", "local.server", "--port", "0"]
-    argv += ["--aws-endpoint", aws["endpoint"], "--table", aws["table"], "--bucket", aws["bucket"]]
-    with log.open("wb") as out:
-        child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield LocalServer(_wait_ready(child, log), key)
-    finally:
-        child.terminate()
-        try:
-            child.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(timeout=STOP_TIMEOUT_S)
+    with local_server(
+        aws, workdir / "server.log", {"INTERLOCK_AGENT_CONFIG_FILE": str(document)}
+    ) as running:
+        yield running
 
 
 # -- helpers -----------------------------------------------------------------------------------
