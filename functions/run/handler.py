@@ -36,7 +36,7 @@ bind(app, "run", {("POST", "/runs"): start_run})
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False)  # responses carry resume secrets
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -53,7 +53,7 @@ def cancel_request(
     if request.user_id != caller.user_id:
         raise errors.Forbidden("only the chat's user can cancel its request")
     cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
-    if request.ask_slot is not None:
+    if request.ask_slot is not None:  # the owner's open-request slot (see turns._admit)
         stores.limits.release_slot(request.user_id, chat_id, request.ask_slot, pool="ASK")
     stores.chats.record(
         chat_id,

@@ -84,8 +84,10 @@ def snapshot_key(chat_id: str, interrupt_id: str) -> str:
     return f"{SNAPSHOT_PREFIX}{checked_id(chat_id, 'chat id')}/{_object_name(interrupt_id)}.json.gz"
 
 
-def answer_key(chat_id: str, interrupt_id: str) -> str:
-    return f"{ANSWER_PREFIX}{checked_id(chat_id, 'chat id')}/{_object_name(interrupt_id)}.json.gz"
+def answer_key(chat_id: str, interrupt_id: str, version: str | None = None) -> str:
+    suffix = f".{version}" if version else ""
+    name = _object_name(interrupt_id)
+    return f"{ANSWER_PREFIX}{checked_id(chat_id, 'chat id')}/{name}{suffix}.json.gz"
 
 
 def sweep_shard(chat_id: str, shards: int) -> str:

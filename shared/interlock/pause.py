@@ -35,6 +35,7 @@ def persist_pause(
     now_ms: int,
     ttl_s: int | None = None,
     ask_slot: int | None = None,
+    owner_roles: tuple[str, ...] = (),
 ) -> OpenedRequest:
     """Store the paused agent, then open the chat's request pointing at it.
 
@@ -53,6 +54,7 @@ def persist_pause(
         now_ms=now_ms,
         ttl_s=ttl_s,
         ask_slot=ask_slot,
+        owner_roles=owner_roles,
     )
     size = stores.blobs.put_snapshot(chat_id, interrupt_id, snapshot)
     stores.requests.open(request, now_ms)

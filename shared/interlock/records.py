@@ -69,6 +69,7 @@ class PendingRequest:
     ended_reason: str | None = None
     route_role: str | None = None
     ask_slot: int | None = None
+    owner_roles: tuple[str, ...] = ()
     version: int = 1
 
     def is_past_expiry(self, now_ms: int) -> bool:

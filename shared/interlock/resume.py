@@ -31,7 +31,14 @@ from interlock.outcomes import TurnResult
 from interlock.records import PendingRequest, refusal
 from interlock.runtime.agent import build_agent, lost_tools
 from interlock.runtime.snapshot import load_snapshot
-from interlock.turns import Runtime, audit, request_context, reserved, settle
+from interlock.turns import (
+    Runtime,
+    audit,
+    expire_and_release,
+    request_context,
+    reserved,
+    settle,
+)
 
 Status = Literal["resolved", "cancelled"]
 
@@ -72,7 +79,7 @@ def resume_turn(
     try:
         _check_chat(rt, record, now)
         with reserved(rt, caller):
-            _check_roles(rt, caller, record, now)
+            _check_roles(rt, _owner_roles(caller, record), record, now)
             claim = stores.requests.claim(record, secret, rt.worker_id, now)
             audit(
                 rt,
@@ -122,7 +129,7 @@ def continue_claimed(
     chat_id = claim.chat_id
     card = claim.card
     if caller.user_id != claim.user_id:
-        caller = Caller(claim.user_id, caller.roles, trace_id=caller.trace_id)
+        caller = Caller(claim.user_id, _owner_roles(caller, claim), trace_id=caller.trace_id)
     if card.get("type") == DOWNLOAD:
         # Idempotent: a retaken resume writes the same rows stamped with the same card.
         if decision.approved:
@@ -166,10 +173,19 @@ def continue_claimed(
     )
 
 
-def _check_roles(rt: Runtime, caller: Caller, record: PendingRequest, now: int) -> None:
-    lost = lost_tools(caller.roles, record.card.get("batch_tools", []))
+def _owner_roles(caller: Caller, record: PendingRequest) -> frozenset[str]:
+    """The roles the run continues with: the owner's live ones when the owner answers;
+    otherwise (an operator answering a rerouted request) the owner's roles as they were
+    when the run paused, never the operator's."""
+    if caller.user_id == record.user_id:
+        return caller.roles
+    return frozenset(record.owner_roles)
+
+
+def _check_roles(rt: Runtime, roles: frozenset[str], record: PendingRequest, now: int) -> None:
+    lost = lost_tools(roles, record.card.get("batch_tools", []))
     if lost:
-        rt.stores.requests.expire(record, f"the user may no longer use {', '.join(lost)}", now)
+        expire_and_release(rt, record, f"the user may no longer use {', '.join(lost)}", now)
         raise errors.RequestExpired("your roles changed since this was asked")
 
 
@@ -181,5 +197,5 @@ def _check_chat(rt: Runtime, record: PendingRequest, now: int) -> None:
     elif meta.last_turn != record.turn_seq:
         reason = "a newer turn was saved in this chat since this was asked"
     if reason:
-        rt.stores.requests.expire(record, reason, now)
+        expire_and_release(rt, record, reason, now)
         raise errors.RequestExpired(reason)

@@ -20,8 +20,7 @@ from interlock.caller import Caller
 from interlock.cards import Decision
 from interlock.records import PendingRequest
 from interlock.resume import continue_claimed
-from interlock.runtime.agent import TOOL_ROLES
-from interlock.turns import Runtime, audit
+from interlock.turns import Runtime, audit, expire_and_release
 
 logger = logging.getLogger(__name__)
 
@@ -58,19 +57,19 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
     if request is None or not request.overdue(now_ms):
         return "skipped"  # answered, ended or renewed since the index was read
     policy = rt.config.timeouts[kind_of(request.card)]
-    if request.claim_count >= rt.stores.policy.max_claims:
-        # Earlier settlements died here: end it rather than retry it every minute.
-        rt.stores.requests.expire(request, "could not be settled after repeated attempts", now_ms)
-        _audit(rt, request, "timed_out", decision="abandoned", policy=policy.action)
-        return "failed"
     try:
+        if request.claim_count >= rt.stores.policy.max_claims:
+            # Earlier settlements died here: end it rather than retry it every minute.
+            expire_and_release(rt, request, "could not be settled after repeated attempts", now_ms)
+            _audit(rt, request, "timed_out", decision="abandoned", policy=policy.action)
+            return "failed"
         if policy.action == "reroute" and request.route_role is None:
             assert policy.reroute_role is not None
             rt.stores.requests.reroute(request, policy.reroute_role, policy.reroute_extra_s, now_ms)
             _audit(rt, request, "rerouted", role=policy.reroute_role)
             return "rerouted"
         claim = rt.stores.requests.claim_overdue(request, f"sweeper:{rt.worker_id}", now_ms)
-    except (errors.ResumeInProgress, errors.AlreadyAnswered, errors.InterlockError) as lost:
+    except errors.InterlockError as lost:
         logger.info(
             "chat_id=<%s>, reason=<%s> | overdue request settled elsewhere", chat_id, lost.code
         )
@@ -96,10 +95,13 @@ def _timeout_response(request: PendingRequest, action: str) -> tuple[dict[str, A
 
 
 def _owner(request: PendingRequest) -> Caller:
-    # The run resumes as its owner, with the roles its paused batch needs to be rebuilt;
-    # nothing is approved on their behalf (the answer is a timeout).
-    roles = frozenset(TOOL_ROLES[t] for t in request.card.get("batch_tools", []) if t in TOOL_ROLES)
-    return Caller(request.user_id, roles, trace_id=f"sweep:{keys.checked_id(request.chat_id)}")
+    # The run resumes as its owner, with the roles they had when it paused; nothing is
+    # approved on their behalf (the answer is a timeout).
+    return Caller(
+        request.user_id,
+        frozenset(request.owner_roles),
+        trace_id=f"sweep:{keys.checked_id(request.chat_id)}",
+    )
 
 
 def _audit(rt: Runtime, request: PendingRequest, event: str, **detail: Any) -> None:

@@ -74,6 +74,10 @@ class StorePolicy:
     max_snapshot_bytes: int = 5 * 1024 * 1024
     snapshot_lifecycle_days: int = SNAPSHOT_LIFECYCLE_DAYS
 
+    def latest_expiry_s(self) -> int:
+        """The longest a request may stay answerable after it was opened."""
+        return self.snapshot_lifecycle_days * DAY_S - self.lifecycle_margin_s
+
     def expiry(self, now_ms: int, ttl_s: int | None = None) -> tuple[int, int]:
         """Return `(expires_at, ttl)` for a request opened at `now_ms`.
 
@@ -81,7 +85,7 @@ class StorePolicy:
         adds the retention window so the item outlives its logical expiry.
         """
         now_s = now_ms // 1000
-        latest = now_s + self.snapshot_lifecycle_days * DAY_S - self.lifecycle_margin_s
+        latest = now_s + self.latest_expiry_s()
         wanted = now_s + (ttl_s if ttl_s is not None else self.request_ttl_s)
         expires_at = max(now_s + 1, min(wanted, latest))
         return expires_at, expires_at + self.retention_s

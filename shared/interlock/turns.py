@@ -186,10 +186,13 @@ def settle(
             text = refused.message
     now = rt.clock.now_ms()
     if claim is not None:
-        if claim.ask_slot is not None:
-            rt.stores.limits.release_slot(claim.user_id, chat_id, claim.ask_slot, pool=ASK_POOL)
+        # The answer's key names this claim's lease, so a worker that lost its lease
+        # can never overwrite the winner's answer; only the finish records which counts.
         answer_key = rt.stores.blobs.put_answer(
-            chat_id, claim.interrupt_id, {"text": text, "tool_calls": calls}
+            chat_id,
+            claim.interrupt_id,
+            {"text": text, "tool_calls": calls},
+            version=claim.lease_token,
         )
         rt.stores.requests.finish(
             claim,
@@ -198,6 +201,7 @@ def settle(
             first_answer=text,
             now_ms=now,
         )
+        release_ask_slot(rt, claim)
     # The turn keeps a summary of its tool activity so a reloaded thread can show it.
     tools = [{"name": c["name"], "status": c["status"]} for c in calls]
     rt.stores.chats.append_turn(chat_id, {"role": "assistant", "text": text, "tools": tools}, now)
@@ -236,7 +240,13 @@ def _offer(
     }
     now = rt.clock.now_ms()
     if claim is not None:
-        offer = _chain(rt, claim, interrupt.id, card, snapshot, now)
+        try:
+            offer = _chain(rt, claim, interrupt.id, card, snapshot, now)
+        except (errors.TooLarge, errors.StoreError) as exc:
+            # The claim is finished with an ordinary message instead of being left
+            # claimed for the next click to re-run the agent against.
+            audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
+            raise PauseRefused(PAUSE_FAILED) from exc
     else:
         ask_slot = _admit(rt, caller, chat_id, now)
         try:
@@ -251,6 +261,7 @@ def _offer(
                 turn_seq=turn_seq,
                 now_ms=now,
                 ask_slot=ask_slot,
+                owner_roles=tuple(caller.roles),
             )
         except (errors.TooLarge, errors.StoreError) as exc:
             logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
@@ -269,6 +280,20 @@ def _offer(
         chained=claim is not None,
     )
     return offer
+
+
+def release_ask_slot(rt: Runtime, request: PendingRequest) -> None:
+    """Free the owner's open-request slot once the request has ended."""
+    if request.ask_slot is not None:
+        rt.stores.limits.release_slot(
+            request.user_id, request.chat_id, request.ask_slot, pool=ASK_POOL
+        )
+
+
+def expire_and_release(rt: Runtime, request: PendingRequest, reason: str, now: int) -> None:
+    """Expire an answerable request and free its open-request slot."""
+    rt.stores.requests.expire(request, reason, now)
+    release_ask_slot(rt, request)
 
 
 def _admit(rt: Runtime, caller: Caller, chat_id: str, now: int) -> int:
@@ -314,6 +339,7 @@ def _chain(
         turn_seq=claim.turn_seq,
         now_ms=now,
         ask_slot=claim.ask_slot,
+        owner_roles=claim.owner_roles,
     )
     rt.stores.blobs.put_snapshot(claim.chat_id, interrupt_id, snapshot)
     rt.stores.requests.chain(claim, successor)

@@ -486,3 +486,49 @@ def test_a_saved_turn_keeps_its_tool_activity(
         {"name": "request_approval", "status": "success"},
         {"name": "fetch_url", "status": "success"},
     ]
+
+
+def test_a_second_interrupt_that_cannot_be_saved_finishes_the_claim(
+    aws: dict[str, Any], stores: Stores, clock: ManualClock, transport: Transport, alice: Caller
+) -> None:
+    script = scenario(
+        [
+            {
+                "tool": "request_approval",
+                "input": {"reason": "a", "urls": ["https://a.example.org/x"]},
+            }
+        ],
+        [
+            {
+                "tool": "request_approval",
+                "input": {"reason": "b", "urls": ["https://b.example.org/y"]},
+            }
+        ],
+    )
+    rt = Runtime(
+        stores, Models([script]), clock=clock, fetch=transport, limits=TurnLimits(heartbeat_s=60)
+    )
+    paused = pause(rt, alice, "go")
+    # The second snapshot will not fit
+    tiny = build_stores(
+        aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], StorePolicy(max_snapshot_bytes=10)
+    )
+    rt = replace(rt, stores=replace(stores, blobs=tiny.blobs))
+
+    done = answer(rt, alice, paused)
+
+    assert (done.outcome, done.text) == ("completed", PAUSE_FAILED)
+    assert pointer(stores, clock).state is RequestState.DONE
+
+
+def test_an_early_expiry_frees_the_open_request_slot(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock.config import assemble
+
+    rt = replace(runtime, config=assemble({}, {"max_open_requests": 1}))
+    paused = run_turn(rt, alice, CHAT, "download the table")
+    stores.chats.hide(CHAT)
+    with pytest.raises(errors.RequestExpired):
+        answer(rt, alice, paused)
+    assert run_turn(rt, alice, "other", "download the table").outcome == "interrupted"

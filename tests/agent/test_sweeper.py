@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
@@ -167,3 +168,64 @@ def test_an_operator_may_answer_a_rerouted_request_but_not_cancel_it(
     assert inbox.cancel_request(stores, alice, "c1", clock.now_ms()).state is (
         RequestState.CANCELLED
     )
+
+
+def test_an_operator_approves_a_rerouted_action_with_the_owners_roles(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock import inbox
+
+    rt = replace(
+        runtime,
+        config=assemble(
+            {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
+        ),
+    )
+    overdue(rt, alice, "c1", "send the report", clock)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+    sweep(rt, clock.now_ms())
+    bob = Caller("bob", frozenset({"supervisor"}))  # may answer, cannot send reports himself
+
+    opened = inbox.open_request(stores, bob, "c1", clock.now_ms())
+    done = resume_turn(
+        rt,
+        bob,
+        "c1",
+        interrupt_id=opened.request.interrupt_id,
+        secret=opened.secret or "",
+        status="resolved",
+        payload={"decision": "approve"},
+    )
+
+    assert done.outcome == "completed" and "Report sent" in (done.text or "")
+    assert stores.outbox.get(f"c1#{opened.request.card['tool_use_id']}") is not None
+
+
+def test_a_sweeper_losing_the_race_at_the_claim_cap_skips_instead_of_failing(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock.sweeper import settle_overdue
+
+    paused = overdue(runtime, alice, "c1", "download the table", clock)
+    request = stores.requests.get("c1", clock.now_ms())
+    for n in range(stores.policy.max_claims):
+        request = stores.requests.claim(request, paused.offer.secret, f"w{n}", clock.now_ms())
+        clock.advance(ms=stores.policy.lease_ms)
+    clock.advance(seconds=stores.policy.request_ttl_s)
+    stale = stores.requests.get("c1", clock.now_ms())
+    stores.requests.expire(stale, "another sweeper got here first", clock.now_ms())
+
+    slow = copy.copy(stores.requests)
+    slow.get = lambda chat_id, now_ms: stale  # type: ignore[method-assign]
+    late = replace(runtime, stores=replace(stores, requests=slow))
+    assert settle_overdue(late, "c1", clock.now_ms()) == "skipped"
+
+
+def test_rerouting_never_outlives_the_snapshot(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    overdue(runtime, alice, "c1", "download the table", clock)
+    request = stores.requests.get("c1", clock.now_ms())
+    clock.advance(seconds=stores.policy.latest_expiry_s() - 60)
+    rerouted = stores.requests.reroute(request, "supervisor", 86_400, clock.now_ms())
+    assert rerouted.expires_at == request.created_at + stores.policy.latest_expiry_s()

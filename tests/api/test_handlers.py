@@ -148,7 +148,7 @@ def test_identity_comes_only_from_the_authorizer_claims() -> None:
 
 def test_every_error_code_has_a_status_and_unexpected_errors_stay_opaque() -> None:
     codes = {cls.code for cls in _subclasses(errors.InterlockError)}
-    assert codes <= set(STATUS) | {"already_answered"}
+    assert codes <= set(STATUS)
     status, body = error_body(RuntimeError("secret detail"))
     assert status == 500 and "secret detail" not in json.dumps(body)
 

@@ -55,9 +55,14 @@ class BlobStore:
             raise StoreError("the paused run's snapshot is gone")
         return dict(found)
 
-    def put_answer(self, chat_id: str, interrupt_id: str, answer: dict[str, Any]) -> str:
-        """Store the final answer of a resumed run; returns its key."""
-        key = keys.answer_key(chat_id, interrupt_id)
+    def put_answer(
+        self, chat_id: str, interrupt_id: str, answer: dict[str, Any], version: str | None = None
+    ) -> str:
+        """Store the final answer of a resumed run; returns its key.
+
+        `version` (the claim's lease token) keeps two workers' answers apart.
+        """
+        key = keys.answer_key(chat_id, interrupt_id, version)
         self._put(key, _encode(answer))
         return key
 

@@ -135,6 +135,7 @@ class RequestStore:
         now_ms: int,
         ttl_s: int | None = None,
         ask_slot: int | None = None,
+        owner_roles: tuple[str, ...] = (),
     ) -> tuple[PendingRequest, str]:
         """Build a pending pointer and its secret (not yet written; see `open`)."""
         secret = new_secret()
@@ -152,6 +153,7 @@ class RequestStore:
             expires_at=expires_at,
             ttl=ttl,
             ask_slot=ask_slot,
+            owner_roles=tuple(sorted(owner_roles)),
         )
         return request, secret
 
@@ -331,7 +333,9 @@ class RequestStore:
         self, request: PendingRequest, role: str, extra_s: int, now_ms: int
     ) -> PendingRequest:
         """Give an overdue request to another role's queue, once, with more time."""
-        expires_at = now_ms // 1000 + extra_s
+        # Never past what the snapshot's lifecycle allows for this request.
+        latest = request.created_at + self._policy.latest_expiry_s()
+        expires_at = min(now_ms // 1000 + extra_s, latest)
         values = {
             **_STATES,
             **_clock(now_ms),
@@ -472,6 +476,7 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "ended_reason": request.ended_reason,
         "route_role": request.route_role,
         "ask_slot": request.ask_slot,
+        "owner_roles": list(request.owner_roles),
         "version": request.version,
     }
     if request.state in OPEN_STATES:
@@ -506,6 +511,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             ended_reason=values.get("ended_reason"),
             route_role=values.get("route_role"),
             ask_slot=values.get("ask_slot"),
+            owner_roles=tuple(values.get("owner_roles", ())),
             version=values.get("version", 1),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -17,6 +17,7 @@ STATUS: Final[dict[str, int]] = {
     "unknown": 404,
     "not_found": 404,
     "in_progress": 409,
+    "already_answered": 409,
     "pending_interrupt": 409,
     "expired": 410,
     "timed_out": 410,
