@@ -69,11 +69,16 @@ def emulator() -> Iterator[Emulator]:
 @pytest.fixture
 def server_aws(emulator: Emulator) -> dict[str, Any]:
     """A fresh table and bucket on the moto server (unique names: tests stay apart)."""
+    return fresh_storage(emulator.endpoint)
+
+
+def fresh_storage(endpoint: str, prefix: str = "interlock") -> dict[str, Any]:
+    """Create a uniquely named table and bucket at `endpoint`; clients and names."""
     suffix = uuid.uuid4().hex[:12]
-    clients = _clients(endpoint=emulator.endpoint)
-    table, bucket = f"interlock-{suffix}", f"interlock-data-{suffix}"
+    clients = _clients(endpoint=endpoint)
+    table, bucket = f"{prefix}-{suffix}", f"{prefix}-data-{suffix}"
     create_storage(clients["dynamodb"], clients["s3"], table, bucket)
-    return {**clients, "table": table, "bucket": bucket, "endpoint": emulator.endpoint}
+    return {**clients, "table": table, "bucket": bucket, "endpoint": endpoint}
 
 
 def _clients(endpoint: str | None) -> dict[str, Any]:

@@ -49,6 +49,20 @@ def test_a_question_times_out_to_its_default(
     assert "the default applies" in stores.chats.turns("c1")[-1]["text"]
 
 
+def rerouted(runtime: Runtime, alice: Caller, prompt: str, clock: ManualClock) -> Runtime:
+    """A runtime whose approvals reroute to supervisors, and one such request rerouted."""
+    rt = replace(
+        runtime,
+        config=assemble(
+            {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
+        ),
+    )
+    overdue(rt, alice, "c1", prompt, clock)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+    assert sweep(rt, clock.now_ms()).rerouted == 1
+    return rt
+
+
 def test_a_request_is_rerouted_once_then_timed_out(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
@@ -82,13 +96,7 @@ def test_an_operator_of_the_routed_role_can_answer(
 ) -> None:
     from interlock import inbox
 
-    config = assemble(
-        {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
-    )
-    rt = replace(runtime, config=config)
-    overdue(rt, alice, "c1", "download the table", clock)
-    clock.advance(seconds=rt.stores.policy.request_ttl_s)
-    sweep(rt, clock.now_ms())
+    rt = rerouted(runtime, alice, "download the table", clock)
     bob = Caller("bob", frozenset({"supervisor"}))
 
     opened = inbox.open_request(stores, bob, "c1", clock.now_ms())
@@ -153,15 +161,7 @@ def test_an_operator_may_answer_a_rerouted_request_but_not_cancel_it(
 
     from interlock import errors, inbox
 
-    rt = replace(
-        runtime,
-        config=assemble(
-            {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
-        ),
-    )
-    overdue(rt, alice, "c1", "download the table", clock)
-    clock.advance(seconds=rt.stores.policy.request_ttl_s)
-    sweep(rt, clock.now_ms())
+    rerouted(runtime, alice, "download the table", clock)
 
     with pytest.raises(errors.Forbidden, match="only the chat's user"):
         inbox.cancel_request(stores, Caller("bob", frozenset({"supervisor"})), "c1", clock.now_ms())
@@ -175,15 +175,7 @@ def test_an_operator_approves_a_rerouted_action_with_the_owners_roles(
 ) -> None:
     from interlock import inbox
 
-    rt = replace(
-        runtime,
-        config=assemble(
-            {}, {"timeouts": {"approval": {"action": "reroute", "reroute_role": "supervisor"}}}
-        ),
-    )
-    overdue(rt, alice, "c1", "send the report", clock)
-    clock.advance(seconds=rt.stores.policy.request_ttl_s)
-    sweep(rt, clock.now_ms())
+    rt = rerouted(runtime, alice, "send the report", clock)
     bob = Caller("bob", frozenset({"supervisor"}))  # may answer, cannot send reports himself
 
     opened = inbox.open_request(stores, bob, "c1", clock.now_ms())

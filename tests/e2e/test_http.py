@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-import boto3
 import pytest
 from ag_ui.core import (
     Interrupt,
@@ -27,11 +26,11 @@ from ag_ui.core import (
 )
 
 from interlock.adapters.factory import Stores, build_stores
-from interlock.adapters.schema import create_storage
 from interlock.records import PendingRequest, RequestState
 from interlock.timing import StorePolicy, SystemClock
 from local import devtokens
 from local.emulator import Emulator
+from tests.conftest import fresh_storage
 from tests.e2e.http_client import (
     REQUEST_TIMEOUT_S,
     Client,
@@ -57,14 +56,7 @@ APPROVE: Final = {"decision": "approve"}
 @pytest.fixture(scope="module")
 def http_aws(emulator: Emulator) -> dict[str, Any]:
     """One table and bucket for the module's server; every test works in its own chat."""
-    suffix = uuid.uuid4().hex[:12]
-    clients = {
-        name: boto3.client(name, endpoint_url=emulator.endpoint, region_name="us-east-1")
-        for name in ("dynamodb", "s3")
-    }
-    table, bucket = f"interlock-http-{suffix}", f"interlock-http-{suffix}"
-    create_storage(clients["dynamodb"], clients["s3"], table, bucket)
-    return {**clients, "table": table, "bucket": bucket, "endpoint": emulator.endpoint}
+    return fresh_storage(emulator.endpoint, "interlock-http")
 
 
 @pytest.fixture(scope="module")

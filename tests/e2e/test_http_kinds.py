@@ -17,12 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-import boto3
 import pytest
 from ag_ui.core import Interrupt
 
 from interlock.adapters.factory import build_stores
-from interlock.adapters.schema import create_storage
 from interlock.config import assemble
 from interlock.runtime.model import ScriptedModel
 from interlock.runtime.scenarios import DEMO_SCENARIOS
@@ -30,6 +28,7 @@ from interlock.sweeper import SweepReport, sweep
 from interlock.timing import StorePolicy, SystemClock
 from interlock.turns import Runtime
 from local.emulator import Emulator
+from tests.conftest import fresh_storage
 from tests.e2e.http_client import (
     Client,
     LocalServer,
@@ -67,14 +66,7 @@ SETTINGS: Final = {"bucket_name": "reports-eu", "retention_days": 30, "notify": 
 @pytest.fixture(scope="module")
 def kinds_aws(emulator: Emulator) -> dict[str, Any]:
     """One table and bucket for the module; every test works in its own chat."""
-    suffix = uuid.uuid4().hex[:12]
-    clients = {
-        name: boto3.client(name, endpoint_url=emulator.endpoint, region_name="us-east-1")
-        for name in ("dynamodb", "s3")
-    }
-    table, bucket = f"interlock-kinds-{suffix}", f"interlock-kinds-{suffix}"
-    create_storage(clients["dynamodb"], clients["s3"], table, bucket)
-    return {**clients, "table": table, "bucket": bucket, "endpoint": emulator.endpoint}
+    return fresh_storage(emulator.endpoint, "interlock-kinds")
 
 
 @pytest.fixture(scope="module")
