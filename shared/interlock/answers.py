@@ -87,6 +87,18 @@ def decide(card: Mapping[str, Any], status: Status, payload: Any) -> tuple[cards
     return cards.parse_decision(answer, card), answer
 
 
+def recorded_decision(card: Mapping[str, Any], response: Any) -> cards.Decision:
+    """The decision a recorded response stands for (a takeover continues with it)."""
+    status = response.get("status") if isinstance(response, Mapping) else None
+    if status == "default":
+        return cards.Decision("defaulted")
+    if status in ("cancelled", "timed_out"):
+        return cards.Decision(status)
+    if kind_of(card) != "approval":
+        return cards.Decision("answered")
+    return cards.parse_decision(response, card)
+
+
 def answer_text(card: Mapping[str, Any], response: Any) -> str:
     """The tool result for a question or information request: explicit, never a guess."""
     what = "question" if kind_of(card) == "question" else "information request"

@@ -96,6 +96,24 @@ class IncompatibleSnapshot(InterlockError):
     code = "incompatible_snapshot"
 
 
+class SnapshotLost(IncompatibleSnapshot):
+    """The paused run's snapshot is missing, corrupt or not the one the pointer names."""
+
+    code = "snapshot_lost"
+
+
+class RunFailed(InterlockError):
+    """The resumed run failed after its claim; the request was released, not stranded."""
+
+    code = "run_failed"
+
+
+class TurnRunning(InterlockError):
+    """Another turn of this chat is running; one turn runs at a time."""
+
+    code = "turn_running"
+
+
 class StoreError(InterlockError):
     """Storage failed for a reason the caller cannot fix (throttling, outage, bad state)."""
 

@@ -53,7 +53,10 @@ def cancel_request(
     if request.user_id != caller.user_id:
         raise errors.Forbidden("only the chat's user can cancel its request")
     cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
-    if request.ask_slot is not None:  # the owner's open-request slot (see turns._admit)
+    if request.card.get("card_id"):
+        # A worker that died after its claim may have granted this card's rows.
+        stores.approvals.withdraw_card(chat_id, request.user_id, request.card["card_id"])
+    if request.ask_slot is not None:  # the owner's open-request slot (admission.open_ask_slot)
         stores.limits.release_slot(request.user_id, chat_id, request.ask_slot, pool="ASK")
     stores.chats.record(
         chat_id,

@@ -80,8 +80,12 @@ def _object_name(interrupt_id: str) -> str:
     return hashlib.sha256(interrupt_id.encode()).hexdigest()[:32]
 
 
-def snapshot_key(chat_id: str, interrupt_id: str) -> str:
-    return f"{SNAPSHOT_PREFIX}{checked_id(chat_id, 'chat id')}/{_object_name(interrupt_id)}.json.gz"
+def snapshot_key(chat_id: str, interrupt_id: str, version: str | None = None) -> str:
+    """Where a paused run's snapshot lives; `version` is the writer's fence token, so a
+    worker that lost its claim can never overwrite the snapshot the winner points at."""
+    suffix = f".{version}" if version else ""
+    name = _object_name(interrupt_id)
+    return f"{SNAPSHOT_PREFIX}{checked_id(chat_id, 'chat id')}/{name}{suffix}.json.gz"
 
 
 def answer_key(chat_id: str, interrupt_id: str, version: str | None = None) -> str:

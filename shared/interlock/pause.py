@@ -1,16 +1,37 @@
-"""The pause protocol's durable half: snapshot first, pointer second.
+"""The pause protocol: snapshot first, pointer second, card last.
 
 If the snapshot cannot be stored, no pointer is written and no card may be shown: the
-worst case is a missing offer, never a card that points at nothing.
+worst case is a missing offer, never a card that points at nothing. The snapshot's key
+names the writer's fence and its digest is recorded on the pointer, so a worker that
+lost its claim can never swap the snapshot a card resumes from.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from strands.agent.agent_result import AgentResult
+
+from interlock import errors
 from interlock.adapters.factory import Stores
-from interlock.records import Kind, PendingRequest
+from interlock.admission import ASK_POOL, PauseRefused, open_ask_slot
+from interlock.answers import kind_of
+from interlock.audit import audit
+from interlock.caller import Caller
+from interlock.deps import Runtime
+from interlock.outcomes import Offer
+from interlock.records import Kind, PendingRequest, TurnFence
+from interlock.runtime.agent import BuiltAgent
+from interlock.runtime.snapshot import paused_batch_tools, take_snapshot
+
+logger = logging.getLogger(__name__)
+
+PAUSE_FAILED: Final = (
+    "I need a decision from you to go on, but this run could not be saved to wait for "
+    "it, so I stopped here. Please ask again."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +57,22 @@ def persist_pause(
     ttl_s: int | None = None,
     ask_slot: int | None = None,
     owner_roles: tuple[str, ...] = (),
+    fence: TurnFence | None = None,
 ) -> OpenedRequest:
     """Store the paused agent, then open the chat's request pointing at it.
+
+    With `fence` (the running turn), the pointer is written in one transaction with the
+    turn's release, only while the turn still holds the chat.
 
     Raises:
         SnapshotTooLarge: the snapshot is over the limit; nothing was written.
         StoreError: the snapshot PUT failed; no pointer was written.
         ChatBusy: the chat already has an open request.
+        LeaseLost: the turn lost the chat; no pointer was written.
     """
+    stored = stores.blobs.put_snapshot(
+        chat_id, interrupt_id, snapshot, version=fence.token if fence else None
+    )
     request, secret = stores.requests.new_request(
         chat_id=chat_id,
         interrupt_id=interrupt_id,
@@ -52,10 +81,125 @@ def persist_pause(
         user_id=user_id,
         turn_seq=turn_seq,
         now_ms=now_ms,
+        snapshot=stored,
         ttl_s=ttl_s,
         ask_slot=ask_slot,
         owner_roles=owner_roles,
     )
-    size = stores.blobs.put_snapshot(chat_id, interrupt_id, snapshot)
-    stores.requests.open(request, now_ms)
-    return OpenedRequest(request, secret, size)
+    also = [stores.turns.end_run(fence)] if fence else None
+    stores.requests.open(request, now_ms, also=also)
+    return OpenedRequest(request, secret, stored.size)
+
+
+def offer(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    built: BuiltAgent,
+    result: AgentResult,
+    turn_seq: int,
+    *,
+    fence: TurnFence | None,
+    claim: PendingRequest | None,
+) -> Offer:
+    """Persist the pause of a new turn (`fence`) or of a resumed run (`claim`).
+
+    Raises `PauseRefused` when the pause cannot be offered; the run then ends with an
+    ordinary message instead.
+    """
+    if not result.interrupts:
+        raise PauseRefused(PAUSE_FAILED)
+    interrupt = result.interrupts[0]
+    snapshot = take_snapshot(built.agent, {"chat_id": chat_id, "turn_seq": turn_seq})
+    card = {
+        **dict(interrupt.reason or {}),
+        "interrupt_name": interrupt.name,
+        "batch_tools": paused_batch_tools(snapshot),
+    }
+    now = rt.clock.now_ms()
+    if claim is not None:
+        made = _chained(rt, caller, claim, interrupt.id, card, snapshot, now)
+    else:
+        made = _opened(rt, caller, chat_id, interrupt.id, card, snapshot, turn_seq, now, fence)
+    audit(
+        rt,
+        caller,
+        chat_id,
+        "paused",
+        interrupt_id=interrupt.id,
+        card_id=card.get("card_id"),
+        kind=kind_of(card),
+        chained=claim is not None,
+    )
+    return made
+
+
+def _opened(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    interrupt_id: str,
+    card: dict[str, Any],
+    snapshot: dict[str, Any],
+    turn_seq: int,
+    now: int,
+    fence: TurnFence | None,
+) -> Offer:
+    ask_slot = open_ask_slot(rt, caller, chat_id, now)
+    try:
+        opened = persist_pause(
+            rt.stores,
+            chat_id=chat_id,
+            user_id=caller.user_id,
+            interrupt_id=interrupt_id,
+            kind=kind_of(card),
+            card=card,
+            snapshot=snapshot,
+            turn_seq=turn_seq,
+            now_ms=now,
+            ask_slot=ask_slot,
+            owner_roles=tuple(caller.roles),
+            fence=fence,
+        )
+    except (errors.TooLarge, errors.StoreError) as exc:
+        logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
+        rt.stores.limits.release_slot(caller.user_id, chat_id, ask_slot, pool=ASK_POOL)
+        audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
+        raise PauseRefused(PAUSE_FAILED) from exc
+    return Offer(opened.request, opened.secret)
+
+
+def _chained(
+    rt: Runtime,
+    caller: Caller,
+    claim: PendingRequest,
+    interrupt_id: str,
+    card: dict[str, Any],
+    snapshot: dict[str, Any],
+    now: int,
+) -> Offer:
+    """A second interrupt in a resumed run replaces the claimed request in place."""
+    stores = rt.stores
+    try:
+        stored = stores.blobs.put_snapshot(
+            claim.chat_id, interrupt_id, snapshot, version=claim.fence.token
+        )
+        successor, secret = stores.requests.new_request(
+            chat_id=claim.chat_id,
+            interrupt_id=interrupt_id,
+            kind=kind_of(card),
+            card=card,
+            user_id=claim.user_id,
+            turn_seq=claim.turn_seq,
+            now_ms=now,
+            snapshot=stored,
+            ask_slot=claim.ask_slot,
+            owner_roles=claim.owner_roles,
+        )
+        stores.requests.chain(claim, successor)
+    except (errors.TooLarge, errors.StoreError) as exc:
+        # The claim is finished with an ordinary message instead of being left
+        # claimed for the next click to re-run the agent against.
+        audit(rt, caller, claim.chat_id, "pause_failed", reason=exc.code)
+        raise PauseRefused(PAUSE_FAILED) from exc
+    return Offer(successor, secret)

@@ -71,6 +71,16 @@ class PendingRequest:
     ask_slot: int | None = None
     owner_roles: tuple[str, ...] = ()
     version: int = 1
+    snapshot_digest: str | None = None
+    response: str | None = None
+    journal: tuple[str, ...] = ()
+
+    @property
+    def fence(self) -> ClaimFence:
+        """The fencing token of the claim this record holds (a claimed record only)."""
+        if self.state is not RequestState.CLAIMED or self.lease_token is None:
+            raise errors.LeaseLost("this record holds no claim")
+        return ClaimFence(self.chat_id, self.lease_token, self.claim_count)
 
     def is_past_expiry(self, now_ms: int) -> bool:
         return now_ms >= self.expires_at * 1000
@@ -122,6 +132,48 @@ class PendingRequest:
 
     def with_changes(self, **changes: Any) -> PendingRequest:
         return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimFence:
+    """A resumed run's right to write: the claim it holds.
+
+    Every write of a resumed run is conditional on the pointer still carrying this
+    lease token and claim count; a worker that lost its claim can write nothing.
+    """
+
+    chat_id: str
+    lease_token: str
+    claim_count: int
+
+    @property
+    def token(self) -> str:
+        """The fence as text, for S3 keys written under it."""
+        return f"{self.lease_token}.{self.claim_count}"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFence:
+    """A new turn's right to write: the chat's running-turn token from admission."""
+
+    chat_id: str
+    run_token: str
+
+    @property
+    def token(self) -> str:
+        return self.run_token
+
+
+Fence = ClaimFence | TurnFence
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSnapshot:
+    """A paused run's snapshot as stored: where, how big, and its SHA-256 digest."""
+
+    key: str
+    size: int
+    digest: str
 
 
 def unanswerable(
@@ -187,6 +239,12 @@ class ChatMeta:
     owner: str | None = None
     hidden: bool = False
     last_turn: int = 0
+    run_token: str | None = None
+    run_until_ms: int | None = None
+
+    def running(self, now_ms: int) -> bool:
+        """Whether a turn holds the chat's running-turn lease at `now_ms`."""
+        return self.run_until_ms is not None and self.run_until_ms > now_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Resuming a paused run exactly once.
+"""Resuming a paused run exactly once, under faults.
 
 The checks run in a fixed order and nothing before the claim takes ownership; a failed
 check refuses, or expires the request when the world has changed under it:
@@ -10,35 +10,38 @@ check refuses, or expires the request when the world has changed under it:
 5. roles still allow the paused batch's tools (lost: expire)
 6. claim                      (the loser hears "in progress")
 
-Then the snapshot is loaded, the interrupt answered and the run continued under a
-heartbeat; its end is stored with writes conditional on the lease.
+The first claim records the answer; a takeover (the same request claimed again after
+its worker died) continues with that recorded answer and the run's journal, so it
+repeats no model call, tool body or side effect. Every write after the claim is fenced
+by it. A failure after the claim releases the request instead of stranding it.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import replace
 from typing import Any, Literal
 
 from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
-from interlock.answers import decide
+from interlock.admission import expire_and_release, release_ask_slot, reserved
+from interlock.answers import decide, recorded_decision
+from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects
 from interlock.context import request_scope
+from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
 from interlock.records import PendingRequest, refusal
-from interlock.runtime.agent import build_agent, lost_tools
+from interlock.runtime.agent import BuiltAgent, build_agent, lost_tools
+from interlock.runtime.journal import Journal
 from interlock.runtime.snapshot import load_snapshot
-from interlock.turns import (
-    Runtime,
-    audit,
-    expire_and_release,
-    request_context,
-    reserved,
-    settle,
-)
+from interlock.turns import request_context, settle
+
+logger = logging.getLogger(__name__)
 
 Status = Literal["resolved", "cancelled"]
 
@@ -59,9 +62,11 @@ def resume_turn(
         InvalidInput: the answer does not fit the card (the request stays answerable).
         UnknownRequest, SecretRefused, Forbidden: refused; nothing changed.
         RequestExpired, RequestCancelled: the request can no longer be answered.
+        SnapshotLost, IncompatibleSnapshot: the paused run cannot be restored; expired.
         LimitExceeded: no slot or budget now; the request stays answerable.
         ResumeInProgress: another worker holds the claim.
-        LeaseLost: this worker lost its claim mid-run; nothing of its run was stored.
+        LeaseLost: this worker lost its claim mid-run; it stopped without acting.
+        RunFailed: the run failed after the claim; the request was released.
     """
     now = rt.clock.now_ms()
     stores = rt.stores
@@ -80,7 +85,14 @@ def resume_turn(
         _check_chat(rt, record, now)
         with reserved(rt, caller):
             _check_roles(rt, _owner_roles(caller, record), record, now)
-            claim = stores.requests.claim(record, secret, rt.worker_id, now)
+            claim = stores.requests.claim(
+                record,
+                secret,
+                rt.worker_id,
+                rt.clock.now_ms(),
+                answer=_recordable(decision, response),
+            )
+            decision, response = _recorded(claim, decision, response)
             audit(
                 rt,
                 caller,
@@ -95,6 +107,7 @@ def resume_turn(
                 args_hash=args_hash(record.card),
                 waited_ms=waited_ms,
                 worker=rt.worker_id,
+                takeover=bool(claim.journal) or record.state.value == "claimed",
             )
             result = continue_claimed(rt, caller, claim, decision, response)
             return replace(result, waited_ms=waited_ms)
@@ -104,7 +117,12 @@ def resume_turn(
 
 
 def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
-    """The stored outcome of an answered request: never a second run."""
+    """The stored outcome of an answered request: never a second run.
+
+    It also frees the open-request slot, in case the worker that finished died before
+    it could (releasing is idempotent).
+    """
+    release_ask_slot(rt, done)
     stored = rt.stores.blobs.get_answer(done.answer_key) if done.answer_key else None
     text = done.first_answer or (stored or {}).get("text")
     return TurnResult(
@@ -123,54 +141,137 @@ def continue_claimed(
     """Continue a claimed request's paused run with `response`, and store its end.
 
     The run continues as the chat's owner (a rerouted request may be answered by an
-    operator of another role; the approvals still belong to the owner).
+    operator of another role; the approvals still belong to the owner). A failure is
+    turned into a clean release (see `_released`), never a stranded claim.
     """
-    stores = rt.stores
-    chat_id = claim.chat_id
-    card = claim.card
     if caller.user_id != claim.user_id:
         caller = Caller(claim.user_id, _owner_roles(caller, claim), trace_id=caller.trace_id)
-    if card.get("type") == DOWNLOAD:
-        # Idempotent: a retaken resume writes the same rows stamped with the same card.
-        if decision.approved:
-            stores.approvals.grant(
-                chat_id,
-                caller.user_id,
-                card_subjects(card, decision),
-                card["card_id"],
-                rt.clock.now_ms(),
-            )
-        else:
-            stores.approvals.withdraw_card(chat_id, caller.user_id, card["card_id"])
-    snapshot = stores.blobs.get_snapshot(claim.snapshot_key)
-    built = build_agent(
-        rt.model_factory(),
-        roles=caller.roles,
-        max_model_calls=rt.limits.max_model_calls,
-        config=rt.config,
+    journal = Journal(
+        claim.journal, lambda entry: rt.stores.requests.record_step(claim.fence, entry)
     )
-    load_snapshot(built.agent, snapshot)
+    try:
+        _apply_approval(rt, caller, claim, decision)
+        snapshot = rt.stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
+        built = build_agent(
+            rt.model_factory(),
+            roles=caller.roles,
+            max_model_calls=rt.limits.max_model_calls,
+            config=rt.config,
+            journal=journal,
+        )
+        load_snapshot(built.agent, snapshot)
+        result, started = _run(rt, caller, claim, built, response)
+        return settle(
+            rt,
+            caller,
+            claim.chat_id,
+            built,
+            result,
+            claim.turn_seq,
+            started=started,
+            claim=claim,
+            decision=decision.label,
+        )
+    except errors.LeaseLost:
+        raise  # someone else holds it now: touch nothing
+    except errors.IncompatibleSnapshot as unusable:
+        _end_unusable(rt, caller, claim, decision, str(unusable))
+        raise
+    except Exception as failure:
+        _released(rt, caller, claim, decision, journal, failure)
+        raise errors.RunFailed(
+            "the run failed after it was answered; the request can be answered again"
+        ) from failure
+
+
+def _run(
+    rt: Runtime, caller: Caller, claim: PendingRequest, built: BuiltAgent, response: Any
+) -> tuple[Any, int]:
+    """Answer the interrupt and run to the end under a heartbeat."""
     started = len(built.agent.messages)
-    context = request_context(rt, caller, chat_id, resuming=claim)
+    context = request_context(rt, caller, claim.chat_id, fence=claim.fence, resuming=claim)
     answer: list[InterruptResponseContent] = [
         {"interruptResponse": {"interruptId": claim.interrupt_id, "response": response}}
     ]
-    renew = lambda: stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
+    renew = lambda: rt.stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
     with Heartbeat(renew, rt.limits.heartbeat_s) as heartbeat, request_scope(context):
         result = built.agent(answer)
     if heartbeat.lost.is_set():
-        raise errors.LeaseLost("the claim was lost while the run continued; nothing was stored")
-    return settle(
-        rt,
-        caller,
-        chat_id,
-        built,
-        result,
-        claim.turn_seq,
-        started=started,
-        claim=claim,
-        decision=decision.label,
+        raise errors.LeaseLost("the claim was lost while the run continued; it stopped")
+    return result, started
+
+
+def _apply_approval(rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision) -> None:
+    """Grant or withdraw a download card's rows, fenced by the claim (idempotent: a
+    takeover writes the same rows stamped with the same card)."""
+    card = claim.card
+    if card.get("type") != DOWNLOAD:
+        return
+    approvals = rt.stores.approvals
+    if decision.approved:
+        subjects = card_subjects(card, decision)
+        now = rt.clock.now_ms()
+        approvals.grant(
+            claim.chat_id, caller.user_id, subjects, card["card_id"], now, fence=claim.fence
+        )
+    else:
+        approvals.withdraw_card(claim.chat_id, caller.user_id, card["card_id"], fence=claim.fence)
+
+
+def _released(
+    rt: Runtime,
+    caller: Caller,
+    claim: PendingRequest,
+    decision: Decision,
+    journal: Journal,
+    failure: Exception,
+) -> None:
+    """Give the claim back after a failure that is not the request's fault.
+
+    With nothing recorded yet, nothing was effected: the grants are withdrawn and the
+    request is pending again, to be answered afresh. Otherwise the recorded answer
+    stands and the request is left for a takeover to continue from its journal.
+    """
+    logger.warning(
+        "chat_id=<%s>, error=<%s> | resumed run failed; releasing its claim",
+        claim.chat_id,
+        type(failure).__name__,
     )
+    reset = journal.empty
+    try:
+        if reset and decision.approved:
+            _apply_approval(rt, caller, claim, Decision("rejected"))
+        rt.stores.requests.release(claim, rt.clock.now_ms(), reset=reset)
+    except errors.InterlockError:
+        logger.warning("chat_id=<%s> | release failed; the lease will lapse", claim.chat_id)
+        return
+    audit(rt, caller, claim.chat_id, "run_failed", error=type(failure).__name__, reset=reset)
+
+
+def _end_unusable(
+    rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision, reason: str
+) -> None:
+    """Settle a request whose paused run can never be restored: expired, with why."""
+    try:
+        if decision.approved:
+            _apply_approval(rt, caller, claim, Decision("rejected"))
+        ended = rt.stores.requests.end_claimed(claim, reason)
+    except errors.InterlockError:
+        return
+    release_ask_slot(rt, ended)
+    audit(rt, caller, claim.chat_id, "snapshot_unusable", reason=reason)
+
+
+def _recordable(decision: Decision, response: Any) -> tuple[str, str]:
+    return decision.label, json.dumps(response, separators=(",", ":"), sort_keys=True)
+
+
+def _recorded(claim: PendingRequest, decision: Decision, response: Any) -> tuple[Decision, Any]:
+    """The answer the run continues with: the one the first claim recorded."""
+    if claim.response is None:
+        return decision, response
+    recorded = json.loads(claim.response)
+    return recorded_decision(claim.card, recorded), recorded
 
 
 def _owner_roles(caller: Caller, record: PendingRequest) -> frozenset[str]:

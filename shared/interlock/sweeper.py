@@ -4,23 +4,32 @@ It finds overdue requests through the sparse `by_expiry` index and, per the poli
 the request's kind, either reroutes it once to another role's queue with more time, or
 resumes the paused run with an explicit timed-out result (or the question's default)
 so the agent ends its turn gracefully. Settling uses the same claim as a person's
-answer, so two sweepers racing over one request settle it exactly once.
+answer, so two sweepers racing over one request settle it exactly once; a request a
+person already answered (its worker died) is continued with that recorded answer.
+Each claim reads the clock when it is made, so a lease is never born expired, and a
+sweep stops taking new requests before its own deadline.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.schema import SWEEP_SHARDS
-from interlock.answers import kind_of
+from interlock.admission import expire_and_release
+from interlock.answers import kind_of, recorded_decision
+from interlock.audit import audit
 from interlock.caller import Caller
-from interlock.cards import Decision
+from interlock.deps import Runtime
 from interlock.records import PendingRequest
 from interlock.resume import continue_claimed
-from interlock.turns import Runtime, audit, expire_and_release
+
+# Stop claiming when less than this is left before the sweep's deadline: settling one
+# request (rebuild the agent, run to the end) must fit in what remains.
+DEADLINE_MARGIN_MS: Final = 30_000
 
 logger = logging.getLogger(__name__)
 
@@ -35,16 +44,27 @@ class SweepReport:
     rerouted: int = 0
     skipped: int = 0
     failed: int = 0
+    deferred: int = 0
+    continued: int = 0
     chats: list[str] = field(default_factory=list)
 
 
-def sweep(rt: Runtime, now_ms: int, limit_per_shard: int = 100) -> SweepReport:
-    """Settle every overdue request the index shows (up to a limit per shard)."""
+def sweep(
+    rt: Runtime, now_ms: int, limit_per_shard: int = 100, deadline_ms: int | None = None
+) -> SweepReport:
+    """Settle every overdue request the index shows (up to a limit per shard).
+
+    With `deadline_ms`, requests found when too little time is left are counted as
+    `deferred` and left for the next sweep.
+    """
     report = SweepReport()
     for shard in range(SWEEP_SHARDS):
         for chat_id in rt.stores.requests.overdue(f"OPEN#{shard}", now_ms, limit_per_shard):
             report.found += 1
-            outcome = settle_overdue(rt, chat_id, now_ms)
+            if deadline_ms is not None and rt.clock.now_ms() + DEADLINE_MARGIN_MS > deadline_ms:
+                report.deferred += 1
+                continue
+            outcome = settle_overdue(rt, chat_id, rt.clock.now_ms())
             setattr(report, outcome, getattr(report, outcome) + 1)
             if outcome != "skipped":
                 report.chats.append(chat_id)
@@ -68,16 +88,25 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
             rt.stores.requests.reroute(request, policy.reroute_role, policy.reroute_extra_s, now_ms)
             _audit(rt, request, "rerouted", role=policy.reroute_role)
             return "rerouted"
-        claim = rt.stores.requests.claim_overdue(request, f"sweeper:{rt.worker_id}", now_ms)
+        timeout, _ = _timeout_response(request, policy.action)
+        label = "defaulted" if timeout.get("status") == "default" else "timed_out"
+        answer = (label, json.dumps(timeout, separators=(",", ":"), sort_keys=True))
+        # The clock is read at the claim itself: the lease starts now, not at the sweep's start.
+        claim = rt.stores.requests.claim_overdue(
+            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), answer
+        )
     except errors.InterlockError as lost:
         logger.info(
             "chat_id=<%s>, reason=<%s> | overdue request settled elsewhere", chat_id, lost.code
         )
         return "skipped"
-    response, outcome = _timeout_response(request, policy.action)
-    _audit(rt, request, "timed_out", decision=outcome, policy=policy.action)
+    # A person's answer recorded by an earlier claim wins over the timeout.
+    response = json.loads(claim.response) if claim.response else timeout
+    decision = recorded_decision(claim.card, response)
+    outcome = decision.label if decision.label in ("defaulted", "timed_out") else "continued"
+    event = "continued" if outcome == "continued" else "timed_out"
+    _audit(rt, request, event, decision=decision.label, policy=policy.action)
     try:
-        decision = Decision("defaulted") if outcome == "defaulted" else Decision("timed_out")
         continue_claimed(rt, _owner(request), claim, decision, response)
     except Exception:
         # One request that cannot be settled must not stop the sweep of all the others;

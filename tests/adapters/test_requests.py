@@ -10,11 +10,13 @@ from interlock import errors
 from interlock.adapters import requests as pointer
 from interlock.adapters.factory import Stores
 from interlock.pause import OpenedRequest, persist_pause
-from interlock.records import RequestState
+from interlock.records import RequestState, StoredSnapshot
 from interlock.timing import DAY_S, ManualClock
 
 CHAT = "chat-1"
 CARD = {"sites": ["example.org"], "reason": "fetch the reference table"}
+
+SNAP = StoredSnapshot("snapshots/x.json.gz", 1, "0" * 64)
 
 
 def pause(
@@ -401,6 +403,7 @@ def test_chain_replaces_the_request_in_place(stores: Stores, clock: ManualClock)
     opened = pause(stores, clock)
     claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
     successor, secret = stores.requests.new_request(
+        snapshot=SNAP,
         chat_id=CHAT,
         interrupt_id="v1:tool_call:t9:c",
         kind="approval",
@@ -428,6 +431,7 @@ def test_chain_after_a_lost_claim_is_refused(stores: Stores, clock: ManualClock)
     clock.advance(ms=stores.policy.lease_ms)
     stores.requests.claim(old, opened.secret, "w2", clock.now_ms())
     successor, _ = stores.requests.new_request(
+        snapshot=SNAP,
         chat_id=CHAT,
         interrupt_id="v1:tool_call:t9:c",
         kind="approval",

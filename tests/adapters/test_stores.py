@@ -164,21 +164,38 @@ def test_outbox_puts_once(stores: Stores, clock: ManualClock) -> None:
 def test_snapshots_are_gzip_json_under_deterministic_keys(
     stores: Stores, aws: dict[str, Any]
 ) -> None:
-    size = stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1, 2]})
+    stored = stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1, 2]}, "f1.1")
     objects = aws["s3"].list_objects_v2(Bucket=aws["bucket"])["Contents"]
     (obj,) = objects
-    assert obj["Key"].startswith("snapshots/c1/") and obj["Key"].endswith(".json.gz")
-    assert obj["Size"] == size
+    assert obj["Key"] == stored.key
+    assert obj["Key"].startswith("snapshots/c1/") and obj["Key"].endswith(".f1.1.json.gz")
+    assert obj["Size"] == stored.size
     head = aws["s3"].head_object(Bucket=aws["bucket"], Key=obj["Key"])
     assert head["ContentEncoding"] == "gzip"
-    assert stores.blobs.get_snapshot(obj["Key"]) == {"messages": [1, 2]}
+    assert stores.blobs.get_snapshot(obj["Key"], stored.digest) == {"messages": [1, 2]}
 
-    stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1, 2]})
-    assert len(aws["s3"].list_objects_v2(Bucket=aws["bucket"])["Contents"]) == 1
+    # The same writer (fence) writes the same key; another writer never overwrites it.
+    again = stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1, 2]}, "f1.1")
+    assert again == stored
+    other = stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [3]}, "f2.2")
+    assert other.key != stored.key
+    assert stores.blobs.get_snapshot(stored.key, stored.digest) == {"messages": [1, 2]}
+
+
+def test_a_snapshot_that_is_not_the_one_recorded_is_refused(
+    stores: Stores, aws: dict[str, Any]
+) -> None:
+    stored = stores.blobs.put_snapshot("c1", "v1:tool_call:t1:a", {"messages": [1]}, "f1.1")
+    # A modified object under the same key: its digest no longer matches the pointer's.
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=stored.key, Body=b"not gzip at all")
+    with pytest.raises(errors.SnapshotLost, match="not the one"):
+        stores.blobs.get_snapshot(stored.key, stored.digest)
+    with pytest.raises(errors.SnapshotLost, match="cannot be read"):
+        stores.blobs.get_snapshot(stored.key)
 
 
 def test_missing_snapshot_is_an_error_and_missing_answer_is_none(stores: Stores) -> None:
-    with pytest.raises(errors.StoreError):
+    with pytest.raises(errors.SnapshotLost, match="gone"):
         stores.blobs.get_snapshot("snapshots/c1/nope.json.gz")
     assert stores.blobs.get_answer("answers/c1/nope.json.gz") is None
     key = stores.blobs.put_answer("c1", "i1", {"text": "done"})

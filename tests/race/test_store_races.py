@@ -11,11 +11,13 @@ import pytest
 from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.pause import persist_pause
-from interlock.records import PendingRequest
+from interlock.records import PendingRequest, StoredSnapshot
 from interlock.timing import ManualClock
 
 pytestmark = pytest.mark.server
 THREADS = 32
+
+SNAP = StoredSnapshot("snapshots/x.json.gz", 1, "0" * 64)
 
 
 def _open(stores: Stores, clock: ManualClock) -> tuple[PendingRequest, str]:
@@ -89,6 +91,7 @@ def test_a_lapsed_lease_is_taken_over_by_exactly_one_contender(
             dead, answer_key="k", decision="approved", now_ms=clock.now_ms()
         )
     successor, _ = server_stores.requests.new_request(
+        snapshot=SNAP,
         chat_id="race",
         interrupt_id="v1:tool_call:t2:b",
         kind="approval",

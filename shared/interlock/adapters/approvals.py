@@ -11,6 +11,7 @@ from typing import Any
 
 from interlock import keys
 from interlock.adapters.dynamo import (
+    Cancelled,
     ConditionFailed,
     DynamoDBClient,
     expression,
@@ -18,10 +19,12 @@ from interlock.adapters.dynamo import (
     to_item,
     translated,
 )
+from interlock.adapters.fencing import fenced
 from interlock.errors import StoreError
-from interlock.records import Approval, Subject
+from interlock.records import Approval, Fence, Subject
 
 _BATCH = 25  # BatchWriteItem's limit
+_FENCED_BATCH = 99  # a transaction holds 100 items, one of them the fence check
 _RETRIES = 5
 
 
@@ -40,9 +43,18 @@ class ApprovalStore:
         self._ttl_s = ttl_s
 
     def grant(
-        self, chat_id: str, user_id: str, subjects: Iterable[Subject], card_id: str, now_ms: int
+        self,
+        chat_id: str,
+        user_id: str,
+        subjects: Iterable[Subject],
+        card_id: str,
+        now_ms: int,
+        fence: Fence | None = None,
     ) -> list[Approval]:
-        """Write a row per subject stamped with `card_id` (a re-grant restamps the row)."""
+        """Write a row per subject stamped with `card_id` (a re-grant restamps the row).
+
+        With `fence`, the rows are written only while it is held (else `LeaseLost`).
+        """
         now_s = now_ms // 1000
         approvals = [
             Approval(s, card_id, user_id, now_s, now_s + self._ttl_s) for s in set(subjects)
@@ -53,7 +65,14 @@ class ApprovalStore:
             )
             for a in approvals
         ]
-        self._write_all(items)
+        if fence is not None:
+            puts = [{"Put": {"TableName": self._table, "Item": item}} for item in items]
+            for start in range(0, len(puts), _FENCED_BATCH):
+                fenced(
+                    self._client, self._table, fence, puts[start : start + _FENCED_BATCH], "grant"
+                )
+        else:
+            self._write_all(items)
         return sorted(approvals, key=lambda a: (a.subject.kind, a.subject.name))
 
     def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]:
@@ -81,12 +100,16 @@ class ApprovalStore:
             )
         return "Attributes" in response
 
-    def withdraw_card(self, chat_id: str, user_id: str, card_id: str) -> int:
+    def withdraw_card(
+        self, chat_id: str, user_id: str, card_id: str, fence: Fence | None = None
+    ) -> int:
         """Delete only the rows stamped with `card_id` (a deny); returns how many.
 
         Each delete is conditional on the stamp, so a row another card re-granted in
-        the meantime survives.
+        the meantime survives. With `fence`, rows are deleted only while it is held.
         """
+        if fence is not None:
+            return self._withdraw_fenced(chat_id, user_id, card_id, fence)
         removed = 0
         for approval in self._query(keys.chat_pk(chat_id), keys.approval_prefix(user_id)):
             if approval.card_id != card_id:
@@ -103,6 +126,33 @@ class ApprovalStore:
             except ConditionFailed:
                 continue
         return removed
+
+    def _withdraw_fenced(self, chat_id: str, user_id: str, card_id: str, fence: Fence) -> int:
+        stamped = [
+            keys.approval_sk(user_id, a.subject.kind, a.subject.name)
+            for a in self._query(keys.chat_pk(chat_id), keys.approval_prefix(user_id))
+            if a.card_id == card_id
+        ]
+        for _ in range(_RETRIES):
+            deletes = [
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": sk}),
+                        **expression(condition="#card_id = :card_id", values={":card_id": card_id}),
+                    }
+                }
+                for sk in stamped[:_FENCED_BATCH]
+            ]
+            if not deletes:
+                return 0
+            try:
+                fenced(self._client, self._table, fence, deletes, "withdraw approvals")
+                return len(deletes)
+            except Cancelled as lost:
+                # Rows re-stamped by another card since the read are not this card's.
+                stamped = [sk for i, sk in enumerate(stamped) if i not in lost.failed]
+        raise StoreError("withdraw approvals failed: rows kept changing")
 
     def admin_list(self) -> list[Approval]:
         """The administrator's pre-approved sites and packages."""

@@ -7,13 +7,16 @@ confirmed, which is what the pause protocol waits for before writing the pointer
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import zlib
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from interlock import keys
-from interlock.errors import SnapshotTooLarge, StoreError
+from interlock.errors import SnapshotLost, SnapshotTooLarge, StoreError
+from interlock.records import StoredSnapshot
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -35,8 +38,14 @@ class BlobStore:
         self._bucket = bucket
         self._max_snapshot_bytes = max_snapshot_bytes
 
-    def put_snapshot(self, chat_id: str, interrupt_id: str, snapshot: dict[str, Any]) -> int:
-        """Store a paused agent's snapshot under its deterministic key; returns its size.
+    def put_snapshot(
+        self,
+        chat_id: str,
+        interrupt_id: str,
+        snapshot: dict[str, Any],
+        version: str | None = None,
+    ) -> StoredSnapshot:
+        """Store a paused agent's snapshot under a key that names the writer's fence.
 
         Raises `SnapshotTooLarge` (nothing written) when over the size limit.
         """
@@ -45,15 +54,27 @@ class BlobStore:
             raise SnapshotTooLarge(
                 f"snapshot of {len(body)} compressed bytes exceeds {self._max_snapshot_bytes}"
             )
-        self._put(keys.snapshot_key(chat_id, interrupt_id), body)
-        return len(body)
+        key = keys.snapshot_key(chat_id, interrupt_id, version)
+        self._put(key, body)
+        return StoredSnapshot(key, len(body), hashlib.sha256(body).hexdigest())
 
-    def get_snapshot(self, key: str) -> dict[str, Any]:
-        """Load a snapshot; a missing one is a store error (the resume cannot proceed)."""
-        found = self._get(key)
-        if found is None:
-            raise StoreError("the paused run's snapshot is gone")
-        return dict(found)
+    def get_snapshot(self, key: str, digest: str | None = None) -> dict[str, Any]:
+        """Load a snapshot, checking it against the digest the pointer recorded.
+
+        Raises `SnapshotLost` when it is missing, corrupt or not the one recorded.
+        """
+        body = self._get_bytes(key)
+        if body is None:
+            raise SnapshotLost("the paused run's snapshot is gone")
+        if digest is not None and hashlib.sha256(body).hexdigest() != digest:
+            raise SnapshotLost("the paused run's snapshot is not the one that was stored")
+        try:
+            found = json.loads(gzip.decompress(body))
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
+            raise SnapshotLost("the paused run's snapshot cannot be read") from exc
+        if not isinstance(found, dict):
+            raise SnapshotLost("the paused run's snapshot cannot be read")
+        return found
 
     def put_answer(
         self, chat_id: str, interrupt_id: str, answer: dict[str, Any], version: str | None = None
@@ -84,9 +105,18 @@ class BlobStore:
             raise StoreError(f"write {key} failed: {type(exc).__name__}") from exc
 
     def _get(self, key: str) -> Any:
+        body = self._get_bytes(key)
+        if body is None:
+            return None
+        try:
+            return json.loads(gzip.decompress(body))
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
+            raise StoreError(f"read {key} failed: not gzip JSON") from exc
+
+    def _get_bytes(self, key: str) -> bytes | None:
         try:
             response = self._client.get_object(Bucket=self._bucket, Key=key)
-            return json.loads(gzip.decompress(response["Body"].read()))
+            return bytes(response["Body"].read())
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None

@@ -40,6 +40,8 @@ class ChatStore:
             owner=row.get("owner"),
             hidden=bool(row.get("hidden", False)),
             last_turn=row.get("last_turn", 0),
+            run_token=row.get("run_token"),
+            run_until_ms=row.get("run_until_ms"),
         )
 
     def claim_owner(self, chat_id: str, user_id: str) -> str:
@@ -69,8 +71,7 @@ class ChatStore:
     def append_turn(self, chat_id: str, turn: dict[str, Any], now_ms: int) -> int:
         """Save a turn under the next turn number; returns that number."""
         seq = self._next(chat_id, "last_turn")
-        body = {"seq": seq, "at_ms": now_ms, "turn": _json(turn)}
-        self._put(chat_id, keys.turn_sk(seq), body, now_ms)
+        self._put(chat_id, keys.turn_sk(seq), turn_body(seq, turn, now_ms), now_ms)
         return seq
 
     def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
@@ -110,14 +111,9 @@ class ChatStore:
         return int(from_item(response["Attributes"])[counter])
 
     def _put(self, chat_id: str, sk: str, body: dict[str, Any], now_ms: int) -> None:
-        item = {
-            "pk": keys.chat_pk(chat_id),
-            "sk": sk,
-            **body,
-            "ttl": now_ms // 1000 + self._retention_s,
-        }
+        item = record_item(chat_id, sk, body, now_ms, self._retention_s)
         with translated("write chat record"):
-            self._client.put_item(TableName=self._table, Item=to_item(item))
+            self._client.put_item(TableName=self._table, Item=item)
 
     def _range(self, chat_id: str, low: str, high: str, limit: int) -> list[dict[str, Any]]:
         with translated("read chat records"):
@@ -131,6 +127,20 @@ class ChatStore:
                 Limit=limit,
             )
         return [from_item(item) for item in response.get("Items", [])]
+
+
+def record_item(
+    chat_id: str, sk: str, body: dict[str, Any], now_ms: int, retention_s: int
+) -> dict[str, Any]:
+    """A chat record (turn or event) as a DynamoDB item, with its `ttl`."""
+    return to_item(
+        {"pk": keys.chat_pk(chat_id), "sk": sk, **body, "ttl": now_ms // 1000 + retention_s}
+    )
+
+
+def turn_body(seq: int, turn: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """The stored body of turn number `seq`."""
+    return {"seq": seq, "at_ms": now_ms, "turn": _json(turn)}
 
 
 def _json(value: dict[str, Any]) -> str:

@@ -23,12 +23,14 @@ else:
     DynamoDBClient = Any
 
 __all__ = [
+    "Cancelled",
     "ConditionFailed",
     "DynamoDBClient",
     "expression",
     "from_item",
     "item_size",
     "to_item",
+    "transact",
     "translated",
 ]
 
@@ -42,6 +44,45 @@ class ConditionFailed(Exception):
     def __init__(self, old: dict[str, Any] | None) -> None:
         super().__init__("conditional check failed")
         self.old = old
+
+
+class Cancelled(Exception):
+    """A transaction was cancelled by a failed condition.
+
+    `failed` maps the index of each item whose condition failed to the item as it stood
+    (None when DynamoDB returned no item), so the caller can tell which rule lost.
+    """
+
+    def __init__(self, failed: dict[int, dict[str, Any] | None]) -> None:
+        super().__init__(f"transaction cancelled by items {sorted(failed)}")
+        self.failed = failed
+
+
+def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -> None:
+    """Write `items` (TransactWriteItems entries) all or nothing.
+
+    A failed condition raises `Cancelled` naming the items that lost, with their old
+    values (every entry asks for ALL_OLD); anything else is a `StoreError`.
+    """
+    for item in items:
+        ((_, body),) = item.items()
+        if "ConditionExpression" in body:
+            body.setdefault("ReturnValuesOnConditionCheckFailure", "ALL_OLD")
+    try:
+        client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        reasons = exc.response.get("CancellationReasons") or []  # type: ignore[typeddict-item]
+        failed = {
+            index: (from_item(reason["Item"]) if reason.get("Item") else None)
+            for index, reason in enumerate(reasons)
+            if reason.get("Code") == "ConditionalCheckFailed"
+        }
+        if error.get("Code") == "TransactionCanceledException" and failed:
+            raise Cancelled(failed) from exc
+        raise StoreError(f"{action} failed: {error.get('Code', 'unknown error')}") from exc
+    except BotoCoreError as exc:
+        raise StoreError(f"{action} failed: {type(exc).__name__}") from exc
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:

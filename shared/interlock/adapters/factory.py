@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from interlock.adapters.admission import TurnStore
 from interlock.adapters.approvals import ApprovalStore
 from interlock.adapters.blobs import BlobStore
 from interlock.adapters.chats import ChatStore
@@ -22,6 +23,7 @@ class Stores:
     requests: RequestStore
     approvals: ApprovalStore
     chats: ChatStore
+    turns: TurnStore
     limits: LimitStore
     outbox: Outbox
     blobs: BlobStore
@@ -37,6 +39,7 @@ def build_stores(
         requests=RequestStore(dynamodb, table_name, policy),
         approvals=ApprovalStore(dynamodb, table_name, policy.approval_ttl_s),
         chats=ChatStore(dynamodb, table_name, policy.retention_s * 10),
+        turns=TurnStore(dynamodb, table_name, policy.retention_s * 10),
         limits=LimitStore(dynamodb, table_name),
         outbox=Outbox(dynamodb, table_name, policy.retention_s * 10),
         blobs=BlobStore(s3, bucket, policy.max_snapshot_bytes),

@@ -112,6 +112,19 @@ class LimitStore:
             raise LimitExceeded(f"the daily budget of {cap} is spent") from None
         return int(from_item(response["Attributes"])["used"])
 
+    def refund(self, user_id: str, day: str, amount: int) -> None:
+        """Give back `amount` of a day's spend for a request refused before it ran."""
+        with translated("refund budget"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=_key(user_id, keys.budget_sk(day)),
+                **expression(
+                    condition="attribute_exists(#used)",
+                    update="ADD #used :minus",
+                    values={":minus": -amount},
+                ),
+            )
+
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
     return to_item({"pk": keys.user_pk(user_id), "sk": sk})

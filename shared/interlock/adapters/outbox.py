@@ -1,7 +1,9 @@
 """The outbox: side effects recorded once per idempotency key.
 
-A tool with an outside side effect writes here before (or instead of) sending, keyed by
-the interrupt id that approved it, so a crashed and retaken resume never sends twice.
+A tool with an outside side effect records it here before it leaves the process, under
+a key that is stable across takeovers (the journal replays the tool call's id). The row
+is written in one transaction with the writer's fence, so a worker that lost its claim
+records (and so sends) nothing; a retaken run finds the row and does not send again.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from interlock import keys
 from interlock.adapters.dynamo import (
+    Cancelled,
     ConditionFailed,
     DynamoDBClient,
     expression,
@@ -18,6 +21,8 @@ from interlock.adapters.dynamo import (
     to_item,
     translated,
 )
+from interlock.adapters.fencing import fenced
+from interlock.records import Fence
 
 
 class Outbox:
@@ -34,8 +39,13 @@ class Outbox:
         self._table = table_name
         self._retention_s = retention_s
 
-    def put_once(self, key: str, payload: dict[str, Any], now_ms: int) -> bool:
-        """Record the side effect under `key`; True only for the call that wrote it."""
+    def put_once(
+        self, key: str, payload: dict[str, Any], now_ms: int, fence: Fence | None = None
+    ) -> bool:
+        """Record the side effect under `key`; True only for the call that wrote it.
+
+        With `fence`, the row is written only while the fence is held (else `LeaseLost`).
+        """
         item = {
             "pk": keys.outbox_pk(key),
             "sk": keys.OUTBOX_SK,
@@ -43,6 +53,17 @@ class Outbox:
             "at_ms": now_ms,
             "ttl": now_ms // 1000 + self._retention_s,
         }
+        put = {
+            "TableName": self._table,
+            "Item": to_item(item),
+            **expression(condition="attribute_not_exists(#pk)", values={}),
+        }
+        if fence is not None:
+            try:
+                fenced(self._client, self._table, fence, [{"Put": put}], "outbox put")
+            except Cancelled:
+                return False
+            return True
         try:
             with translated("outbox put"):
                 self._client.put_item(

@@ -21,16 +21,27 @@ from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.dynamo import (
+    Cancelled,
     ConditionFailed,
     DynamoDBClient,
     expression,
     from_item,
     item_size,
     to_item,
+    transact,
     translated,
 )
+from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
 from interlock.adapters.schema import EXPIRY_INDEX, SWEEP_SHARDS
-from interlock.records import OPEN_STATES, PendingRequest, RequestState, refusal, unanswerable
+from interlock.records import (
+    OPEN_STATES,
+    ClaimFence,
+    PendingRequest,
+    RequestState,
+    StoredSnapshot,
+    refusal,
+    unanswerable,
+)
 from interlock.timing import StorePolicy
 from interlock.tokens import hash_secret, new_secret, new_token
 
@@ -41,9 +52,9 @@ IS_PENDING: Final = "#state = :pending"
 LEASE_LAPSED: Final = "(#state = :claimed AND #lease_expires_at_ms <= :now_ms)"
 NOT_EXPIRED: Final = "#expires_at > :now_s"
 COUNT_UNCHANGED: Final = "#claim_count = :seen_count"
-HOLDS_LEASE: Final = "#state = :claimed AND #lease_token = :lease_token"
 BEFORE_DEADLINE: Final = "#resume_deadline_ms > :now_ms"
 ENDED: Final = "#state IN (:done, :expired, :cancelled)"
+NOT_ACTED: Final = "attribute_not_exists(#journal)"
 ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
 
 CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
@@ -52,7 +63,7 @@ CLAIM: Final = f"{ID_MATCHES} AND {HASH_MATCHES} AND {CLAIMABLE} AND {COUNT_UNCH
 ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
 # Ending skips NOT_EXPIRED: the sweeper must be able to expire what is overdue.
 END_OPEN: Final = f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {COUNT_UNCHANGED}"
-RENEW: Final = f"{HOLDS_LEASE} AND {BEFORE_DEADLINE}"
+RENEW: Final = f"{HOLDS_CLAIM} AND {BEFORE_DEADLINE}"
 PAST_EXPIRY: Final = "#expires_at <= :now_s"
 CLAIM_OVERDUE: Final = (
     f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {PAST_EXPIRY} AND {COUNT_UNCHANGED}"
@@ -62,11 +73,25 @@ REROUTE: Final = (
     " AND attribute_not_exists(#route_role)"
 )
 
+# The first claim records the answer; a takeover keeps it (if_not_exists), so a run
+# that may already have acted on an answer is never continued with a different one.
 CLAIM_SET: Final = (
     "SET #state = :claimed, #worker = :worker, #lease_token = :lease_token, "
     "#lease_expires_at_ms = :lease_expires_at_ms, "
-    "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one"
+    "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one, "
+    "#decision = if_not_exists(#decision, :decision), "
+    "#response = if_not_exists(#response, :response)"
 )
+# Releasing after a failure: the claim does not count as a crash, and the fence moves on.
+RELEASE_SET: Final = (
+    "SET #lease_token = :new_token, #lease_expires_at_ms = :now_ms, "
+    "#claim_count = #claim_count - :one"
+)
+RESET_SET: Final = (
+    "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one "
+    "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, #journal"
+)
+JOURNAL_APPEND: Final = "SET #journal = list_append(if_not_exists(#journal, :empty), :entry)"
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
 
 
@@ -103,14 +128,35 @@ class RequestStore:
 
     # -- opening -------------------------------------------------------------------
 
-    def open(self, request: PendingRequest, now_ms: int) -> None:
+    def open(
+        self, request: PendingRequest, now_ms: int, also: list[dict[str, Any]] | None = None
+    ) -> None:
         """Write a new pointer, only if the chat has no open request.
 
-        Call only after the snapshot PUT was confirmed. Raises `ChatBusy` with the
-        open request when there is one, `TooLarge` when the card would not fit.
+        Call only after the snapshot PUT was confirmed. `also` are transaction entries
+        that commit with it (the running turn's fence and release), all or nothing.
+        Raises `ChatBusy` with the open request when there is one, `TooLarge` when the
+        card would not fit, `LeaseLost` when an entry of `also` lost its condition.
         """
         item = self._sized(_to_item(request))
         values = {**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms}
+        if also:
+            put = {
+                "TableName": self._table,
+                "Item": item,
+                **expression(condition=NO_OPEN_REQUEST, values=values),
+            }
+            try:
+                transact(self._client, [{"Put": put}, *also], "open request")
+            except Cancelled as lost:
+                if 0 in lost.failed:
+                    old = lost.failed[0]
+                    current = _from_item(old) if old else None
+                    raise errors.ChatBusy(
+                        "this chat already has an open request", current
+                    ) from None
+                raise errors.LeaseLost("the turn was lost; the request was not opened") from None
+            return
         try:
             with translated("open request"):
                 self._client.put_item(
@@ -133,11 +179,13 @@ class RequestStore:
         user_id: str,
         turn_seq: int,
         now_ms: int,
+        snapshot: StoredSnapshot,
         ttl_s: int | None = None,
         ask_slot: int | None = None,
         owner_roles: tuple[str, ...] = (),
     ) -> tuple[PendingRequest, str]:
-        """Build a pending pointer and its secret (not yet written; see `open`)."""
+        """Build a pending pointer to a stored snapshot, and its secret (not yet
+        written; see `open` and `chain`)."""
         secret = new_secret()
         expires_at, ttl = self._policy.expiry(now_ms, ttl_s)
         request = PendingRequest(
@@ -146,7 +194,8 @@ class RequestStore:
             kind=kind,
             card=card,
             secret_hash=hash_secret(secret),
-            snapshot_key=keys.snapshot_key(chat_id, interrupt_id),
+            snapshot_key=snapshot.key,
+            snapshot_digest=snapshot.digest,
             user_id=keys.checked_id(user_id, "user id"),
             turn_seq=turn_seq,
             created_at=now_ms // 1000,
@@ -181,9 +230,17 @@ class RequestStore:
     # -- claim, lease, finish ---------------------------------------------------------
 
     def claim(
-        self, request: PendingRequest, secret: str, worker: str, now_ms: int
+        self,
+        request: PendingRequest,
+        secret: str,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str] = ("answered", "null"),
     ) -> PendingRequest:
         """Take ownership of `request` as read, in one conditional write.
+
+        `answer` is `(decision label, response JSON)`; the first claim records it and a
+        takeover keeps what was recorded, which the returned record carries.
 
         Raises the refusal for the record as it stands: `ResumeInProgress` naming the
         holder, `AlreadyAnswered` with the done record, `SecretRefused`,
@@ -196,7 +253,7 @@ class RequestStore:
             self.expire(request, "denied: too many attempts to resume this request", now_ms)
             raise errors.RequestExpired("denied: too many attempts to resume this request")
         values = {
-            **self._claim_values(request, worker, now_ms),
+            **self._claim_values(request, worker, now_ms, answer),
             ":secret_hash": request.secret_hash,
         }
         return self._update(
@@ -211,8 +268,12 @@ class RequestStore:
             ),
         )
 
-    def _claim_values(self, request: PendingRequest, worker: str, now_ms: int) -> dict[str, Any]:
+    def _claim_values(
+        self, request: PendingRequest, worker: str, now_ms: int, answer: tuple[str, str]
+    ) -> dict[str, Any]:
         return {
+            ":decision": answer[0],
+            ":response": answer[1],
             **_STATES,
             **_clock(now_ms),
             ":interrupt_id": request.interrupt_id,
@@ -232,7 +293,7 @@ class RequestStore:
         """
         deadline = _required(claim.resume_deadline_ms)
         until = min(now_ms + self._policy.lease_ms, deadline)
-        values = {**_STATES, ":now_ms": now_ms, ":lease_token": claim.lease_token, ":until": until}
+        values = {**_STATES, **claim_values(claim.fence), ":now_ms": now_ms, ":until": until}
         self._update(
             claim.chat_id,
             "renew lease",
@@ -251,15 +312,18 @@ class RequestStore:
         decision: str,
         now_ms: int,
         first_answer: str | None = None,
+        also: list[dict[str, Any]] | None = None,
     ) -> PendingRequest:
         """Mark the claimed request done and record where its answer is stored.
 
         `first_answer` is kept inline for cheap replays only if the whole item stays
         within budget; otherwise it is left out entirely (the full answer is in S3).
+        `also` (the transcript's entries) commit in the same transaction, fenced by
+        the claim: the answer and the turn that shows it land together or not at all.
         """
         values: dict[str, Any] = {
             **_STATES,
-            ":lease_token": claim.lease_token,
+            **claim_values(claim.fence),
             ":answer_key": answer_key,
             ":decision": decision,
             ":answered_at": now_ms // 1000,
@@ -273,14 +337,30 @@ class RequestStore:
         if first_answer is not None and self._fits_with(claim, first_answer):
             values[":first_answer"] = first_answer
             sets.append("#first_answer = :first_answer")
-        update = f"SET {', '.join(sets)} REMOVE #sweep_shard"
-        return self._update(
-            claim.chat_id,
-            "finish request",
-            HOLDS_LEASE,
-            update,
-            values,
-            lost=lambda _: errors.LeaseLost("the claim was lost before the answer was stored"),
+        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #journal"
+        lost = errors.LeaseLost("the claim was lost before the answer was stored")
+        if not also:
+            return self._update(
+                claim.chat_id, "finish request", HOLDS_CLAIM, update, values, lost=lambda _: lost
+            )
+        entry = {
+            "TableName": self._table,
+            "Key": _key(claim.chat_id),
+            **expression(condition=HOLDS_CLAIM, update=update, values=values),
+        }
+        try:
+            transact(self._client, [{"Update": entry}, *also], "finish request")
+        except Cancelled as cancelled:
+            if 0 in cancelled.failed:
+                raise lost from None
+            raise errors.StoreError("finish request failed: the transcript moved on") from None
+        return claim.with_changes(
+            state=RequestState.DONE,
+            answer_key=answer_key,
+            decision=decision,
+            answered_at=now_ms // 1000,
+            first_answer=values.get(":first_answer"),
+            journal=(),
         )
 
     def chain(self, claim: PendingRequest, successor: PendingRequest) -> None:
@@ -290,16 +370,66 @@ class RequestStore:
         if the claim was lost, in which case nothing is written.
         """
         item = self._sized(_to_item(successor.with_changes(claim_count=0)))
-        values = {**_STATES, ":lease_token": claim.lease_token}
+        values = {**_STATES, **claim_values(claim.fence)}
         try:
             with translated("chain request"):
                 self._client.put_item(
                     TableName=self._table,
                     Item=item,
-                    **expression(condition=HOLDS_LEASE, values=values),
+                    **expression(condition=HOLDS_CLAIM, values=values),
                 )
         except ConditionFailed:
             raise errors.LeaseLost("the claim was lost; the next request was not written") from None
+
+    def record_step(self, fence: ClaimFence, entry: str) -> None:
+        """Append one journal entry (a model response or a tool result) to the claimed
+        request, only while `fence` holds; `LeaseLost` otherwise, nothing written."""
+        values = {**claim_values(fence), ":empty": [], ":entry": [entry]}
+        self._update(
+            fence.chat_id,
+            "record step",
+            HOLDS_CLAIM,
+            JOURNAL_APPEND,
+            values,
+            lost=lambda _: errors.LeaseLost("the claim was lost; the step was not recorded"),
+        )
+
+    def release(self, claim: PendingRequest, now_ms: int, *, reset: bool) -> PendingRequest:
+        """Give a claim back after a failure that was not the request's fault.
+
+        With `reset` (nothing was effected yet), the request is pending again and may
+        be answered afresh; otherwise it stays claimed with its recorded answer and a
+        lapsed lease, so the next answer or the sweeper continues it from its journal.
+        Either way the claim does not count against the cap.
+        """
+        values = {
+            **_STATES,
+            **claim_values(claim.fence),
+            ":new_token": new_token(),
+            ":now_ms": now_ms,
+            ":one": 1,
+        }
+        return self._update(
+            claim.chat_id,
+            "release claim",
+            HOLDS_CLAIM,
+            RESET_SET if reset else RELEASE_SET,
+            values,
+            lost=lambda _: errors.LeaseLost("the claim was already lost"),
+        )
+
+    def end_claimed(self, claim: PendingRequest, reason: str) -> PendingRequest:
+        """Expire a claimed request that can never run (its snapshot is unusable)."""
+        values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
+        update = "SET #state = :expired, #ended_reason = :reason REMOVE #sweep_shard, #journal"
+        return self._update(
+            claim.chat_id,
+            "end claimed request",
+            HOLDS_CLAIM,
+            update,
+            values,
+            lost=lambda _: errors.LeaseLost("the claim was already lost"),
+        )
 
     # -- the sweeper -------------------------------------------------------------------
 
@@ -316,10 +446,13 @@ class RequestStore:
             )
         return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
 
-    def claim_overdue(self, request: PendingRequest, worker: str, now_ms: int) -> PendingRequest:
+    def claim_overdue(
+        self, request: PendingRequest, worker: str, now_ms: int, answer: tuple[str, str]
+    ) -> PendingRequest:
         """Take an overdue request to settle it by policy, under the same claim rules as a
-        person's answer (one conditional write; the loser hears who holds it)."""
-        values = self._claim_values(request, worker, now_ms)
+        person's answer (one conditional write; the loser hears who holds it). An answer
+        recorded by an earlier claim wins over the timeout `answer`."""
+        values = self._claim_values(request, worker, now_ms, answer)
         return self._update(
             request.chat_id,
             "claim overdue request",
@@ -362,11 +495,20 @@ class RequestStore:
         return self._end(request, RequestState.EXPIRED, reason, now_ms)
 
     def cancel(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest:
-        """Cancel an answerable request on its user's word."""
-        return self._end(request, RequestState.CANCELLED, reason, now_ms)
+        """Cancel an answerable request on its user's word.
+
+        A request whose run already recorded a step (its answer is being acted on) is
+        not cancelled: it can only be continued, so an effect never outlives its answer.
+        """
+        return self._end(request, RequestState.CANCELLED, reason, now_ms, acted_ok=False)
 
     def _end(
-        self, request: PendingRequest, state: RequestState, reason: str, now_ms: int
+        self,
+        request: PendingRequest,
+        state: RequestState,
+        reason: str,
+        now_ms: int,
+        acted_ok: bool = True,
     ) -> PendingRequest:
         values = {
             **_STATES,
@@ -376,10 +518,11 @@ class RequestStore:
             ":reason": reason,
         }
         update = f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard"
+        condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
         return self._update(
             request.chat_id,
             f"{state.value} request",
-            END_OPEN,
+            condition,
             update,
             values,
             lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
@@ -478,10 +621,18 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "ask_slot": request.ask_slot,
         "owner_roles": list(request.owner_roles),
         "version": request.version,
+        "snapshot_digest": request.snapshot_digest,
+        "response": request.response,
+        "journal": list(request.journal) if request.journal else None,
     }
     if request.state in OPEN_STATES:
         values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
     return to_item(values)
+
+
+def request_from_item(values: dict[str, Any]) -> PendingRequest:
+    """A pointer record from its (deserialized) item; malformed is a `StoreError`."""
+    return _from_item(values)
 
 
 def _from_item(values: dict[str, Any]) -> PendingRequest:
@@ -513,6 +664,9 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             ask_slot=values.get("ask_slot"),
             owner_roles=tuple(values.get("owner_roles", ())),
             version=values.get("version", 1),
+            snapshot_digest=values.get("snapshot_digest"),
+            response=values.get("response"),
+            journal=tuple(values.get("journal", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

@@ -19,16 +19,19 @@ STATUS: Final[dict[str, int]] = {
     "in_progress": 409,
     "already_answered": 409,
     "pending_interrupt": 409,
+    "turn_running": 409,
     "expired": 410,
     "timed_out": 410,
     "cancelled": 410,
     "incompatible_snapshot": 410,
+    "snapshot_lost": 410,
     "too_large": 413,
     "snapshot_too_large": 413,
     "invalid_payload": 422,
     "incomplete_resume": 422,
     "limit_exceeded": 429,
     "system_error": 500,
+    "run_failed": 503,
 }
 
 

@@ -19,7 +19,7 @@ from interlock.config import InterlockConfig, assemble
 from interlock.timing import StorePolicy
 
 if TYPE_CHECKING:
-    from interlock.turns import Runtime
+    from interlock.deps import Runtime
 
 
 def policy_from_env() -> StorePolicy:
@@ -53,7 +53,7 @@ def runtime() -> Runtime:
     """The service runtime: stores, the configured model, the fetch transport."""
     from interlock.runtime.agent import ModelConfig, build_model
     from interlock.runtime.transport import transport_from_env
-    from interlock.turns import Runtime, TurnLimits
+    from interlock.deps import Runtime, TurnLimits
 
     settings = config()
     model = ModelConfig.from_env({**os.environ, "INTERLOCK_MODEL": settings.model})

@@ -21,6 +21,7 @@ from interlock.runtime.hooks import (
     ModelCallLimit,
     RunMeter,
 )
+from interlock.runtime.journal import Journal, JournaledModel, JournalHook
 from interlock.runtime.model import ScriptedModel
 from interlock.runtime.scenarios import DEMO_SCENARIOS
 from interlock.runtime.tools import ask_user, fetch_url, request_approval, request_info, send_report
@@ -102,6 +103,12 @@ class BuiltAgent:
     limit: ModelCallLimit
     meter: RunMeter
     tools: list[str] = field(default_factory=list)
+    journal: Journal | None = None
+
+    @property
+    def replayed_model_calls(self) -> int:
+        """Model calls answered from the journal instead of the model."""
+        return self.journal.replayed_model_calls if self.journal else 0
 
 
 def build_agent(
@@ -111,19 +118,28 @@ def build_agent(
     messages: list[Any] | None = None,
     max_model_calls: int = 12,
     config: InterlockConfig | None = None,
+    journal: Journal | None = None,
 ) -> BuiltAgent:
-    """Build the agent with the tools `roles` allow and every enforcing hook."""
+    """Build the agent with the tools `roles` allow and every enforcing hook.
+
+    With `journal` (a resumed run), recorded steps are replayed and new ones recorded.
+    """
     config = config or InterlockConfig()
     names = allowed_tools(roles, config.tools)
     limit = ModelCallLimit(max_model_calls)
     meter = RunMeter()
+    # Order matters: the batch rule cancels siblings before the gate would ask, and the
+    # journal replays a body only once both have decided the same way they did before.
+    hooks: list[Any] = [ApprovalAlone(), gate_for(config), limit, meter]
+    if journal is not None:
+        model = JournaledModel(model, journal)
+        hooks.append(JournalHook(journal))
     agent = Agent(
         model=model,
         tools=[TOOLS[name] for name in names],
-        # Order matters: the batch rule cancels siblings before the gate would ask.
-        hooks=[ApprovalAlone(), gate_for(config), limit, meter],
+        hooks=hooks,
         system_prompt=SYSTEM_PROMPT,
         messages=messages or [],
         callback_handler=None,
     )
-    return BuiltAgent(agent, limit, meter, names)
+    return BuiltAgent(agent, limit, meter, names, journal)

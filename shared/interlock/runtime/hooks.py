@@ -24,6 +24,7 @@ from strands.hooks import (
 
 from interlock.cards import ACTION, action_card, outcome_text, parse_decision, unattended_denial
 from interlock.context import current_request
+from interlock.runtime.journal import ReplayedTool
 from interlock.runtime.tools import own_resume_card
 
 logger = logging.getLogger(__name__)
@@ -184,7 +185,8 @@ def _audit(event: str, **detail: Any) -> None:
 
 
 class RunMeter(HookProvider):
-    """Counts tool bodies that ran to completion (cancelled and paused calls excluded)."""
+    """Counts tool bodies that ran to completion (cancelled, paused and replayed calls
+    excluded)."""
 
     def __init__(self) -> None:
         self.tool_executions = 0
@@ -193,6 +195,8 @@ class RunMeter(HookProvider):
         registry.add_callback(AfterToolCallEvent, self._after_tool)
 
     def _after_tool(self, event: AfterToolCallEvent) -> None:
+        if isinstance(event.selected_tool, ReplayedTool):
+            return
         if event.cancel_message is None and event.duration is not None:
             self.tool_executions += 1
 

@@ -1,0 +1,190 @@
+"""Turn admission and the transcript's fenced writes.
+
+One turn runs per chat. Admission is one transaction: the chat has no open request,
+the chat's owner is this user (or it has none yet, and becomes this user), no other
+turn holds the running-turn lease, and the transcript is where the reader saw it;
+then the user's turn is saved and the lease taken. Whatever a turn writes afterwards
+is fenced by that lease's token, and ending the turn releases it in the same
+transaction as its last write.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from interlock import errors, keys
+from interlock.adapters.chats import record_item, turn_body
+from interlock.adapters.dynamo import Cancelled, DynamoDBClient, expression, to_item, transact
+from interlock.adapters.fencing import HOLDS_TURN
+from interlock.adapters.requests import NO_OPEN_REQUEST, request_from_item
+from interlock.records import ChatMeta, RequestState, TurnFence
+from interlock.tokens import new_token
+
+OWNED_BY_CALLER: Final = "(attribute_not_exists(#owner) OR #owner = :user)"
+NOT_RUNNING: Final = "(attribute_not_exists(#run_until_ms) OR #run_until_ms <= :now_ms)"
+TRANSCRIPT_AT: Final = "(attribute_not_exists(#last_turn) OR #last_turn = :seen)"
+ADMIT: Final = f"{OWNED_BY_CALLER} AND {NOT_RUNNING} AND {TRANSCRIPT_AT}"
+ADMIT_SET: Final = (
+    "SET #owner = if_not_exists(#owner, :user), #last_turn = :seq, "
+    "#run_token = :run_token, #run_until_ms = :run_until_ms"
+)
+_STATES: Final = {f":{state.value}": state.value for state in RequestState}
+
+
+class TurnStore:
+    """Admit, complete and abandon turns; build the transcript's transaction entries.
+
+    Args:
+        client: A boto3 DynamoDB client.
+        table_name: The Interlock table.
+        retention_s: How long saved turns are kept (their `ttl`).
+    """
+
+    def __init__(self, client: DynamoDBClient, table_name: str, retention_s: int) -> None:
+        self._client = client
+        self._table = table_name
+        self._retention_s = retention_s
+
+    def admit(
+        self,
+        seen: ChatMeta,
+        user_id: str,
+        turn: dict[str, Any],
+        now_ms: int,
+        lease_ms: int,
+    ) -> tuple[TurnFence, int]:
+        """Start a turn in the chat as `seen`; returns its fence and the user turn's number.
+
+        Raises:
+            ChatBusy: the chat has an open request.
+            Forbidden: the chat belongs to another user.
+            TurnRunning: another turn is running, or one was saved since `seen`.
+        """
+        chat_id = seen.chat_id
+        fence = TurnFence(chat_id, new_token())
+        seq = seen.last_turn + 1
+        check_request = {
+            "TableName": self._table,
+            "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK}),
+            **expression(
+                condition=NO_OPEN_REQUEST,
+                values={**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms},
+            ),
+        }
+        values = {
+            ":user": keys.checked_id(user_id, "user id"),
+            ":now_ms": now_ms,
+            ":seen": seen.last_turn,
+            ":seq": seq,
+            ":run_token": fence.run_token,
+            ":run_until_ms": now_ms + lease_ms,
+        }
+        take = {
+            "TableName": self._table,
+            "Key": _meta_key(chat_id),
+            **expression(condition=ADMIT, update=ADMIT_SET, values=values),
+        }
+        try:
+            transact(
+                self._client,
+                [
+                    {"ConditionCheck": check_request},
+                    {"Update": take},
+                    self._turn_put(chat_id, seq, turn, now_ms),
+                ],
+                "admit turn",
+            )
+        except Cancelled as refused:
+            raise _refusal(refused, user_id, now_ms) from None
+        return fence, seq
+
+    def complete(self, fence: TurnFence, seq: int, turn: dict[str, Any], now_ms: int) -> int:
+        """Save the turn's answer after turn `seq` and release the running-turn lease,
+        in one transaction fenced by the lease; returns the answer's turn number."""
+        update = {
+            "TableName": self._table,
+            "Key": _meta_key(fence.chat_id),
+            **expression(
+                condition=f"{HOLDS_TURN} AND #last_turn = :seq",
+                update="SET #last_turn = :next REMOVE #run_token, #run_until_ms",
+                values={":run_token": fence.run_token, ":seq": seq, ":next": seq + 1},
+            ),
+        }
+        try:
+            transact(
+                self._client,
+                [{"Update": update}, self._turn_put(fence.chat_id, seq + 1, turn, now_ms)],
+                "complete turn",
+            )
+        except Cancelled:
+            raise errors.LeaseLost("the turn's lease was lost; its answer was not saved") from None
+        return seq + 1
+
+    def end_run(self, fence: TurnFence) -> dict[str, Any]:
+        """The transaction entry that releases the running-turn lease (with a pause)."""
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": _meta_key(fence.chat_id),
+                **expression(
+                    condition=HOLDS_TURN,
+                    update="REMOVE #run_token, #run_until_ms",
+                    values={":run_token": fence.run_token},
+                ),
+            }
+        }
+
+    def abandon(self, fence: TurnFence) -> None:
+        """Release the running-turn lease of a turn that failed (idempotent)."""
+        try:
+            transact(self._client, [self.end_run(fence)], "abandon turn")
+        except Cancelled:
+            return  # already released, or taken over after it lapsed
+
+    def answer_entries(
+        self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int
+    ) -> list[dict[str, Any]]:
+        """Transaction entries saving a resumed run's answer right after turn `seq`,
+        only while the transcript still ends there (they ride on the claim's fence)."""
+        advance = {
+            "TableName": self._table,
+            "Key": _meta_key(chat_id),
+            **expression(
+                condition="#last_turn = :seq",
+                update="SET #last_turn = :next",
+                values={":seq": seq, ":next": seq + 1},
+            ),
+        }
+        return [{"Update": advance}, self._turn_put(chat_id, seq + 1, turn, now_ms)]
+
+    def _turn_put(
+        self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int
+    ) -> dict[str, Any]:
+        item = record_item(
+            chat_id, keys.turn_sk(seq), turn_body(seq, turn, now_ms), now_ms, self._retention_s
+        )
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": item,
+                **expression(condition="attribute_not_exists(#pk)", values={}),
+            }
+        }
+
+
+def _refusal(refused: Cancelled, user_id: str, now_ms: int) -> errors.InterlockError:
+    """The domain error for a refused admission, read off the items that lost."""
+    if 0 in refused.failed:
+        old = refused.failed[0]
+        current = request_from_item(old) if old else None
+        return errors.ChatBusy("answer or cancel the open request first", current)
+    meta = refused.failed.get(1) or {}
+    if meta.get("owner") not in (None, user_id):
+        return errors.Forbidden("this chat belongs to another user")
+    if meta.get("run_until_ms", 0) > now_ms:
+        return errors.TurnRunning("a turn is already running in this chat; wait for its answer")
+    return errors.TurnRunning("another turn was saved in this chat meanwhile; send it again")
+
+
+def _meta_key(chat_id: str) -> dict[str, Any]:
+    return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.META_SK})

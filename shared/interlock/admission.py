@@ -1,0 +1,122 @@
+"""Admission and limits: who may start a turn or open a request, and how many.
+
+- `admit_turn`: one running turn per chat, by one conditional transaction.
+- `reserved`: a concurrency slot and a unit of daily budget for the length of a run.
+- `open_ask_slot` / `release_ask_slot`: backpressure on how many requests a user has open.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from interlock import errors
+from interlock.audit import audit
+from interlock.caller import Caller
+from interlock.deps import Runtime
+from interlock.records import ChatMeta, PendingRequest, TurnFence
+from interlock.tokens import new_token
+
+ASK_POOL: Final = "ASK"
+TOO_MANY_OPEN: Final = (
+    "I need a decision from you to go on, but you have too many open requests (or opened "
+    "them too quickly). Answer or cancel some, then ask again."
+)
+
+
+class PauseRefused(Exception):
+    """The pause cannot be offered; the turn ends with `message` instead of a card."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def admit_turn(
+    rt: Runtime, caller: Caller, seen: ChatMeta, prompt: str, now_ms: int
+) -> tuple[TurnFence, int]:
+    """Start a turn: save the prompt and take the chat's running-turn lease, or refuse.
+
+    The refusal comes from the write itself, so of two turns submitted at once, or two
+    users racing for a new chat, exactly one is admitted and the other hears why.
+    """
+    return rt.stores.turns.admit(
+        seen, caller.user_id, {"role": "user", "text": prompt}, now_ms, rt.limits.run_lease_ms
+    )
+
+
+@contextmanager
+def reserved(rt: Runtime, caller: Caller) -> Iterator[None]:
+    """Hold one concurrency slot and one unit of daily budget for the block.
+
+    The budget unit is given back when the block is refused before anything ran
+    (the request was turned away, so it costs nothing).
+    """
+    now = rt.clock.now_ms()
+    holder = new_token()
+    limits = rt.limits
+    slot = rt.stores.limits.reserve_slot(
+        caller.user_id, holder, cap=limits.max_concurrent, hold_ms=limits.slot_hold_ms, now_ms=now
+    )
+    try:
+        day = _day(now)
+        rt.stores.limits.spend(
+            caller.user_id, day, 1, cap=limits.daily_turns, ttl=now // 1000 + 3 * 86_400
+        )
+        try:
+            yield
+        except (errors.ChatBusy, errors.Forbidden, errors.TurnRunning):
+            rt.stores.limits.refund(caller.user_id, day, 1)
+            raise
+    finally:
+        rt.stores.limits.release_slot(caller.user_id, holder, slot)
+
+
+def open_ask_slot(rt: Runtime, caller: Caller, chat_id: str, now: int) -> int:
+    """Backpressure: cap a user's open requests and how fast new ones are opened.
+
+    Returns the user's open-request slot this chat's request holds (one per chat, so
+    the chat id is the holder and a chained request keeps it).
+    """
+    config = rt.config
+    try:
+        minute = time.strftime("%Y%m%d%H%M", time.gmtime(now // 1000))
+        rt.stores.limits.spend(
+            caller.user_id, f"asks-{minute}", 1, cap=config.asks_per_minute, ttl=now // 1000 + 120
+        )
+        expires_at, _ = rt.stores.policy.expiry(now)
+        return rt.stores.limits.reserve_slot(
+            caller.user_id,
+            chat_id,
+            cap=config.max_open_requests,
+            hold_ms=expires_at * 1000 - now,
+            now_ms=now,
+            pool=ASK_POOL,
+        )
+    except errors.LimitExceeded as exc:
+        audit(rt, caller, chat_id, "pause_refused", reason=str(exc))
+        raise PauseRefused(TOO_MANY_OPEN) from exc
+
+
+def release_ask_slot(rt: Runtime, request: PendingRequest) -> None:
+    """Free the owner's open-request slot once the request has ended (idempotent)."""
+    if request.ask_slot is not None:
+        rt.stores.limits.release_slot(
+            request.user_id, request.chat_id, request.ask_slot, pool=ASK_POOL
+        )
+
+
+def expire_and_release(rt: Runtime, request: PendingRequest, reason: str, now: int) -> None:
+    """Expire an answerable request, withdraw any rows an earlier (dead) claim granted
+    for its card, and free its open-request slot."""
+    rt.stores.requests.expire(request, reason, now)
+    if request.card.get("card_id"):
+        rt.stores.approvals.withdraw_card(request.chat_id, request.user_id, request.card["card_id"])
+    release_ask_slot(rt, request)
+
+
+def _day(now_ms: int) -> str:
+    return datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC).strftime("%Y-%m-%d")

@@ -1,0 +1,25 @@
+"""The audit trail: one place that stamps events with the trace id and config version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interlock.caller import Caller
+from interlock.deps import Runtime
+
+
+def audit(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) -> None:
+    """Append an audit event carrying the trace id and the configuration's version.
+
+    Audit events are observations, not effects: they are written unfenced, so a worker
+    that lost its claim may still say what it saw (and that it stopped).
+    """
+    rt.stores.chats.record(
+        chat_id,
+        event,
+        caller.user_id,
+        rt.clock.now_ms(),
+        trace_id=caller.trace_id,
+        config_version=rt.config.version,
+        **detail,
+    )

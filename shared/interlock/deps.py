@@ -1,0 +1,45 @@
+"""What the service functions need: stores, a model factory, a clock, limits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from strands.models.model import Model
+
+from interlock.adapters.factory import Stores
+from interlock.config import InterlockConfig
+from interlock.context import FetchPort
+from interlock.timing import Clock, SystemClock
+from interlock.tokens import new_token
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    """Per-user limits and run bounds a turn and a resume both respect.
+
+    Attributes:
+        run_lease_ms: How long admission holds a chat for one running turn; longer than
+            the function timeout, so only a dead turn's lease lapses.
+    """
+
+    max_concurrent: int = 4
+    slot_hold_ms: int = 15 * 60_000
+    daily_turns: int = 500
+    max_model_calls: int = 12
+    heartbeat_s: float = 10.0
+    max_prompt_chars: int = 8000
+    run_lease_ms: int = 6 * 60_000
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What the service functions need: stores, a model factory, a clock, limits."""
+
+    stores: Stores
+    model_factory: Callable[[], Model]
+    clock: Clock = field(default_factory=SystemClock)
+    fetch: FetchPort | None = None
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    worker_id: str = field(default_factory=new_token)
+    config: InterlockConfig = field(default_factory=InterlockConfig)

@@ -1,0 +1,226 @@
+"""The journal of a resumed run: every model response and tool result, recorded as it
+happens, so a worker that takes the run over continues from the last recorded step.
+
+Like a durable-execution engine's event history, adapted to Strands: the model is
+wrapped so a recorded response is replayed instead of asking the model again (same
+text, same toolUseIds), and a hook swaps a recorded tool call's body for its recorded
+result. New steps are appended through `record`, which the service binds to a write
+fenced by the claim: a worker that lost its claim cannot record, and so stops before
+acting on an unrecorded step. Strands offers no such history of its own (its session
+managers save messages, not a step cursor that a second process can resume), which is
+why this is written here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Sequence
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.models.model import Model
+from strands.types.content import Messages
+from strands.types.streaming import StreamEvent
+from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
+
+from interlock.errors import TooLarge
+
+T = TypeVar("T", bound=BaseModel)
+
+MODEL: Final = "model"
+TOOL: Final = "tool"
+MAX_ENTRY_BYTES: Final = 64 * 1024
+MAX_JOURNAL_BYTES: Final = 192 * 1024  # the pointer item, journal included, stays < 300 KB
+
+
+class Journal:
+    """Recorded steps to replay, and the way to record new ones.
+
+    Args:
+        entries: The entries recorded so far (JSON text, oldest first).
+        record: Appends one entry durably; raises (e.g. `LeaseLost`) to stop the run.
+    """
+
+    def __init__(self, entries: Sequence[str], record: Callable[[str], None]) -> None:
+        parsed = [json.loads(entry) for entry in entries]
+        self._models: list[list[StreamEvent]] = [e["events"] for e in parsed if e["k"] == MODEL]
+        self._tools: dict[str, ToolResult] = {
+            e["id"]: e["result"] for e in parsed if e["k"] == TOOL
+        }
+        self._record = record
+        self._next_model = 0
+        self.bytes = sum(len(entry.encode()) for entry in entries)
+        self.recorded = 0
+        self.recorded_bytes = 0
+        self.replayed_model_calls = 0
+        self.replayed_tools = 0
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing was recorded, before or during this run."""
+        return not self._models and not self._tools
+
+    def next_model_response(self) -> list[StreamEvent] | None:
+        """The recorded response for the next model call, if there is one."""
+        if self._next_model >= len(self._models):
+            return None
+        events = self._models[self._next_model]
+        self._next_model += 1
+        self.replayed_model_calls += 1
+        return events
+
+    def record_model(self, events: list[StreamEvent]) -> None:
+        """Record a fresh model response before the agent acts on it."""
+        compacted = compact(events)
+        self._append({"k": MODEL, "events": compacted})
+        self._models.append(compacted)
+        self._next_model = len(self._models)
+
+    def tool_result(self, tool_use_id: str) -> ToolResult | None:
+        """The recorded result of a tool call, if it ran before."""
+        return self._tools.get(tool_use_id)
+
+    def record_tool(self, result: ToolResult) -> None:
+        """Record a tool call's result once its body has run."""
+        self._append({"k": TOOL, "id": result["toolUseId"], "result": result})
+        self._tools[result["toolUseId"]] = result
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        text = json.dumps(entry, separators=(",", ":"), default=str)
+        size = len(text.encode())
+        if size > MAX_ENTRY_BYTES or self.bytes + size > MAX_JOURNAL_BYTES:
+            raise TooLarge(f"journal entry of {size} bytes does not fit the run's journal")
+        self._record(text)
+        self.bytes += size
+        self.recorded += 1
+        self.recorded_bytes += size
+
+
+def compact(events: Iterable[StreamEvent]) -> list[StreamEvent]:
+    """The same response in fewer events: consecutive deltas of one block are merged."""
+    out: list[Any] = []
+    for event in events:
+        delta = event.get("contentBlockDelta", {}).get("delta")  # type: ignore[attr-defined]
+        last = out[-1].get("contentBlockDelta", {}).get("delta") if out else None
+        if delta and last and _merge(last, delta):
+            continue
+        out.append(json.loads(json.dumps(event, default=str)))
+    return out
+
+
+def _merge(into: dict[str, Any], delta: dict[str, Any]) -> bool:
+    if "text" in into and "text" in delta:
+        into["text"] += delta["text"]
+        return True
+    if "toolUse" in into and "toolUse" in delta:
+        into["toolUse"]["input"] += delta["toolUse"]["input"]
+        return True
+    return False
+
+
+class JournaledModel(Model):
+    """Wraps a model: recorded responses are replayed, new ones are recorded.
+
+    The record is written when the inner stream ends, which Strands waits for before it
+    acts on the response, so no tool runs on a response that was not recorded.
+    """
+
+    def __init__(self, inner: Model, journal: Journal) -> None:
+        self.inner = inner
+        self._journal = journal
+
+    def update_config(self, **model_config: Any) -> None:
+        self.inner.update_config(**model_config)
+
+    def get_config(self) -> Any:
+        return self.inner.get_config()
+
+    def structured_output(
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[dict[str, T | Any], None]:
+        return self.inner.structured_output(output_model, prompt, system_prompt, **kwargs)
+
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterable[StreamEvent]:
+        recorded = self._journal.next_model_response()
+        if recorded is not None:
+            for event in recorded:
+                yield _unmetered(event)
+            return
+        events: list[StreamEvent] = []
+        async for event in self.inner.stream(messages, tool_specs, system_prompt, **kwargs):
+            events.append(event)
+            yield event
+        self._journal.record_model(events)
+
+
+def _unmetered(event: StreamEvent) -> StreamEvent:
+    """A replayed event reports no token usage: the model was not asked again."""
+    if "metadata" not in event:
+        return event
+    zero = {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}
+    return {**event, "metadata": {**event["metadata"], "usage": zero}}  # type: ignore[typeddict-item]
+
+
+class ReplayedTool(AgentTool):
+    """Stands in for a tool whose call was recorded: returns the recorded result."""
+
+    def __init__(self, name: str, result: ToolResult) -> None:
+        super().__init__()
+        self._name = name
+        self._result = result
+
+    @property
+    def tool_name(self) -> str:
+        return self._name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return {"name": self._name, "description": "replayed", "inputSchema": {"json": {}}}
+
+    @property
+    def tool_type(self) -> str:
+        return "replayed"
+
+    async def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> AsyncGenerator[Any, None]:
+        yield {**self._result, "toolUseId": tool_use["toolUseId"]}
+
+
+class JournalHook(HookProvider):
+    """Replays recorded tool results and records new ones.
+
+    Register it after every hook that may cancel or interrupt a call, so admission
+    decisions are made (the same way) before a recorded result stands in for the body.
+    """
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._before_tool)
+        registry.add_callback(AfterToolCallEvent, self._after_tool)
+
+    def _before_tool(self, event: BeforeToolCallEvent) -> None:
+        if event.cancel_tool:
+            return
+        recorded = self._journal.tool_result(event.tool_use["toolUseId"])
+        if recorded is not None:
+            self._journal.replayed_tools += 1
+            event.selected_tool = ReplayedTool(event.tool_use["name"], recorded)
+
+    def _after_tool(self, event: AfterToolCallEvent) -> None:
+        if isinstance(event.selected_tool, ReplayedTool):
+            return
+        self._journal.record_tool(event.result)
