@@ -63,8 +63,10 @@ class Access:
 
 
 ACCESS: Final[Mapping[FunctionName, Access]] = {
-    # Starts turns: reads the chat and approvals, writes turns, audit events and the
-    # pointer, holds a concurrency slot for the turn (deleted when it ends,
+    # Starts turns: reads the chat and approvals, admits the turn (a transaction that
+    # checks the chat has no open request, updates the chat and puts the user's turn),
+    # writes audit events, the pointer and outbox rows fenced by the turn (transactions
+    # with a ConditionCheck), holds a concurrency slot for the turn (deleted when it ends,
     # `LimitStore.release_slot`), and saves the paused agent's snapshot. Writes no approval
     # rows (so no batch writes) and never reads a snapshot.
     "run": Access(
@@ -74,13 +76,16 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
             "dynamodb:Query",
+            "dynamodb:ConditionCheckItem",
         ),
         writes=(SNAPSHOT_PREFIX,),
         invokes_model=True,
     ),
-    # Claims and finishes a request: loads the snapshot, writes the granted approval rows in
-    # batches or deletes those a denial withdraws, may pause again (a new snapshot), stores
-    # the final answer, and holds a concurrency slot as run does.
+    # Claims and finishes a request: loads the snapshot, writes the granted approval rows or
+    # deletes those a denial withdraws, records each step in the journal, writes outbox
+    # rows, may pause again (a new snapshot), stores the final answer and finishes with the
+    # transcript; every write after the claim is fenced by it (transactions with a
+    # ConditionCheck on the pointer, so no batch writes). Holds a concurrency slot as run does.
     "resume": Access(
         table_actions=(
             "dynamodb:GetItem",
@@ -88,7 +93,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
             "dynamodb:Query",
-            "dynamodb:BatchWriteItem",
+            "dynamodb:ConditionCheckItem",
         ),
         reads=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
         writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
@@ -116,9 +121,11 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # withdraws its approval rows (a query, then conditional deletes), the snapshot is
     # loaded, approvals are read for the tools (a query), and the run either pauses again
     # (a snapshot, then the chained pointer, a put) or ends (the user's open-request slot
-    # freed, a delete; the answer object; the finish update; the assistant turn). A
-    # timeout never approves, so no approval rows are granted (no batch writes); it takes
-    # no turn slot or budget and never replays an answer (no answer reads).
+    # freed, a delete; the answer object; the finish update; the assistant turn). Its
+    # writes after the claim are fenced like resume's (transactions with a ConditionCheck);
+    # a request a person answered before its worker died is continued with that answer,
+    # which may grant rows (puts in such a transaction). It takes no turn slot or budget
+    # and never replays an answer (no answer reads).
     "sweeper": Access(
         table_actions=(
             "dynamodb:GetItem",
@@ -126,6 +133,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
             "dynamodb:Query",
+            "dynamodb:ConditionCheckItem",
         ),
         expiry_index_actions=("dynamodb:Query",),
         reads=(SNAPSHOT_PREFIX,),

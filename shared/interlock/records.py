@@ -74,6 +74,7 @@ class PendingRequest:
     snapshot_digest: str | None = None
     response: str | None = None
     journal: tuple[str, ...] = ()
+    acted: bool = False
 
     @property
     def fence(self) -> ClaimFence:

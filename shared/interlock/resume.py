@@ -35,7 +35,7 @@ from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
-from interlock.records import PendingRequest, refusal
+from interlock.records import PendingRequest, RequestState, refusal
 from interlock.runtime.agent import BuiltAgent, build_agent, lost_tools
 from interlock.runtime.journal import Journal
 from interlock.runtime.snapshot import load_snapshot
@@ -237,14 +237,19 @@ def _released(
         claim.chat_id,
         type(failure).__name__,
     )
+    stores = rt.stores
     reset = journal.empty
     try:
-        if reset and decision.approved:
-            _apply_approval(rt, caller, claim, Decision("rejected"))
-        rt.stores.requests.release(claim, rt.clock.now_ms(), reset=reset)
+        grants = []
+        if reset and decision.approved and claim.card.get("type") == DOWNLOAD:
+            grants = stores.approvals.withdraw_entries(
+                claim.chat_id, claim.user_id, claim.card["card_id"]
+            )
+        released = stores.requests.release(claim, rt.clock.now_ms(), reset=reset, also=grants)
     except errors.InterlockError:
         logger.warning("chat_id=<%s> | release failed; the lease will lapse", claim.chat_id)
         return
+    reset = released.state is RequestState.PENDING
     audit(rt, caller, claim.chat_id, "run_failed", error=type(failure).__name__, reset=reset)
 
 

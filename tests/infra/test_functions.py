@@ -32,6 +32,7 @@ EXPECTED_ACTIONS = {
     "run": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
+        "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
@@ -46,7 +47,7 @@ EXPECTED_ACTIONS = {
     "resume": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
-        "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
@@ -73,10 +74,11 @@ EXPECTED_ACTIONS = {
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
-    # No BatchWriteItem: a timeout is never an approval, so the sweeper grants no rows
+    # No BatchWriteItem anywhere an agent runs: its grants are fenced transactions
     "sweeper": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
+        "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",

@@ -150,7 +150,7 @@ class TurnStore:
             "TableName": self._table,
             "Key": _meta_key(chat_id),
             **expression(
-                condition="#last_turn = :seq",
+                condition="attribute_not_exists(#last_turn) OR #last_turn = :seq",
                 update="SET #last_turn = :next",
                 values={":seq": seq, ":next": seq + 1},
             ),

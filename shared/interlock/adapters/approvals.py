@@ -127,31 +127,37 @@ class ApprovalStore:
                 continue
         return removed
 
-    def _withdraw_fenced(self, chat_id: str, user_id: str, card_id: str, fence: Fence) -> int:
-        stamped = [
+    def withdraw_entries(self, chat_id: str, user_id: str, card_id: str) -> list[dict[str, Any]]:
+        """Transaction entries deleting the rows stamped with `card_id`, each only while
+        it still carries that stamp (to commit with another write, all or nothing)."""
+        return [
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": sk}),
+                    **expression(condition="#card_id = :card_id", values={":card_id": card_id}),
+                }
+            }
+            for sk in self._stamped(chat_id, user_id, card_id)[:_FENCED_BATCH]
+        ]
+
+    def _stamped(self, chat_id: str, user_id: str, card_id: str) -> list[str]:
+        return [
             keys.approval_sk(user_id, a.subject.kind, a.subject.name)
             for a in self._query(keys.chat_pk(chat_id), keys.approval_prefix(user_id))
             if a.card_id == card_id
         ]
+
+    def _withdraw_fenced(self, chat_id: str, user_id: str, card_id: str, fence: Fence) -> int:
         for _ in range(_RETRIES):
-            deletes = [
-                {
-                    "Delete": {
-                        "TableName": self._table,
-                        "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": sk}),
-                        **expression(condition="#card_id = :card_id", values={":card_id": card_id}),
-                    }
-                }
-                for sk in stamped[:_FENCED_BATCH]
-            ]
+            deletes = self.withdraw_entries(chat_id, user_id, card_id)
             if not deletes:
                 return 0
             try:
                 fenced(self._client, self._table, fence, deletes, "withdraw approvals")
                 return len(deletes)
-            except Cancelled as lost:
-                # Rows re-stamped by another card since the read are not this card's.
-                stamped = [sk for i, sk in enumerate(stamped) if i not in lost.failed]
+            except Cancelled:
+                continue  # a row was re-stamped by another card since the read: read again
         raise StoreError("withdraw approvals failed: rows kept changing")
 
     def admin_list(self) -> list[Approval]:

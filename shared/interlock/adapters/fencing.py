@@ -47,17 +47,44 @@ def fence_check(table: str, fence: Fence) -> dict[str, Any]:
     return {"ConditionCheck": {"TableName": table, "Key": to_item(key), **args}}
 
 
+def mark_acted(table: str, fence: ClaimFence) -> dict[str, Any]:
+    """An `Update` entry that checks the claim like `fence_check` and marks the request
+    as having acted, so a failure after an effect can never hand the request back for
+    a different answer (see `RequestStore.release`)."""
+    key = {"pk": keys.chat_pk(fence.chat_id), "sk": keys.REQUEST_SK}
+    args = expression(
+        condition=HOLDS_CLAIM,
+        update="SET #acted = :acted",
+        values={**claim_values(fence), ":acted": True},
+    )
+    return {"Update": {"TableName": table, "Key": to_item(key), **args}}
+
+
 def fenced(
-    client: DynamoDBClient, table: str, fence: Fence, items: list[dict[str, Any]], action: str
+    client: DynamoDBClient,
+    table: str,
+    fence: Fence,
+    items: list[dict[str, Any]],
+    action: str,
+    *,
+    effect: bool = False,
 ) -> None:
     """Write `items` in one transaction with the fence check first.
+
+    With `effect` (the record of an outside side effect), a claim's check also marks the
+    request as having acted.
 
     Raises:
         LeaseLost: the fence is no longer held; nothing was written.
         Cancelled: another item's own condition failed (indexes are those of `items`).
     """
+    check = (
+        mark_acted(table, fence)
+        if effect and isinstance(fence, ClaimFence)
+        else fence_check(table, fence)
+    )
     try:
-        transact(client, [fence_check(table, fence), *items], action)
+        transact(client, [check, *items], action)
     except Cancelled as cancelled:
         if 0 in cancelled.failed:
             raise errors.LeaseLost(

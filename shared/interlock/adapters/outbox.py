@@ -60,7 +60,7 @@ class Outbox:
         }
         if fence is not None:
             try:
-                fenced(self._client, self._table, fence, [{"Put": put}], "outbox put")
+                fenced(self._client, self._table, fence, [{"Put": put}], "outbox put", effect=True)
             except Cancelled:
                 return False
             return True

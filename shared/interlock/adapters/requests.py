@@ -54,7 +54,8 @@ NOT_EXPIRED: Final = "#expires_at > :now_s"
 COUNT_UNCHANGED: Final = "#claim_count = :seen_count"
 BEFORE_DEADLINE: Final = "#resume_deadline_ms > :now_ms"
 ENDED: Final = "#state IN (:done, :expired, :cancelled)"
-NOT_ACTED: Final = "attribute_not_exists(#journal)"
+# Nothing of the run's answer was acted on: no step recorded, no effect recorded.
+NOT_ACTED: Final = "attribute_not_exists(#journal) AND attribute_not_exists(#acted)"
 ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
 
 CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
@@ -394,13 +395,22 @@ class RequestStore:
             lost=lambda _: errors.LeaseLost("the claim was lost; the step was not recorded"),
         )
 
-    def release(self, claim: PendingRequest, now_ms: int, *, reset: bool) -> PendingRequest:
+    def release(
+        self,
+        claim: PendingRequest,
+        now_ms: int,
+        *,
+        reset: bool,
+        also: list[dict[str, Any]] | None = None,
+    ) -> PendingRequest:
         """Give a claim back after a failure that was not the request's fault.
 
-        With `reset` (nothing was effected yet), the request is pending again and may
-        be answered afresh; otherwise it stays claimed with its recorded answer and a
-        lapsed lease, so the next answer or the sweeper continues it from its journal.
-        Either way the claim does not count against the cap.
+        With `reset`, and only if nothing of the answer was acted on (no journal entry, no
+        effect recorded), the request is pending again and may be answered afresh.
+        Otherwise it stays claimed with its recorded answer and a lapsed lease, so the
+        next answer or the sweeper continues it from its journal. Either way the claim
+        does not count against the cap. `also` (the withdrawal of the answer's grants)
+        commits only with a reset, in the same transaction. Returns the released record.
         """
         values = {
             **_STATES,
@@ -409,14 +419,48 @@ class RequestStore:
             ":now_ms": now_ms,
             ":one": 1,
         }
+        if reset:
+            try:
+                return self._reset(claim, values, also or [])
+            except _Acted:
+                pass  # an effect was recorded: keep the answer, release the lease only
         return self._update(
             claim.chat_id,
             "release claim",
             HOLDS_CLAIM,
-            RESET_SET if reset else RELEASE_SET,
+            RELEASE_SET,
             values,
-            lost=lambda _: errors.LeaseLost("the claim was already lost"),
+            lost=lambda _: _lost(),
         )
+
+    def _reset(
+        self, claim: PendingRequest, values: dict[str, Any], also: list[dict[str, Any]]
+    ) -> PendingRequest:
+        condition = f"{HOLDS_CLAIM} AND {NOT_ACTED}"
+        if not also:
+            return self._update(
+                claim.chat_id,
+                "reset claim",
+                condition,
+                RESET_SET,
+                values,
+                lost=lambda cur: (
+                    _Acted() if cur and cur.lease_token == claim.lease_token else _lost()
+                ),
+            )
+        entry = {
+            "TableName": self._table,
+            "Key": _key(claim.chat_id),
+            **expression(condition=condition, update=RESET_SET, values=values),
+        }
+        try:
+            transact(self._client, [{"Update": entry}, *also], "reset claim")
+        except Cancelled as cancelled:
+            old = cancelled.failed.get(0)
+            if 0 in cancelled.failed and not (old and old.get("lease_token") == claim.lease_token):
+                raise _lost() from None
+            raise _Acted() from None  # acted on, or a grant changed under us: keep the answer
+        return claim.with_changes(state=RequestState.PENDING, claim_count=claim.claim_count - 1)
 
     def end_claimed(self, claim: PendingRequest, reason: str) -> PendingRequest:
         """Expire a claimed request that can never run (its snapshot is unusable)."""
@@ -581,6 +625,14 @@ def _changed(
     )
 
 
+class _Acted(Exception):
+    """The claim is still held but its answer was acted on: it cannot be reset."""
+
+
+def _lost() -> errors.LeaseLost:
+    return errors.LeaseLost("the claim was already lost")
+
+
 def _clock(now_ms: int) -> dict[str, int]:
     return {":now_s": now_ms // 1000, ":now_ms": now_ms}
 
@@ -624,6 +676,7 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "snapshot_digest": request.snapshot_digest,
         "response": request.response,
         "journal": list(request.journal) if request.journal else None,
+        "acted": True if request.acted else None,
     }
     if request.state in OPEN_STATES:
         values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
@@ -667,6 +720,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             snapshot_digest=values.get("snapshot_digest"),
             response=values.get("response"),
             journal=tuple(values.get("journal", ())),
+            acted=bool(values.get("acted", False)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

@@ -51,9 +51,9 @@ def config() -> InterlockConfig:
 @cache
 def runtime() -> Runtime:
     """The service runtime: stores, the configured model, the fetch transport."""
+    from interlock.deps import Runtime, TurnLimits
     from interlock.runtime.agent import ModelConfig, build_model
     from interlock.runtime.transport import transport_from_env
-    from interlock.deps import Runtime, TurnLimits
 
     settings = config()
     model = ModelConfig.from_env({**os.environ, "INTERLOCK_MODEL": settings.model})

@@ -24,7 +24,7 @@ from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 
-from interlock.errors import TooLarge
+from interlock.errors import LeaseLost, StoreError, TooLarge
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -223,4 +223,9 @@ class JournalHook(HookProvider):
     def _after_tool(self, event: AfterToolCallEvent) -> None:
         if isinstance(event.selected_tool, ReplayedTool):
             return
+        # A tool that could not record its effect (store down, claim lost) must stop the
+        # run, not become an error result the model reads and moves past: the run is then
+        # released, and a takeover re-runs the call under the same idempotency key.
+        if isinstance(event.exception, (StoreError, LeaseLost)):
+            raise event.exception
         self._journal.record_tool(event.result)
