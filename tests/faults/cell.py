@@ -1,0 +1,318 @@
+"""What one process of a crash-matrix cell does: a phase of a chat's life under a fault.
+
+Each phase runs in its own forked process (from a forkserver that imported Strands
+once), holding nothing but the moto server's address: whatever survives a SIGKILL is in
+the store, or in the append-only logs this module writes for the checks:
+
+- `models.log`: one line per model call that completed (role, scenario, step);
+- `tools.log`: one line per tool body that ran to its end (role, toolUseId, name).
+
+Phases:
+    pause    run the turn until it pauses (the cell's starting point)
+    run      the same, under the fault
+    resume   answer the open request, under the fault
+    sweep    sweep the request once it is overdue, under the fault
+    recover  a later worker drives the chat to its end (answers again, or asks again)
+    sweeper  a later sweep settles whatever is left (past expiry)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import boto3
+
+from interlock import errors
+from interlock.adapters.factory import Stores, build_stores
+from interlock.caller import Caller
+from interlock.config import InterlockConfig
+from interlock.deps import Runtime, TurnLimits
+from interlock.inbox import open_request
+from interlock.records import RequestState
+from interlock.resume import resume_turn
+from interlock.runtime import agent as agent_module
+from interlock.runtime.model import Scenario, ScriptedModel
+from interlock.runtime.scenarios import DOWNLOAD, INFO, REPORT
+from interlock.sweeper import sweep
+from interlock.timing import DAY_S, StorePolicy, SystemClock
+from interlock.turns import run_turn
+from strands.types.events import ToolResultEvent
+from strands.types.tools import AgentTool, ToolSpec, ToolUse
+from tests.faults.injector import FaultPlan, Mode
+
+REGION: Final = "us-east-1"
+LATER_MS: Final = 10 * 60_000  # past a resume lease (30 s) and a turn's lease (6 min)
+OVERDUE_MS: Final = (DAY_S + 600) * 1000  # past a card's expiry
+ROLE: dict[str, str] = {"now": "run"}  # which half of the chat's life is running
+
+
+def _ask(prompt: str) -> dict[str, Any]:
+    return {
+        "tool": "ask_user",
+        "input": {
+            "type": "single_choice",
+            "prompt": prompt,
+            "options": ["Yes", "No"],
+            "default": "Yes",
+        },
+    }
+
+
+_LOW_REPORT: Final = {
+    "tool": "send_report",
+    "input": {"recipient": "team@example.org", "summary": "Figures.", "risk": "low"},
+}
+ASK_THEN_REPORT = Scenario(
+    "ask-then-report",
+    [lambda r: [_ask("Send the figures?")], lambda r: [_LOW_REPORT], lambda r: [{"text": "Sent: " + " ".join(r)}]],
+    keywords=("ask-then-report",),
+)
+CHAIN = Scenario(
+    "chain",
+    [
+        lambda r: [_ask("First question?")],
+        lambda r: [_ask("Second question?")],
+        lambda r: [_LOW_REPORT],
+        lambda r: [{"text": "Chain done: " + " ".join(r)}],
+    ],
+    keywords=("chain",),
+)
+
+
+@dataclass(frozen=True)
+class Story:
+    """A scenario of the matrix: its prompt, the answer a person gives, and the effects
+    a correct single run leaves for each final decision."""
+
+    name: str
+    scenario: Scenario
+    prompt: str
+    answer: dict[str, Any]
+    roles: frozenset[str] = frozenset({"reporter"})
+    sends_report: tuple[str, ...] = ()  # final decisions after which one report is sent
+    grants_site: bool = False  # an approval grants the table's site
+
+    def expected_reports(self, decision: str | None) -> int:
+        return 1 if decision in self.sends_report else 0
+
+
+ANSWERED: Final = ("approved", "answered", "defaulted", "timed_out", "rejected", "cancelled")
+STORIES: Final = {
+    s.name: s
+    for s in (
+        Story("download", DOWNLOAD, "please download the table", {"decision": "approve"}, grants_site=True),
+        Story("report", REPORT, "please send the weekly report", {"decision": "approve"}, sends_report=("approved",)),
+        Story("report-reject", REPORT, "please send the weekly report", {"decision": "reject"}, sends_report=("approved",)),
+        Story("ask-then-report", ASK_THEN_REPORT, "ask-then-report", {"answer": "Yes"}, sends_report=ANSWERED),
+        Story("chain", CHAIN, "chain", {"answer": "Yes"}, sends_report=ANSWERED),
+        Story("info", INFO, "run the export", {"bucket_name": "exports", "retention_days": 7}),
+    )
+}
+SCENARIOS: Final = tuple({s.scenario.name: s.scenario for s in STORIES.values()}.values())
+
+
+@dataclass
+class CellSpec:
+    """Everything a phase process needs, picklable."""
+
+    endpoint: str
+    table: str
+    bucket: str
+    work: str
+    chat: str
+    user: str
+    story: str
+    phase: str
+    mode: Mode = "none"
+    at: int = -1
+    trace: bool = False
+    offset_ms: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ShiftedClock:
+    """Wall-clock time moved forward: a worker that comes along later."""
+
+    def __init__(self, offset_ms: int) -> None:
+        self._offset_ms = offset_ms
+
+    def now_ms(self) -> int:
+        return SystemClock().now_ms() + self._offset_ms
+
+
+class LoggedModel(ScriptedModel):
+    """The scripted stand-in model, logging each call that completed."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__(SCENARIOS)
+        self._log = log
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterable[Any]:  # type: ignore[override]
+        async for event in super().stream(messages, *args, **kwargs):
+            yield event
+        scenario, step = self.played[-1]
+        _append(self._log, {"role": ROLE["now"], "scenario": scenario, "step": step})
+
+
+class LoggedTool(AgentTool):
+    """A tool that logs each body that ran to its end (a paused body does not end)."""
+
+    def __init__(self, inner: AgentTool, log: Path) -> None:
+        super().__init__()
+        self._inner = inner
+        self._log = log
+
+    @property
+    def tool_name(self) -> str:
+        return self._inner.tool_name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return self._inner.tool_spec
+
+    @property
+    def tool_type(self) -> str:
+        return self._inner.tool_type
+
+    async def stream(self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any) -> AsyncGenerator[Any, None]:
+        async for event in self._inner.stream(tool_use, invocation_state, **kwargs):
+            # The executor stops reading at the result, so the body's end is logged here.
+            if isinstance(event, ToolResultEvent):
+                _append(self._log, {"role": ROLE["now"], "id": tool_use["toolUseId"], "name": tool_use["name"]})
+            yield event
+
+
+# Made once in the forkserver: every forked phase inherits the loaded service models, so
+# making its clients costs nothing (loading them anew is most of a small process's time).
+_SESSION = boto3.session.Session(region_name=REGION)
+for _service in ("dynamodb", "s3"):
+    _SESSION.client(_service, endpoint_url="http://127.0.0.1:9")
+
+
+def child_main(spec: CellSpec) -> None:
+    """The forked process's entry point: one phase, then exit."""
+
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_SESSION_TOKEN="testing",
+        AWS_DEFAULT_REGION=REGION,
+    )
+    work = Path(spec.work)
+    config = boto3.session.Config(retries={"max_attempts": 1})
+    clients = [_SESSION.client(n, endpoint_url=spec.endpoint, config=config) for n in ("dynamodb", "s3")]
+    plan = FaultPlan(spec.at, spec.mode, work / "trace.jsonl" if spec.trace else None)
+    plan.attach(*clients)
+    stores = build_stores(clients[0], clients[1], spec.table, spec.bucket, StorePolicy())
+    for name, tool in list(agent_module.TOOLS.items()):
+        if not isinstance(tool, LoggedTool):
+            agent_module.TOOLS[name] = LoggedTool(tool, work / "tools.log")  # type: ignore[index]
+    rt = Runtime(
+        stores,
+        lambda: LoggedModel(work / "models.log"),
+        clock=ShiftedClock(spec.offset_ms),
+        fetch=lambda url: "a,b\n1,2",
+        limits=TurnLimits(heartbeat_s=120),
+        worker_id=f"{spec.phase}-{os.getpid()}",
+        config=InterlockConfig(),
+    )
+    story = STORIES[spec.story]
+    caller = Caller(spec.user, story.roles)
+    outcome = PHASES[spec.phase](rt, caller, spec, story)
+    _append(work / "outcomes.log", {"phase": spec.phase, "outcome": outcome})
+
+
+def _pause(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
+    ROLE["now"] = "run"
+    return _guard(lambda: run_turn(rt, caller, spec.chat, story.prompt).outcome)
+
+
+def _resume(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
+    return _answer_open(rt, caller, spec, story)
+
+
+def _sweep(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
+    ROLE["now"] = "resume"
+    return _guard(lambda: str(sweep(rt, rt.clock.now_ms())))
+
+
+def _recover(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
+    """Drive the chat to its end as a later user would: answer what is open, or ask again."""
+    said = []
+    for _ in range(6):
+        request = rt.stores.requests.get(spec.chat, rt.clock.now_ms())
+        turns = rt.stores.chats.turns(spec.chat)
+        if request is not None and request.claimable(rt.clock.now_ms()):
+            said.append(_answer_open(rt, caller, spec, story))
+        elif turns and turns[-1]["role"] == "assistant":
+            if request is not None and request.state is RequestState.DONE:
+                # The person's tab asks once more: the stored answer is replayed (which
+                # also frees the open-request slot if the finishing worker died first).
+                said.append(_replay(rt, caller, spec, request.interrupt_id))
+            return " / ".join(said + ["done"])
+        else:
+            said.append(_pause(rt, caller, spec, story))
+    return " / ".join(said + ["gave up"])
+
+
+def _answer_open(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
+    ROLE["now"] = "resume"
+
+    def answer() -> str:
+        opened = open_request(rt.stores, caller, spec.chat, rt.clock.now_ms())
+        assert opened.secret is not None, f"not answerable: {opened.request.state}"
+        return resume_turn(
+            rt,
+            caller,
+            spec.chat,
+            interrupt_id=opened.request.interrupt_id,
+            secret=opened.secret,
+            status="resolved",
+            payload=story.answer,
+        ).outcome
+
+    return _guard(answer)
+
+
+def _replay(rt: Runtime, caller: Caller, spec: CellSpec, interrupt_id: str) -> str:
+    ROLE["now"] = "resume"
+    return _guard(
+        lambda: resume_turn(
+            rt, caller, spec.chat, interrupt_id=interrupt_id, secret="stale", status="resolved", payload={}
+        ).outcome
+    )
+
+
+def _guard(step: Any) -> str:
+    try:
+        return str(step())
+    except errors.InterlockError as refused:
+        return f"error:{refused.code}"
+
+
+PHASES: Final = {
+    "pause": _pause,
+    "run": _pause,
+    "resume": _resume,
+    "sweep": _sweep,
+    "recover": _recover,
+    "sweeper": _sweep,
+}
+
+
+def _append(path: Path, line: dict[str, Any]) -> None:
+    # One write call per line on a file opened for append: a SIGKILL never leaves half.
+    with path.open("a") as out:
+        out.write(json.dumps(line) + "\n")
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+__all__ = ["STORIES", "CellSpec", "RequestState", "child_main", "read_lines"]

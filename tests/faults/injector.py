@@ -1,0 +1,109 @@
+"""A fault plan for boto3 clients: count every AWS call, and at one of them kill the
+process (SIGKILL, before the request leaves or after its response arrived) or fail it.
+
+It hooks botocore's `before-parameter-build` (the call's own parameters, before anything
+is sent) and `after-call` events, so it sits under every store
+of every adapter without any of them knowing: the same code runs as in production, and
+a "step" is simply the n-th AWS call a process makes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from botocore.exceptions import EndpointConnectionError
+
+Mode = Literal["none", "kill_before", "kill_after", "fail"]
+
+
+@dataclass
+class FaultPlan:
+    """Where this process dies or fails.
+
+    Attributes:
+        at: The 0-based index of the AWS call to fault (ignored with mode "none").
+        mode: kill_before (SIGKILL before the call is sent), kill_after (SIGKILL once its
+            response arrived: the write landed, the process never learned it), fail (the
+            call raises as a lost connection would).
+        trace: A file that receives one JSON line per call (its index and description).
+    """
+
+    at: int = -1
+    mode: Mode = "none"
+    trace: Path | None = None
+    calls: int = field(default=0, init=False)
+
+    def attach(self, *clients: Any) -> None:
+        for client in clients:
+            client.meta.events.register("before-parameter-build", self._before)
+            client.meta.events.register("after-call", self._after)
+
+    def _before(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        index = self.calls
+        self.calls += 1
+        if self.trace is not None:
+            line = {"index": index, "op": describe(model.name, params)}
+            with self.trace.open("a") as out:
+                out.write(json.dumps(line) + "\n")
+        if index != self.at:
+            return
+        if self.mode == "kill_before":
+            _die()
+        if self.mode == "fail":
+            raise EndpointConnectionError(endpoint_url=f"fault-injected:{model.name}")
+
+    def _after(self, model: Any, **_: Any) -> None:
+        if self.mode == "kill_after" and self.calls - 1 == self.at:
+            _die()
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def describe(operation: str, params: dict[str, Any]) -> str:
+    """A short, stable name for a call: the operation and what it touches."""
+    if operation == "TransactWriteItems":
+        parts = [f"{kind} {_sk(body)}" for item in params["TransactItems"] for kind, body in item.items()]
+        return f"Transact[{', '.join(parts)}]"
+    if operation == "Query":
+        values = params.get("ExpressionAttributeValues", {})
+        prefix = values.get(":prefix", values.get(":low", {})).get("S", "?")
+        return f"Query {str(prefix).split('#')[0]}"
+    if "Bucket" in params:
+        key = str(params.get("Key", ""))
+        return f"{operation} {key.split('/', 1)[0]}" if key else operation
+    text = f"{operation} {_sk(params)}"
+    update = params.get("UpdateExpression", "")
+    if update:
+        text += " " + update.split(",")[0].split(" = ")[0]
+    return text
+
+
+def is_write(op: str) -> bool:
+    """Whether a described call changes anything (kill-after differs from kill-before)."""
+    return op.split(" ")[0].split("[")[0] in {
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Transact",
+        "PutObject",
+        "BatchWriteItem",
+    }
+
+
+def in_flight(op: str) -> bool:
+    """Whether a fault here can catch a finished model call or tool body before its
+    journal record: the one step such a fault may legitimately repeat."""
+    return "#journal" in op or "OUTBOX" in op
+
+
+def _sk(body: dict[str, Any]) -> str:
+    key = body.get("Key") or body.get("Item") or {}
+    sk = key.get("sk", {}).get("S", "")
+    return str(sk).split("#")[0] if sk else "?"

@@ -1,0 +1,297 @@
+"""The crash matrix: every AWS call of run, pause, resume, chain, finish and sweep is, in
+turn, the place where a real process is SIGKILLed (before the call, or after its
+response arrived) or where the call fails; then a later worker (or the sweeper) answers
+again. Every cell checks the same invariants:
+
+- each side effect happened exactly once, and only if the recorded decision allows it;
+- the approval rows match the decision;
+- the transcript holds every turn in order, with exactly one answer;
+- no model call and no tool body was repeated (but the one a fault caught between its
+  end and its journal record, which is all a fault there can cost);
+- the chat is settled: the request is done, no turn holds the chat, no slot is held.
+
+Cells are forked from a zygote process that imported Strands once, so each phase is a
+real process and still cheap. The matrix is written to `artifacts/crash_matrix.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock import keys
+from interlock.adapters.factory import Stores, build_stores
+from interlock.records import RequestState
+from interlock.timing import StorePolicy, SystemClock
+from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
+from tests.faults.injector import in_flight, is_write
+
+pytestmark = pytest.mark.server
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT_FILE = ROOT / "artifacts" / "crash_matrix.json"
+# (story, phase under fault): every approval kind pauses and resumes under faults; the
+# gated report and the question that leads to an unattended report are also swept.
+PLANS = [
+    *[(story, phase) for story in STORIES for phase in ("run", "resume")],
+    ("report", "sweep"),
+    ("ask-then-report", "sweep"),
+]
+RESULTS: dict[str, dict[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class Cell:
+    story: str
+    phase: str
+    at: int
+    op: str
+    mode: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.story}/{self.phase}/{self.at}:{self.op}/{self.mode}"
+
+
+PHASE_TIMEOUT_S = 60
+
+
+class Zygote:
+    """The forking process (`tests/faults/zygote.py`), driven over pipes."""
+
+    def __init__(self, log: Path) -> None:
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+        self._log = log.open("ab")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.faults.zygote"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+
+    def run(self, spec: CellSpec) -> int:
+        """Fork a child for `spec`, wait for it; its exit code (-9: SIGKILLed)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write((json.dumps(asdict(spec)) + "\n").encode())
+        self._process.stdin.flush()
+        ready, _, _ = select.select([self._process.stdout], [], [], PHASE_TIMEOUT_S)
+        assert ready, f"phase {spec.phase} of {spec.chat} hung"
+        return int(json.loads(self._process.stdout.readline())["exit"])
+
+    def close(self) -> None:
+        if self._process.stdin:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    forks = Zygote(tmp_path_factory.mktemp("zygote") / "children.log")
+    yield forks
+    forks.close()
+
+
+class Lab:
+    """Runs the phases of cells as forked processes against one table and bucket."""
+
+    def __init__(self, forks: Zygote, aws: dict[str, Any], root: Path) -> None:
+        self.forks = forks
+        self.aws = aws
+        self.root = root
+        self.stores: Stores = build_stores(
+            aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], StorePolicy()
+        )
+
+    def spec(self, work: Path, story: str, phase: str, **extra: Any) -> CellSpec:
+        chat = work.name
+        return CellSpec(
+            endpoint=self.aws["endpoint"],
+            table=self.aws["table"],
+            bucket=self.aws["bucket"],
+            work=str(work),
+            chat=chat,
+            user=f"u-{chat}",
+            story=story,
+            phase=phase,
+            **extra,
+        )
+
+    def run(self, spec: CellSpec) -> int:
+        return self.forks.run(spec)
+
+    def workdir(self) -> Path:
+        work = self.root / f"c{uuid.uuid4().hex[:10]}"
+        work.mkdir()
+        return work
+
+    def trace(self, story: str, phase: str) -> list[str]:
+        """The AWS calls of one fault-free run of `phase`, in order."""
+        work = self.workdir()
+        self._prepare(work, story, phase)
+        assert self.run(self.spec(work, story, phase, trace=True, offset_ms=_offset(phase))) == 0
+        return [line["op"] for line in read_lines(work / "trace.jsonl")]
+
+    def cell(self, cell: Cell) -> list[str]:
+        """Run one cell; returns its violations (empty when every invariant holds)."""
+        work = self.workdir()
+        self._prepare(work, cell.story, cell.phase)
+        spec = self.spec(
+            work, cell.story, cell.phase, mode=cell.mode, at=cell.at, offset_ms=_offset(cell.phase)
+        )
+        self.run(spec)
+        for phase, offset in _recovery(cell):
+            assert self.run(self.spec(work, cell.story, phase, offset_ms=offset)) == 0
+        allowance = 1 if in_flight(cell.op) and cell.mode != "kill_after" else 0
+        return verdict(self.stores, self.aws, work, STORIES[cell.story], allowance)
+
+    def _prepare(self, work: Path, story: str, phase: str) -> None:
+        if phase in ("resume", "sweep"):
+            assert self.run(self.spec(work, story, "pause")) == 0
+
+
+def _offset(phase: str) -> int:
+    return OVERDUE_MS if phase == "sweep" else 0
+
+
+def _recovery(cell: Cell) -> list[tuple[str, int]]:
+    """Who comes along after the fault: a later worker, or the sweeper."""
+    if cell.phase == "sweep":
+        return [("sweeper", OVERDUE_MS + LATER_MS), ("recover", OVERDUE_MS + 2 * LATER_MS)]
+    if cell.phase == "resume" and cell.mode == "kill_after":
+        # The sweeper finds the request overdue; a person's recorded answer wins over
+        # the timeout. Then the person's tab looks once more.
+        return [("sweeper", OVERDUE_MS), ("recover", OVERDUE_MS + LATER_MS)]
+    return [("recover", LATER_MS)]
+
+
+def verdict(stores: Stores, aws: dict[str, Any], work: Path, story: Story, allowance: int) -> list[str]:
+    """Every invariant of the module docstring, as a list of what is broken."""
+    chat = work.name
+    user = f"u-{chat}"
+    later = SystemClock().now_ms() + 3 * OVERDUE_MS
+    broken: list[str] = []
+    request = stores.requests.get(chat, later)
+    if request is None or request.state is not RequestState.DONE:
+        return [f"not settled: {request.state if request else 'no request'}"]
+    decision = request.decision
+    reports = _rows(aws, keys.outbox_pk(f"{chat}#"), "OUTBOX", prefix=True)
+    if len(reports) != story.expected_reports(decision):
+        broken.append(f"{len(reports)} reports for decision {decision}")
+    sites = {row["subject_name"]["S"] for row in _rows(aws, keys.chat_pk(chat), keys.approval_prefix(user))}
+    wanted = {"data.example.org"} if story.grants_site and decision == "approved" else set()
+    if sites != wanted:
+        broken.append(f"approval rows {sorted(sites)} for decision {decision}")
+    broken += _transcript(stores, chat, request.first_answer)
+    broken += _repeats(work, allowance)
+    meta = stores.chats.meta(chat)
+    if meta.run_token is not None:
+        broken.append("a turn still holds the chat")
+    if _rows(aws, keys.user_pk(user), "ASK#"):
+        broken.append("the open-request slot is still held")
+    return broken
+
+
+def _transcript(stores: Stores, chat: str, answer: str | None) -> list[str]:
+    turns = stores.chats.turns(chat)
+    roles = [turn["role"] for turn in turns]
+    broken = []
+    if [turn["seq"] for turn in turns] != list(range(1, len(turns) + 1)):
+        broken.append(f"turn numbers {[t['seq'] for t in turns]}")
+    if roles.count("assistant") != 1 or roles[-1] != "assistant":
+        broken.append(f"transcript roles {roles}")
+    elif answer is not None and turns[-1]["text"] != answer:
+        broken.append("the saved answer differs from the stored one")
+    return broken
+
+
+def _repeats(work: Path, allowance: int) -> list[str]:
+    models = Counter(
+        (line["scenario"], line["step"])
+        for line in read_lines(work / "models.log")
+        if line["role"] == "resume"
+    )
+    tools = Counter(line["id"] for line in read_lines(work / "tools.log") if line["role"] == "resume")
+    repeated = sum(n - 1 for n in models.values()) + sum(n - 1 for n in tools.values())
+    return [f"{repeated} repeated model calls or tool bodies"] if repeated > allowance else []
+
+
+def _rows(aws: dict[str, Any], pk: str, sk_prefix: str, prefix: bool = False) -> list[dict[str, Any]]:
+    if prefix:
+        items = aws["dynamodb"].scan(
+            TableName=aws["table"],
+            FilterExpression="begins_with(pk, :pk)",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+        )["Items"]
+        return list(items)
+    return list(
+        aws["dynamodb"].query(
+            TableName=aws["table"],
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :sk)",
+            ExpressionAttributeValues={":pk": {"S": pk}, ":sk": {"S": sk_prefix}},
+        )["Items"]
+    )
+
+
+def cells_of(story: str, phase: str, ops: list[str]) -> list[Cell]:
+    """Every fault at every call: kill before it, fail it, and for a write, kill after."""
+    cells = []
+    for at, op in enumerate(ops):
+        modes = ["kill_before", "fail"] + (["kill_after"] if is_write(op) else [])
+        cells += [Cell(story, phase, at, op, mode) for mode in modes]
+    return cells
+
+
+@pytest.mark.parametrize(("story", "phase"), PLANS, ids=[f"{s}-{p}" for s, p in PLANS])
+def test_every_fault_at_every_step_leaves_each_effect_exactly_once(
+    zygote: Zygote, server_aws: dict[str, Any], tmp_path: Path, story: str, phase: str
+) -> None:
+    lab = Lab(zygote, server_aws, tmp_path)
+    # Given the AWS calls a fault-free run of this phase makes
+    ops = lab.trace(story, phase)
+    assert ops, "the phase made no AWS call"
+
+    # When each call in turn is where a process dies or a call fails, and a later worker
+    # (or the sweeper) carries on
+    failures = {}
+    cells = cells_of(story, phase, ops)
+    for cell in cells:
+        broken = lab.cell(cell)
+        if broken:
+            failures[cell.name] = broken
+
+    # Then every invariant held in every cell
+    RESULTS[f"{story}/{phase}"] = {
+        "steps": len(ops),
+        "cells": len(cells),
+        "passed": len(cells) - len(failures),
+        "ops": ops,
+    }
+    _write_report()
+    assert not failures, json.dumps(failures, indent=1)
+
+
+def _write_report() -> None:
+    REPORT_FILE.parent.mkdir(exist_ok=True)
+    total = {
+        "cells": sum(r["cells"] for r in RESULTS.values()),
+        "passed": sum(r["passed"] for r in RESULTS.values()),
+    }
+    REPORT_FILE.write_text(json.dumps({"total": total, "rows": RESULTS}, indent=1))
+
