@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from strands.models.model import Model
 
-from interlock.adapters.factory import Stores
 from interlock.config import InterlockConfig
 from interlock.context import FetchPort
+from interlock.ports import Stores
 from interlock.timing import Clock, SystemClock
 from interlock.tokens import new_token
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from interlock import errors
-from interlock.adapters.factory import Stores
 from interlock.caller import Caller
 from interlock.egress import safe_host, safe_package
+from interlock.ports import Stores
 from interlock.records import Approval, AuditEvent, PendingRequest, Subject
 
 

@@ -15,13 +15,13 @@ from typing import Any, Final
 from strands.agent.agent_result import AgentResult
 
 from interlock import errors
-from interlock.adapters.factory import Stores
 from interlock.admission import ASK_POOL, PauseRefused, open_ask_slot
 from interlock.answers import kind_of
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.outcomes import Offer
+from interlock.ports import Stores
 from interlock.records import Kind, PendingRequest, TurnFence
 from interlock.runtime.agent import BuiltAgent
 from interlock.runtime.snapshot import paused_batch_tools, take_snapshot

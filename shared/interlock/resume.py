@@ -172,12 +172,13 @@ def continue_claimed(
             claim=claim,
             decision=decision.label,
         )
-    except errors.LeaseLost:
-        raise  # someone else holds it now: touch nothing
     except errors.IncompatibleSnapshot as unusable:
         _end_unusable(rt, caller, claim, decision, str(unusable))
         raise
     except Exception as failure:
+        lost = _cause(failure, errors.LeaseLost)
+        if lost is not None:
+            raise lost from failure  # someone else holds it now: touch nothing
         _released(rt, caller, claim, decision, journal, failure)
         raise errors.RunFailed(
             "the run failed after it was answered; the request can be answered again"
@@ -265,6 +266,16 @@ def _end_unusable(
         return
     release_ask_slot(rt, ended)
     audit(rt, caller, claim.chat_id, "snapshot_unusable", reason=reason)
+
+
+def _cause(failure: BaseException, kind: type[errors.LeaseLost]) -> errors.LeaseLost | None:
+    """`failure` or what caused it, if of `kind` (Strands wraps errors raised in hooks)."""
+    seen: BaseException | None = failure
+    while seen is not None:
+        if isinstance(seen, kind):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _recordable(decision: Decision, response: Any) -> tuple[str, str]:

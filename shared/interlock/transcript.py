@@ -6,8 +6,8 @@ from typing import Any, Final
 
 from strands.agent.agent_result import AgentResult
 
-from interlock.adapters.factory import Stores
 from interlock.outcomes import Usage
+from interlock.ports import Stores
 from interlock.runtime.agent import BuiltAgent
 
 HISTORY_TURNS: Final = 50

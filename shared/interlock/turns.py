@@ -14,7 +14,6 @@ from typing import Any
 from strands.agent.agent_result import AgentResult
 
 from interlock import errors
-from interlock.adapters.outbox import Outbox
 from interlock.admission import PauseRefused, admit_turn, release_ask_slot, reserved
 from interlock.audit import audit
 from interlock.caller import Caller as Caller  # re-exported beside run_turn
@@ -24,6 +23,7 @@ from interlock.deps import TurnLimits as TurnLimits
 from interlock.outcomes import TurnResult
 from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
+from interlock.ports import OutboxStore
 from interlock.records import Fence, PendingRequest, TurnFence
 from interlock.runtime.agent import BuiltAgent, build_agent
 from interlock.transcript import answer_turn, history, summary
@@ -85,7 +85,7 @@ def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResu
 class FencedOutbox:
     """The outbox as a tool sees it: every record is fenced by the run's claim or turn."""
 
-    outbox: Outbox
+    outbox: OutboxStore
     fence: Fence
 
     def put_once(self, key: str, payload: dict[str, Any], now_ms: int) -> bool:

@@ -409,8 +409,8 @@ def test_backpressure_caps_open_requests_per_user_and_frees_them(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
     from interlock import inbox
-    from interlock.config import assemble
     from interlock.admission import TOO_MANY_OPEN
+    from interlock.config import assemble
 
     rt = replace(runtime, config=assemble({}, {"max_open_requests": 1}))
     first = run_turn(rt, alice, "c-a", "download the table")
@@ -438,8 +438,8 @@ def test_backpressure_caps_open_requests_per_user_and_frees_them(
 def test_backpressure_caps_how_fast_requests_are_opened(
     runtime: Runtime, alice: Caller, clock: ManualClock
 ) -> None:
-    from interlock.config import assemble
     from interlock.admission import TOO_MANY_OPEN
+    from interlock.config import assemble
 
     rt = replace(runtime, config=assemble({}, {"asks_per_minute": 2}))
     outcomes = [run_turn(rt, alice, f"c-{n}", "download the table").text for n in range(3)]

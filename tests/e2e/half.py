@@ -126,9 +126,7 @@ class HangAfterWrite:
         self._work = work
         self._name = name
 
-    def put_once(
-        self, key: str, payload: dict[str, Any], now_ms: int, fence: Any = None
-    ) -> bool:
+    def put_once(self, key: str, payload: dict[str, Any], now_ms: int, fence: Any = None) -> bool:
         self._inner.put_once(key, payload, now_ms, fence=fence)
         hang(self._work, self._name)
 

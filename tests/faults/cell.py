@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import boto3
+from strands.types.events import ToolResultEvent
+from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
 from interlock import errors
-from interlock.adapters.factory import Stores, build_stores
+from interlock.adapters.factory import build_stores
 from interlock.caller import Caller
 from interlock.config import InterlockConfig
 from interlock.deps import Runtime, TurnLimits
@@ -41,8 +43,6 @@ from interlock.runtime.scenarios import DOWNLOAD, INFO, REPORT
 from interlock.sweeper import sweep
 from interlock.timing import DAY_S, StorePolicy, SystemClock
 from interlock.turns import run_turn
-from strands.types.events import ToolResultEvent
-from strands.types.tools import AgentTool, ToolSpec, ToolUse
 from tests.faults.injector import FaultPlan, Mode
 
 REGION: Final = "us-east-1"
@@ -69,7 +69,11 @@ _LOW_REPORT: Final = {
 }
 ASK_THEN_REPORT = Scenario(
     "ask-then-report",
-    [lambda r: [_ask("Send the figures?")], lambda r: [_LOW_REPORT], lambda r: [{"text": "Sent: " + " ".join(r)}]],
+    [
+        lambda r: [_ask("Send the figures?")],
+        lambda r: [_LOW_REPORT],
+        lambda r: [{"text": "Sent: " + " ".join(r)}],
+    ],
     keywords=("ask-then-report",),
 )
 CHAIN = Scenario(
@@ -105,10 +109,34 @@ ANSWERED: Final = ("approved", "answered", "defaulted", "timed_out", "rejected",
 STORIES: Final = {
     s.name: s
     for s in (
-        Story("download", DOWNLOAD, "please download the table", {"decision": "approve"}, grants_site=True),
-        Story("report", REPORT, "please send the weekly report", {"decision": "approve"}, sends_report=("approved",)),
-        Story("report-reject", REPORT, "please send the weekly report", {"decision": "reject"}, sends_report=("approved",)),
-        Story("ask-then-report", ASK_THEN_REPORT, "ask-then-report", {"answer": "Yes"}, sends_report=ANSWERED),
+        Story(
+            "download",
+            DOWNLOAD,
+            "please download the table",
+            {"decision": "approve"},
+            grants_site=True,
+        ),
+        Story(
+            "report",
+            REPORT,
+            "please send the weekly report",
+            {"decision": "approve"},
+            sends_report=("approved",),
+        ),
+        Story(
+            "report-reject",
+            REPORT,
+            "please send the weekly report",
+            {"decision": "reject"},
+            sends_report=("approved",),
+        ),
+        Story(
+            "ask-then-report",
+            ASK_THEN_REPORT,
+            "ask-then-report",
+            {"answer": "Yes"},
+            sends_report=ANSWERED,
+        ),
         Story("chain", CHAIN, "chain", {"answer": "Yes"}, sends_report=ANSWERED),
         Story("info", INFO, "run the export", {"bucket_name": "exports", "retention_days": 7}),
     )
@@ -179,11 +207,16 @@ class LoggedTool(AgentTool):
     def tool_type(self) -> str:
         return self._inner.tool_type
 
-    async def stream(self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any) -> AsyncGenerator[Any, None]:
+    async def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> AsyncGenerator[Any, None]:
         async for event in self._inner.stream(tool_use, invocation_state, **kwargs):
             # The executor stops reading at the result, so the body's end is logged here.
             if isinstance(event, ToolResultEvent):
-                _append(self._log, {"role": ROLE["now"], "id": tool_use["toolUseId"], "name": tool_use["name"]})
+                _append(
+                    self._log,
+                    {"role": ROLE["now"], "id": tool_use["toolUseId"], "name": tool_use["name"]},
+                )
             yield event
 
 
@@ -205,7 +238,9 @@ def child_main(spec: CellSpec) -> None:
     )
     work = Path(spec.work)
     config = boto3.session.Config(retries={"max_attempts": 1})
-    clients = [_SESSION.client(n, endpoint_url=spec.endpoint, config=config) for n in ("dynamodb", "s3")]
+    clients = [
+        _SESSION.client(n, endpoint_url=spec.endpoint, config=config) for n in ("dynamodb", "s3")
+    ]
     plan = FaultPlan(spec.at, spec.mode, work / "trace.jsonl" if spec.trace else None)
     plan.attach(*clients)
     stores = build_stores(clients[0], clients[1], spec.table, spec.bucket, StorePolicy())
@@ -254,10 +289,10 @@ def _recover(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
                 # The person's tab asks once more: the stored answer is replayed (which
                 # also frees the open-request slot if the finishing worker died first).
                 said.append(_replay(rt, caller, spec, request.interrupt_id))
-            return " / ".join(said + ["done"])
+            return " / ".join([*said, "done"])
         else:
             said.append(_pause(rt, caller, spec, story))
-    return " / ".join(said + ["gave up"])
+    return " / ".join([*said, "gave up"])
 
 
 def _answer_open(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
@@ -282,9 +317,17 @@ def _answer_open(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> s
 def _replay(rt: Runtime, caller: Caller, spec: CellSpec, interrupt_id: str) -> str:
     ROLE["now"] = "resume"
     return _guard(
-        lambda: resume_turn(
-            rt, caller, spec.chat, interrupt_id=interrupt_id, secret="stale", status="resolved", payload={}
-        ).outcome
+        lambda: (
+            resume_turn(
+                rt,
+                caller,
+                spec.chat,
+                interrupt_id=interrupt_id,
+                secret="stale",
+                status="resolved",
+                payload={},
+            ).outcome
+        )
     )
 
 

@@ -69,7 +69,9 @@ def _die() -> None:
 def describe(operation: str, params: dict[str, Any]) -> str:
     """A short, stable name for a call: the operation and what it touches."""
     if operation == "TransactWriteItems":
-        parts = [f"{kind} {_sk(body)}" for item in params["TransactItems"] for kind, body in item.items()]
+        parts = [
+            f"{kind} {_sk(body)}" for item in params["TransactItems"] for kind, body in item.items()
+        ]
         return f"Transact[{', '.join(parts)}]"
     if operation == "Query":
         values = params.get("ExpressionAttributeValues", {})

@@ -181,7 +181,9 @@ def _recovery(cell: Cell) -> list[tuple[str, int]]:
     return [("recover", LATER_MS)]
 
 
-def verdict(stores: Stores, aws: dict[str, Any], work: Path, story: Story, allowance: int) -> list[str]:
+def verdict(
+    stores: Stores, aws: dict[str, Any], work: Path, story: Story, allowance: int
+) -> list[str]:
     """Every invariant of the module docstring, as a list of what is broken."""
     chat = work.name
     user = f"u-{chat}"
@@ -194,7 +196,10 @@ def verdict(stores: Stores, aws: dict[str, Any], work: Path, story: Story, allow
     reports = _rows(aws, keys.outbox_pk(f"{chat}#"), "OUTBOX", prefix=True)
     if len(reports) != story.expected_reports(decision):
         broken.append(f"{len(reports)} reports for decision {decision}")
-    sites = {row["subject_name"]["S"] for row in _rows(aws, keys.chat_pk(chat), keys.approval_prefix(user))}
+    sites = {
+        row["subject_name"]["S"]
+        for row in _rows(aws, keys.chat_pk(chat), keys.approval_prefix(user))
+    }
     wanted = {"data.example.org"} if story.grants_site and decision == "approved" else set()
     if sites != wanted:
         broken.append(f"approval rows {sorted(sites)} for decision {decision}")
@@ -227,12 +232,16 @@ def _repeats(work: Path, allowance: int) -> list[str]:
         for line in read_lines(work / "models.log")
         if line["role"] == "resume"
     )
-    tools = Counter(line["id"] for line in read_lines(work / "tools.log") if line["role"] == "resume")
+    tools = Counter(
+        line["id"] for line in read_lines(work / "tools.log") if line["role"] == "resume"
+    )
     repeated = sum(n - 1 for n in models.values()) + sum(n - 1 for n in tools.values())
     return [f"{repeated} repeated model calls or tool bodies"] if repeated > allowance else []
 
 
-def _rows(aws: dict[str, Any], pk: str, sk_prefix: str, prefix: bool = False) -> list[dict[str, Any]]:
+def _rows(
+    aws: dict[str, Any], pk: str, sk_prefix: str, prefix: bool = False
+) -> list[dict[str, Any]]:
     if prefix:
         items = aws["dynamodb"].scan(
             TableName=aws["table"],
@@ -294,4 +303,3 @@ def _write_report() -> None:
         "passed": sum(r["passed"] for r in RESULTS.values()),
     }
     REPORT_FILE.write_text(json.dumps({"total": total, "rows": RESULTS}, indent=1))
-

@@ -69,10 +69,10 @@ def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -
         if "ConditionExpression" in body:
             body.setdefault("ReturnValuesOnConditionCheckFailure", "ALL_OLD")
     try:
-        client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+        client.transact_write_items(TransactItems=items)
     except ClientError as exc:
         error = exc.response.get("Error", {})
-        reasons = exc.response.get("CancellationReasons") or []  # type: ignore[typeddict-item]
+        reasons = exc.response.get("CancellationReasons") or []
         failed = {
             index: (from_item(reason["Item"]) if reason.get("Item") else None)
             for index, reason in enumerate(reasons)

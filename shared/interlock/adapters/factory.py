@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from interlock.adapters.admission import TurnStore
@@ -13,21 +12,10 @@ from interlock.adapters.chats import ChatStore
 from interlock.adapters.limits import LimitStore
 from interlock.adapters.outbox import Outbox
 from interlock.adapters.requests import RequestStore
+from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
-
-@dataclass(frozen=True, slots=True)
-class Stores:
-    """Every store the service functions use, built from one set of clients."""
-
-    requests: RequestStore
-    approvals: ApprovalStore
-    chats: ChatStore
-    turns: TurnStore
-    limits: LimitStore
-    outbox: Outbox
-    blobs: BlobStore
-    policy: StorePolicy
+__all__ = ["Stores", "build_stores", "stores_from_env"]
 
 
 def build_stores(

@@ -13,9 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interlock.adapters.factory import Stores, stores_from_env
+from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
 from interlock.config import InterlockConfig, assemble
+from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
 if TYPE_CHECKING:

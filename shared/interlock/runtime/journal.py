@@ -101,7 +101,8 @@ def compact(events: Iterable[StreamEvent]) -> list[StreamEvent]:
     """The same response in fewer events: consecutive deltas of one block are merged."""
     out: list[Any] = []
     for event in events:
-        delta = event.get("contentBlockDelta", {}).get("delta")  # type: ignore[attr-defined]
+        raw: Any = event
+        delta = raw.get("contentBlockDelta", {}).get("delta")
         last = out[-1].get("contentBlockDelta", {}).get("delta") if out else None
         if delta and last and _merge(last, delta):
             continue

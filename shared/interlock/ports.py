@@ -1,0 +1,223 @@
+"""The store ports the service functions depend on; adapters implement them.
+
+Services (`turns`, `resume`, `sweeper`, `inbox`, ...) see only these Protocols, so any
+implementation with the same semantics can stand in: the moto-backed adapters in
+`interlock.adapters`, or a wrapper that fails or stalls chosen calls in the fault tests.
+`tests/adapters` is the contract suite every implementation must pass.
+
+`Entry` is an opaque write that one store prepares and another commits in its own
+transaction (a transcript turn riding on a claim's finish, a turn's release riding on
+its pause), so that "all or nothing" never needs a second round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from interlock.records import (
+    Approval,
+    AuditEvent,
+    ChatMeta,
+    ClaimFence,
+    Fence,
+    Kind,
+    PendingRequest,
+    StoredSnapshot,
+    Subject,
+    TurnFence,
+)
+from interlock.timing import StorePolicy
+
+Entry = dict[str, Any]
+
+
+class RequestPort(Protocol):
+    """The pointer: one open request per chat, claimed by exactly one worker."""
+
+    def get(self, chat_id: str, now_ms: int) -> PendingRequest | None: ...
+
+    def new_request(
+        self,
+        *,
+        chat_id: str,
+        interrupt_id: str,
+        kind: Kind,
+        card: dict[str, Any],
+        user_id: str,
+        turn_seq: int,
+        now_ms: int,
+        snapshot: StoredSnapshot,
+        ttl_s: int | None = None,
+        ask_slot: int | None = None,
+        owner_roles: tuple[str, ...] = (),
+    ) -> tuple[PendingRequest, str]: ...
+
+    def open(
+        self, request: PendingRequest, now_ms: int, also: list[Entry] | None = None
+    ) -> None: ...
+
+    def rotate_secret(self, request: PendingRequest, now_ms: int) -> tuple[PendingRequest, str]: ...
+
+    def claim(
+        self,
+        request: PendingRequest,
+        secret: str,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str] = ...,
+    ) -> PendingRequest: ...
+
+    def renew(self, claim: PendingRequest, now_ms: int) -> int: ...
+
+    def record_step(self, fence: ClaimFence, entry: str) -> None: ...
+
+    def finish(
+        self,
+        claim: PendingRequest,
+        *,
+        answer_key: str,
+        decision: str,
+        now_ms: int,
+        first_answer: str | None = None,
+        also: list[Entry] | None = None,
+    ) -> PendingRequest: ...
+
+    def chain(self, claim: PendingRequest, successor: PendingRequest) -> None: ...
+
+    def release(
+        self, claim: PendingRequest, now_ms: int, *, reset: bool, also: list[Entry] | None = None
+    ) -> PendingRequest: ...
+
+    def end_claimed(self, claim: PendingRequest, reason: str) -> PendingRequest: ...
+
+    def overdue(self, shard: str, now_ms: int, limit: int) -> list[str]: ...
+
+    def claim_overdue(
+        self, request: PendingRequest, worker: str, now_ms: int, answer: tuple[str, str]
+    ) -> PendingRequest: ...
+
+    def reroute(
+        self, request: PendingRequest, role: str, extra_s: int, now_ms: int
+    ) -> PendingRequest: ...
+
+    def expire(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest: ...
+
+    def cancel(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest: ...
+
+
+class ChatPort(Protocol):
+    """Per-chat records: the meta item, saved turns and the audit trail."""
+
+    def meta(self, chat_id: str) -> ChatMeta: ...
+
+    def hide(self, chat_id: str) -> None: ...
+
+    def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]: ...
+
+    def record(
+        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
+    ) -> AuditEvent: ...
+
+    def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]: ...
+
+
+class TurnPort(Protocol):
+    """Turn admission (one running turn per chat) and the transcript's fenced writes."""
+
+    def admit(
+        self, seen: ChatMeta, user_id: str, turn: dict[str, Any], now_ms: int, lease_ms: int
+    ) -> tuple[TurnFence, int]: ...
+
+    def complete(self, fence: TurnFence, seq: int, turn: dict[str, Any], now_ms: int) -> int: ...
+
+    def end_run(self, fence: TurnFence) -> Entry: ...
+
+    def abandon(self, fence: TurnFence) -> None: ...
+
+    def answer_entries(
+        self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int
+    ) -> list[Entry]: ...
+
+
+class ApprovalPort(Protocol):
+    """Approval rows per user and chat, and the administrator's list."""
+
+    def grant(
+        self,
+        chat_id: str,
+        user_id: str,
+        subjects: Iterable[Subject],
+        card_id: str,
+        now_ms: int,
+        fence: Fence | None = None,
+    ) -> list[Approval]: ...
+
+    def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]: ...
+
+    def approved_subjects(self, chat_id: str, user_id: str, now_ms: int) -> frozenset[Subject]: ...
+
+    def revoke(self, chat_id: str, user_id: str, subject: Subject) -> bool: ...
+
+    def withdraw_card(
+        self, chat_id: str, user_id: str, card_id: str, fence: Fence | None = None
+    ) -> int: ...
+
+    def withdraw_entries(self, chat_id: str, user_id: str, card_id: str) -> list[Entry]: ...
+
+    def admin_list(self) -> list[Approval]: ...
+
+
+class LimitPort(Protocol):
+    """Concurrency slots and budgets per user."""
+
+    def reserve_slot(
+        self, user_id: str, holder: str, *, cap: int, hold_ms: int, now_ms: int, pool: str = ...
+    ) -> int: ...
+
+    def release_slot(self, user_id: str, holder: str, index: int, pool: str = ...) -> None: ...
+
+    def spend(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> int: ...
+
+    def refund(self, user_id: str, day: str, amount: int) -> None: ...
+
+
+class OutboxStore(Protocol):
+    """Put-once records of side effects, fenced by the writer's claim or turn."""
+
+    def put_once(
+        self, key: str, payload: dict[str, Any], now_ms: int, fence: Fence | None = None
+    ) -> bool: ...
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+
+class BlobPort(Protocol):
+    """Snapshots and answers as objects."""
+
+    def put_snapshot(
+        self, chat_id: str, interrupt_id: str, snapshot: dict[str, Any], version: str | None = None
+    ) -> StoredSnapshot: ...
+
+    def get_snapshot(self, key: str, digest: str | None = None) -> dict[str, Any]: ...
+
+    def put_answer(
+        self, chat_id: str, interrupt_id: str, answer: dict[str, Any], version: str | None = None
+    ) -> str: ...
+
+    def get_answer(self, key: str) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Every store the service functions use."""
+
+    requests: RequestPort
+    approvals: ApprovalPort
+    chats: ChatPort
+    turns: TurnPort
+    limits: LimitPort
+    outbox: OutboxStore
+    blobs: BlobPort
+    policy: StorePolicy
