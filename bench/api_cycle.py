@@ -112,14 +112,31 @@ def _cycle(emulator: Emulator) -> dict[str, Any]:
         server.shutdown()
     return {
         "pause": {**pause, "bytes_written": _written(pause)},
-        "resume": {**resume, "bytes_written": _written(resume)},
+        "resume": {**resume, "bytes_written": _written(resume), "journal": _journal(resume)},
         "resume_outcome": finished.get("result", {}).get("outcome"),
     }
 
 
+WRITES = (
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "BatchWriteItem",
+    "PutObject",
+    "TransactWriteItems",
+)
+
+
 def _written(traffic: dict[str, Any]) -> int:
-    writes = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "PutObject")
-    return sum(n for op, n in traffic["bytes_sent"].items() if op.endswith(writes))
+    return sum(n for op, n in traffic["bytes_sent"].items() if op.split("[")[0].endswith(WRITES))
+
+
+def _journal(traffic: dict[str, Any]) -> dict[str, Any]:
+    """What recording the resumed run's steps cost: one write per step."""
+    name = "dynamodb.UpdateItem[journal]"
+    steps = traffic["calls"].get(name, 0)
+    sent = traffic["bytes_sent"].get(name, 0)
+    return {"steps": steps, "writes": steps, "bytes": sent, "bytes_per_step": sent // max(steps, 1)}
 
 
 def _post(url: str, path: str, token: str, body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -12,15 +12,17 @@ the work before the pause each strategy pays for twice. Prints JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
-from interlock.adapters.factory import Stores  # noqa: E402
+from interlock.ports import Stores  # noqa: E402
 from interlock.outcomes import TurnResult  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_turn  # noqa: E402
@@ -134,6 +136,87 @@ def interrupt_and_resume(stores: Stores) -> dict[str, Any]:
     return {**_figures([paused, done], models), "answer": done.text}
 
 
+class Crash(BaseException):
+    """The worker's process dies here (not an error it could handle)."""
+
+
+class _DiesBeforeAnswer:
+    """The blob store of a worker that dies just before storing the final answer: every
+    step of its run is recorded, none of its end is."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def put_answer(self, *args: Any, **kwargs: Any) -> str:
+        raise Crash()
+
+
+class _Later:
+    """A clock past the crashed worker's lease: the next worker comes along later."""
+
+    def __init__(self, offset_ms: int) -> None:
+        self._offset_ms = offset_ms
+
+    def now_ms(self) -> int:
+        return _now() + self._offset_ms
+
+
+def takeover_after_crash(stores: Stores) -> dict[str, Any]:
+    """Worker 1 resumes and dies after its last step, before storing the answer; worker 2
+    takes the request over and finishes it from the journal."""
+    models = Models()
+    fetched: Counter[str] = Counter()
+
+    def transport(url: str) -> str:
+        fetched[url] += 1
+        return _transport(url)
+
+    limits = TurnLimits(heartbeat_s=60)
+    rt = Runtime(stores, models, fetch=transport, limits=limits, worker_id="w1")
+    alice = Caller("carol")
+    stores.approvals.grant(
+        "c-takeover", "carol", [Subject("site", "docs.example.org")], "seed", _now()
+    )
+    paused = run_turn(rt, alice, "c-takeover", PROMPT)
+    assert paused.offer is not None
+    answer = {
+        "interrupt_id": paused.offer.request.interrupt_id,
+        "secret": paused.offer.secret,
+        "status": "resolved",
+        "payload": {"decision": "approve"},
+    }
+    dying = dataclasses.replace(stores, blobs=_DiesBeforeAnswer(stores.blobs))
+    try:
+        resume_turn(dataclasses.replace(rt, stores=dying), alice, "c-takeover", **answer)
+        raise AssertionError("worker 1 was meant to die")
+    except Crash:
+        pass
+    journal = stores.requests.get("c-takeover", _now())
+    assert journal is not None
+    later = _Later(stores.policy.lease_ms + 1)
+    done = resume_turn(
+        dataclasses.replace(rt, clock=later, worker_id="w2"), alice, "c-takeover", **answer
+    )
+    figures = _figures([paused, done], models)
+    return {
+        **figures,
+        # Counted at the models and the transport: worker 1 died before reporting usage.
+        "model_calls": sum(m.calls for m in models.built),
+        "input_tokens": sum(m.usage["inputTokens"] for m in models.built),
+        "output_tokens": sum(m.usage["outputTokens"] for m in models.built),
+        "fetches": dict(fetched),
+        # Worker 1 ran the whole continuation: any tool body worker 2 ran is a repeat.
+        "repeated_tool_executions": done.usage.tool_executions
+        + sum(n - 1 for n in fetched.values()),
+        "journal_entries_at_crash": len(journal.journal),
+        "journal_bytes_at_crash": sum(len(e.encode()) for e in journal.journal),
+        "answer": done.text,
+    }
+
+
 def end_turn_and_rerun(stores: Stores) -> dict[str, Any]:
     models = Models()
     rt = Runtime(stores, models, fetch=_transport, limits=TurnLimits(heartbeat_s=60))
@@ -166,15 +249,19 @@ def main() -> None:
 
 def compare(stores: Stores) -> dict[str, Any]:
     resumed = interrupt_and_resume(stores)
+    takeover = takeover_after_crash(stores)
     rerun = end_turn_and_rerun(stores)
     return {
         "scenario": "fetch known source, refused source, approval, fetch, answer",
         "model": "scripted stand-in (tokens estimated as characters / 4)",
         "interrupt_and_resume": resumed,
+        "takeover_after_crash": takeover,
         "end_turn_and_rerun": rerun,
         "targets": {
             "resume_repeats_zero_model_calls": resumed["repeated_model_calls"] == 0,
             "resume_repeats_zero_tool_executions": resumed["repeated_tool_executions"] == 0,
+            "takeover_repeats_zero_model_calls": takeover["repeated_model_calls"] == 0,
+            "takeover_repeats_zero_tool_executions": takeover["repeated_tool_executions"] == 0,
         },
     }
 

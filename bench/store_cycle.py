@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from interlock.pause import persist_pause  # noqa: E402
+from interlock.runtime.journal import Journal  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 from local.storage import local_storage  # noqa: E402
@@ -47,6 +48,21 @@ SNAPSHOT = {
     "state": {},
     "interrupt_state": {"activated": True, "interrupts": {}},
 }
+# One recorded step of each kind, as the demo agent produces them after an approval.
+TOOL_RESULT = {
+    "toolUseId": "tooluse_1",
+    "status": "success",
+    "content": [{"text": "Approved by the user: example.org. Run the step again now."}],
+}
+MODEL_RESPONSE = [
+    {"messageStart": {"role": "assistant"}},
+    {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "tooluse_2", "name": "fetch_url"}}}},
+    {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"url": "https://example.org/'}}}},
+    {"contentBlockDelta": {"delta": {"toolUse": {"input": 'data/table.csv"}'}}}},
+    {"contentBlockStop": {}},
+    {"messageStop": {"stopReason": "tool_use"}},
+    {"metadata": {"usage": {"inputTokens": 310, "outputTokens": 24, "totalTokens": 334}}},
+]
 CARD = {
     "sites": ["example.org"],
     "urls": ["https://example.org/data/table.csv"],
@@ -109,7 +125,13 @@ def _size(body: Any) -> int:
 
 
 def _is_write(name: str) -> bool:
-    return name.split(".")[1] in {"PutItem", "UpdateItem", "DeleteItem", "PutObject"}
+    return name.split(".")[1] in {
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "PutObject",
+        "TransactWriteItems",
+    }
 
 
 def main() -> None:
@@ -154,8 +176,14 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
         loser_error = f"{type(lost).__name__}: {lost}"
     losing = _merged(losing_read, meter.take())
 
+    # The journal: the resumed run records each model response and tool result.
+    journal = Journal((), lambda entry: stores.requests.record_step(claim.fence, entry))
+    journal.record_tool(TOOL_RESULT)
+    journal.record_model(MODEL_RESPONSE)
+    steps = meter.take()
+
     # The rest of the resume: load the snapshot, renew once, store the answer, finish.
-    stores.blobs.get_snapshot(claim.snapshot_key)
+    stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
     stores.requests.renew(claim, clock.now_ms())
     answer_key = stores.blobs.put_answer("bench-chat", claim.interrupt_id, {"text": "Done."})
     stores.requests.finish(
@@ -171,6 +199,12 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
         "pause": {**pause, "snapshot_bytes_gzip": opened.snapshot_bytes},
         "resume_decision_win": decision,
         "resume_decision_lose": {**losing, "loser_error": loser_error},
+        "journal_per_step": {
+            "writes": steps["writes"] / journal.recorded,
+            "request_bytes": sum(steps["bytes_sent"].values()) / journal.recorded,
+            "entry_bytes": journal.recorded_bytes / journal.recorded,
+            "steps_recorded": journal.recorded,
+        },
         "resume_after_claim": rest,
         "targets": {
             "pause_writes": 2,

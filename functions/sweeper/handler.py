@@ -21,7 +21,9 @@ metrics = Metrics()
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     rt = runtime()
-    report = sweep(rt, rt.clock.now_ms())
+    now = rt.clock.now_ms()
+    # Stop taking requests before this invocation's own deadline; the next run carries on.
+    report = sweep(rt, now, deadline_ms=now + context.get_remaining_time_in_millis())
     for name in ("timed_out", "defaulted", "rerouted"):
         metrics.add_metric(
             name="Timeouts" if name == "timed_out" else name.capitalize(),

@@ -92,3 +92,6 @@ class _Context:
     memory_limit_in_mb = 1024
     invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:sweeper"
     aws_request_id = "sweep-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000

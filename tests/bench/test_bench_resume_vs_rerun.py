@@ -15,3 +15,14 @@ def test_resume_repeats_no_work_and_rerun_does(server_stores: Stores) -> None:
     assert rerun["repeated_model_calls"] > 0 and rerun["repeated_tool_executions"] > 0
     assert resumed["model_calls"] < rerun["model_calls"]
     assert resumed["answer"] == rerun["answer"]
+
+
+def test_a_takeover_after_a_crash_repeats_nothing(server_stores: Stores) -> None:
+    takeover = compare(server_stores)["takeover_after_crash"]
+
+    # The dead worker had recorded every step; its successor replayed them all.
+    assert takeover["journal_entries_at_crash"] > 0
+    assert takeover["repeated_model_calls"] == 0
+    assert takeover["repeated_tool_executions"] == 0
+    assert all(count == 1 for count in takeover["fetches"].values())
+    assert takeover["answer"] == "The method matches the reference table on every column."

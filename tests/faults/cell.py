@@ -35,6 +35,7 @@ from interlock.caller import Caller
 from interlock.config import InterlockConfig
 from interlock.deps import Runtime, TurnLimits
 from interlock.inbox import open_request
+from interlock.pause import PAUSE_FAILED
 from interlock.records import RequestState
 from interlock.resume import resume_turn
 from interlock.runtime import agent as agent_module
@@ -74,7 +75,7 @@ ASK_THEN_REPORT = Scenario(
         lambda r: [_LOW_REPORT],
         lambda r: [{"text": "Sent: " + " ".join(r)}],
     ],
-    keywords=("ask-then-report",),
+    keywords=("ask-then-send",),
 )
 CHAIN = Scenario(
     "chain",
@@ -133,7 +134,7 @@ STORIES: Final = {
         Story(
             "ask-then-report",
             ASK_THEN_REPORT,
-            "ask-then-report",
+            "ask-then-send",
             {"answer": "Yes"},
             sends_report=ANSWERED,
         ),
@@ -277,14 +278,15 @@ def _sweep(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
 
 
 def _recover(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
-    """Drive the chat to its end as a later user would: answer what is open, or ask again."""
+    """Drive the chat to its end as a later user would: answer what is open, or ask again
+    (also when the turn ended saying its pause could not be saved)."""
     said = []
     for _ in range(6):
         request = rt.stores.requests.get(spec.chat, rt.clock.now_ms())
         turns = rt.stores.chats.turns(spec.chat)
         if request is not None and request.claimable(rt.clock.now_ms()):
             said.append(_answer_open(rt, caller, spec, story))
-        elif turns and turns[-1]["role"] == "assistant":
+        elif turns and turns[-1]["role"] == "assistant" and turns[-1]["text"] != PAUSE_FAILED:
             if request is not None and request.state is RequestState.DONE:
                 # The person's tab asks once more: the stored answer is replayed (which
                 # also frees the open-request slot if the finishing worker died first).

@@ -214,12 +214,14 @@ def verdict(
 
 
 def _transcript(stores: Stores, chat: str, answer: str | None) -> list[str]:
+    """Numbered in order; every answer follows its own prompt (a prompt whose turn died
+    has none, and was asked again); the last answer is the request's stored one."""
     turns = stores.chats.turns(chat)
-    roles = [turn["role"] for turn in turns]
+    roles = "".join("a" if turn["role"] == "assistant" else "u" for turn in turns)
     broken = []
     if [turn["seq"] for turn in turns] != list(range(1, len(turns) + 1)):
         broken.append(f"turn numbers {[t['seq'] for t in turns]}")
-    if roles.count("assistant") != 1 or roles[-1] != "assistant":
+    if not roles.endswith("ua") or "aa" in roles or roles.startswith("a"):
         broken.append(f"transcript roles {roles}")
     elif answer is not None and turns[-1]["text"] != answer:
         broken.append("the saved answer differs from the stored one")

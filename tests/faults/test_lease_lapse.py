@@ -51,7 +51,9 @@ def _runtime(stores: Stores, clock: ManualClock, worker: str) -> Runtime:
 class Stalled:
     """Worker A: answers, then freezes before `method` of `port` until released."""
 
-    def __init__(self, stores: Stores, clock: ManualClock, chat: str, port: str, method: str) -> None:
+    def __init__(
+        self, stores: Stores, clock: ManualClock, chat: str, port: str, method: str
+    ) -> None:
         self.stall = Faulty(getattr(stores, port), stall={method})
         self.method = method
         renewals = Faulty(stores.requests, fail={"renew"})
@@ -82,7 +84,13 @@ class Stalled:
 
 def answer(rt: Runtime, chat: str, interrupt_id: str, secret: str, payload: Any) -> Any:
     return resume_turn(
-        rt, ALICE, chat, interrupt_id=interrupt_id, secret=secret, status="resolved", payload=payload
+        rt,
+        ALICE,
+        chat,
+        interrupt_id=interrupt_id,
+        secret=secret,
+        status="resolved",
+        payload=payload,
     )
 
 
@@ -95,18 +103,29 @@ def _paused(stores: Stores, clock: ManualClock, chat: str, prompt: str) -> tuple
 Intervention = Callable[[Stores, ManualClock, str, str, str], None]
 
 
-def _taken_over(stores: Stores, clock: ManualClock, chat: str, interrupt_id: str, secret: str) -> None:
-    assert answer(_runtime(stores, clock, "B"), chat, interrupt_id, secret, APPROVE).outcome == "completed"
+def _taken_over(
+    stores: Stores, clock: ManualClock, chat: str, interrupt_id: str, secret: str
+) -> None:
+    assert (
+        answer(_runtime(stores, clock, "B"), chat, interrupt_id, secret, APPROVE).outcome
+        == "completed"
+    )
 
 
-def _rejected(stores: Stores, clock: ManualClock, chat: str, interrupt_id: str, secret: str) -> None:
+def _rejected(
+    stores: Stores, clock: ManualClock, chat: str, interrupt_id: str, secret: str
+) -> None:
     # A rejection after the approval was recorded does not undo it: the first answer is
     # binding once a worker may have acted on it, so B carries out the approval.
-    result = answer(_runtime(stores, clock, "B"), chat, interrupt_id, secret, {"decision": "reject"})
+    result = answer(
+        _runtime(stores, clock, "B"), chat, interrupt_id, secret, {"decision": "reject"}
+    )
     assert (result.outcome, result.decision) == ("completed", "approved")
 
 
-def _cancelled(stores: Stores, clock: ManualClock, chat: str, interrupt_id: str, secret: str) -> None:
+def _cancelled(
+    stores: Stores, clock: ManualClock, chat: str, interrupt_id: str, secret: str
+) -> None:
     cancel_request(stores, ALICE, chat, clock.now_ms())
 
 

@@ -19,7 +19,9 @@ class Faulty:
     `reached[name]` is set when a stalled call arrives; `release()` lets it go on.
     """
 
-    def __init__(self, inner: Any, *, fail: set[str] | None = None, stall: set[str] | None = None) -> None:
+    def __init__(
+        self, inner: Any, *, fail: set[str] | None = None, stall: set[str] | None = None
+    ) -> None:
         self._inner = inner
         self._fail = fail or set()
         self._stall = stall or set()

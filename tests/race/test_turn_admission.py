@@ -52,7 +52,9 @@ def _runtime(stores: Stores, clock: ManualClock, models: Models) -> Runtime:
     return Runtime(stores, models, clock=clock, limits=TurnLimits(max_concurrent=64))
 
 
-def test_32_concurrent_turns_in_one_chat_run_once(server_stores: Stores, clock: ManualClock) -> None:
+def test_32_concurrent_turns_in_one_chat_run_once(
+    server_stores: Stores, clock: ManualClock
+) -> None:
     # Given one user sending the same prompt 32 times at once to a new chat
     refused: list[int] = []
     others_done = threading.Event()

@@ -386,14 +386,16 @@ class RequestStore:
         """Append one journal entry (a model response or a tool result) to the claimed
         request, only while `fence` holds; `LeaseLost` otherwise, nothing written."""
         values = {**claim_values(fence), ":empty": [], ":entry": [entry]}
-        self._update(
-            fence.chat_id,
-            "record step",
-            HOLDS_CLAIM,
-            JOURNAL_APPEND,
-            values,
-            lost=lambda _: errors.LeaseLost("the claim was lost; the step was not recorded"),
-        )
+        try:
+            with translated("record step"):
+                # No return values: the journal grows, and nobody needs it read back.
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(fence.chat_id),
+                    **expression(condition=HOLDS_CLAIM, update=JOURNAL_APPEND, values=values),
+                )
+        except ConditionFailed:
+            raise errors.LeaseLost("the claim was lost; the step was not recorded") from None
 
     def release(
         self,
