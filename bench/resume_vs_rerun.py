@@ -22,8 +22,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
-from interlock.ports import Stores  # noqa: E402
 from interlock.outcomes import TurnResult  # noqa: E402
+from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_turn  # noqa: E402
 from interlock.runtime.model import Block, Scenario, ScriptedModel  # noqa: E402
