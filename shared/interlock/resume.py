@@ -179,7 +179,7 @@ def continue_claimed(
         lost = _cause(failure, errors.LeaseLost)
         if lost is not None:
             raise lost from failure  # someone else holds it now: touch nothing
-        _released(rt, caller, claim, decision, journal, failure)
+        _released(rt, caller, claim, decision, failure)
         raise errors.RunFailed(
             "the run failed after it was answered; the request can be answered again"
         ) from failure
@@ -224,14 +224,14 @@ def _released(
     caller: Caller,
     claim: PendingRequest,
     decision: Decision,
-    journal: Journal,
     failure: Exception,
 ) -> None:
     """Give the claim back after a failure that is not the request's fault.
 
-    With nothing recorded yet, nothing was effected: the grants are withdrawn and the
-    request is pending again, to be answered afresh. Otherwise the recorded answer
-    stands and the request is left for a takeover to continue from its journal.
+    When nothing was acted on yet (no step or effect recorded), the grants are withdrawn
+    and the request is pending again, to be answered afresh (in one transaction).
+    Otherwise the recorded answer stands and the request is left for a takeover to
+    continue from its journal, repeating nothing.
     """
     logger.warning(
         "chat_id=<%s>, error=<%s> | resumed run failed; releasing its claim",
@@ -239,14 +239,13 @@ def _released(
         type(failure).__name__,
     )
     stores = rt.stores
-    reset = journal.empty
     try:
         grants = []
-        if reset and decision.approved and claim.card.get("type") == DOWNLOAD:
+        if decision.approved and claim.card.get("type") == DOWNLOAD:
             grants = stores.approvals.withdraw_entries(
                 claim.chat_id, claim.user_id, claim.card["card_id"]
             )
-        released = stores.requests.release(claim, rt.clock.now_ms(), reset=reset, also=grants)
+        released = stores.requests.release(claim, rt.clock.now_ms(), reset=True, also=grants)
     except errors.InterlockError:
         logger.warning("chat_id=<%s> | release failed; the lease will lapse", claim.chat_id)
         return

@@ -54,7 +54,8 @@ NOT_EXPIRED: Final = "#expires_at > :now_s"
 COUNT_UNCHANGED: Final = "#claim_count = :seen_count"
 BEFORE_DEADLINE: Final = "#resume_deadline_ms > :now_ms"
 ENDED: Final = "#state IN (:done, :expired, :cancelled)"
-# Nothing of the run's answer was acted on: no step recorded, no effect recorded.
+# Nothing of the run's answer was acted on: no step recorded (a takeover would replay
+# it, so it must not be dropped), no outside effect recorded.
 NOT_ACTED: Final = "attribute_not_exists(#journal) AND attribute_not_exists(#acted)"
 ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
 
@@ -407,8 +408,8 @@ class RequestStore:
     ) -> PendingRequest:
         """Give a claim back after a failure that was not the request's fault.
 
-        With `reset`, and only if nothing of the answer was acted on (no journal entry, no
-        effect recorded), the request is pending again and may be answered afresh.
+        With `reset`, and only if nothing of the answer was acted on (no step recorded,
+        no effect recorded), the request is pending again and may be answered afresh.
         Otherwise it stays claimed with its recorded answer and a lapsed lease, so the
         next answer or the sweeper continues it from its journal. Either way the claim
         does not count against the cap. `also` (the withdrawal of the answer's grants)

@@ -56,11 +56,6 @@ class Journal:
         self.replayed_model_calls = 0
         self.replayed_tools = 0
 
-    @property
-    def empty(self) -> bool:
-        """Whether nothing was recorded, before or during this run."""
-        return not self._models and not self._tools
-
     def next_model_response(self) -> list[StreamEvent] | None:
         """The recorded response for the next model call, if there is one."""
         if self._next_model >= len(self._models):

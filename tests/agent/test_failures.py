@@ -1,0 +1,252 @@
+"""Failures after a claim release the request cleanly instead of stranding it.
+
+- an unusable snapshot (missing, corrupt, modified, incompatible) settles the request as
+  expired with the reason, withdraws what the answer granted and frees the chat;
+- any other failure gives the claim back without counting it: answerable afresh when
+  nothing was acted on yet, or continued with the recorded answer when something was.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from interlock import errors
+from interlock.api.errors import STATUS
+from interlock.inbox import cancel_request
+from interlock.ports import Stores
+from interlock.records import RequestState, Subject
+from interlock.resume import resume_turn
+from interlock.runtime.scenarios import DEMO_SCENARIOS
+from interlock.timing import ManualClock
+from interlock.turns import Caller, Runtime, run_turn
+from tests.agent.support import Models, Transport
+from tests.faults.wrapper import Faulty
+
+CHAT = "chat-f"
+SITE = Subject("site", "data.example.org")
+APPROVE = {"decision": "approve"}
+
+
+class Flaky(Models):
+    """The demo models, except that a model call fails while `failing` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(DEMO_SCENARIOS)
+        self.failing = False
+
+    def __call__(self) -> Any:
+        model = super().__call__()
+        stream = model.stream
+
+        async def failing_stream(*args: Any, **kwargs: Any) -> Any:
+            if self.failing:
+                raise RuntimeError("the model service is down")
+            async for event in stream(*args, **kwargs):
+                yield event
+
+        model.stream = failing_stream  # type: ignore[method-assign]
+        return model
+
+
+@pytest.fixture
+def flaky() -> Flaky:
+    return Flaky()
+
+
+@pytest.fixture
+def rt(stores: Stores, clock: ManualClock, transport: Transport, flaky: Flaky) -> Runtime:
+    from interlock.turns import TurnLimits
+
+    return Runtime(
+        stores,
+        flaky,
+        clock=clock,
+        fetch=transport,
+        limits=TurnLimits(heartbeat_s=60),
+        worker_id="w",
+    )
+
+
+def _pause(rt: Runtime, alice: Caller, prompt: str) -> tuple[str, str]:
+    result = run_turn(rt, alice, CHAT, prompt)
+    assert result.offer is not None
+    return result.offer.request.interrupt_id, result.offer.secret
+
+
+def _answer(
+    rt: Runtime, alice: Caller, interrupt_id: str, secret: str, payload: Any = APPROVE
+) -> Any:
+    return resume_turn(
+        rt,
+        alice,
+        CHAT,
+        interrupt_id=interrupt_id,
+        secret=secret,
+        status="resolved",
+        payload=payload,
+    )
+
+
+def _rewrite(aws: dict[str, Any], key: str, body: bytes) -> None:
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=key, Body=body)
+
+
+def _gzip(value: Any) -> bytes:
+    return gzip.compress(json.dumps(value).encode(), mtime=0)
+
+
+def _corrupt(aws: dict[str, Any], stores: Stores, key: str) -> None:
+    _rewrite(aws, key, b"\x1f\x8b not really gzip")
+
+
+def _modified(aws: dict[str, Any], stores: Stores, key: str) -> None:
+    _rewrite(aws, key, _gzip({"interlock_schema": 1, "strands": {"tampered": True}}))
+
+
+def _missing(aws: dict[str, Any], stores: Stores, key: str) -> None:
+    aws["s3"].delete_object(Bucket=aws["bucket"], Key=key)
+
+
+def _incompatible(aws: dict[str, Any], stores: Stores, key: str) -> None:
+    # A snapshot of another schema, recorded as the pointer's own (digest and all).
+    body = _gzip({"interlock_schema": 99, "strands": {}})
+    _rewrite(aws, key, body)
+    aws["dynamodb"].update_item(
+        TableName=aws["table"],
+        Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
+        UpdateExpression="SET snapshot_digest = :d",
+        ExpressionAttributeValues={":d": {"S": hashlib.sha256(body).hexdigest()}},
+    )
+
+
+SPOILERS = {
+    "corrupt": (_corrupt, errors.SnapshotLost),
+    "modified": (_modified, errors.SnapshotLost),
+    "missing": (_missing, errors.SnapshotLost),
+    "incompatible": (_incompatible, errors.IncompatibleSnapshot),
+}
+
+
+@pytest.mark.parametrize("spoil", SPOILERS, ids=list(SPOILERS))
+def test_an_unusable_snapshot_settles_the_request_with_a_clear_error(
+    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, aws: dict[str, Any], spoil: str
+) -> None:
+    # Given a paused download whose snapshot is then spoiled
+    interrupt_id, secret = _pause(rt, alice, "please download the table")
+    request = stores.requests.get(CHAT, clock.now_ms())
+    assert request is not None
+    spoiler, error = SPOILERS[spoil]
+    spoiler(aws, stores, request.snapshot_key)
+
+    # When the person approves
+    with pytest.raises(error) as refused:
+        _answer(rt, alice, interrupt_id, secret)
+
+    # Then it is a 410 with the reason, the request is settled and nothing stays granted
+    assert STATUS[refused.value.code] == 410
+    ended = stores.requests.get(CHAT, clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+    assert ended.ended_reason == str(refused.value)
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+    assert not stores.requests.get(CHAT, clock.now_ms()).blocks_new_request(clock.now_ms())  # type: ignore[union-attr]
+    # And the chat goes on: a new turn is admitted
+    assert run_turn(rt, alice, CHAT, "hello").outcome == "completed"
+
+
+def test_a_failure_before_anything_was_acted_on_makes_the_request_answerable_again(
+    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    # Given a paused download, and a bucket that fails every read of the snapshot
+    interrupt_id, secret = _pause(rt, alice, "please download the table")
+    broken = replace(rt, stores=replace(stores, blobs=Faulty(stores.blobs, fail={"get_snapshot"})))
+
+    # When the person approves, more times than the claim cap allows
+    for _ in range(stores.policy.max_claims + 1):
+        with pytest.raises(errors.RunFailed) as failed:
+            _answer(broken, alice, interrupt_id, secret)
+        assert STATUS[failed.value.code] == 503
+
+        # Then each time the request is pending again, uncounted, its grant withdrawn
+        request = stores.requests.get(CHAT, clock.now_ms())
+        assert request is not None
+        assert (request.state, request.claim_count, request.decision) == (
+            RequestState.PENDING,
+            0,
+            None,
+        )
+        assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+
+    # And once the bucket is back, a different answer is still possible
+    done = _answer(rt, alice, interrupt_id, secret, {"decision": "reject"})
+    assert (done.outcome, done.decision) == ("completed", "rejected")
+
+
+def test_a_failure_after_a_recorded_step_keeps_the_answer_and_repeats_nothing(
+    rt: Runtime,
+    alice: Caller,
+    stores: Stores,
+    clock: ManualClock,
+    flaky: Flaky,
+    transport: Transport,
+) -> None:
+    # Given an approved download whose resumed run recorded the approval, then its model
+    # failed
+    interrupt_id, secret = _pause(rt, alice, "please download the table")
+    flaky.failing = True
+    with pytest.raises(errors.RunFailed):
+        _answer(rt, alice, interrupt_id, secret)
+    held = stores.requests.get(CHAT, clock.now_ms())
+    assert held is not None
+    assert (held.state, held.decision, len(held.journal)) == (RequestState.CLAIMED, "approved", 1)
+    assert {a.subject for a in stores.approvals.for_user(CHAT, "alice", clock.now_ms())} == {SITE}
+
+    # When the model is back and the person answers again
+    flaky.failing = False
+    calls_before = flaky.calls
+    done = _answer(rt, alice, interrupt_id, secret)
+
+    # Then the run went on from its journal: the model was asked only what was left
+    assert (done.outcome, done.decision) == ("completed", "approved")
+    assert flaky.calls - calls_before == 2  # fetch again, then the summary
+    assert transport.urls == ["https://data.example.org/reference/table.csv"]
+
+
+def test_a_failure_after_an_effect_keeps_the_answer_and_a_takeover_finishes_it(
+    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, flaky: Flaky
+) -> None:
+    # Given an approved report that was sent, then the model failed on the next step
+    interrupt_id, secret = _pause(rt, alice, "please send the weekly report")
+    request = stores.requests.get(CHAT, clock.now_ms())
+    assert request is not None
+    key = f"{CHAT}#{request.card['tool_use_id']}"
+    flaky.failing = True
+    with pytest.raises(errors.RunFailed):
+        _answer(rt, alice, interrupt_id, secret)
+    assert stores.outbox.get(key) is not None
+
+    # Then the request keeps its recorded approval, released to the next taker, and it
+    # cannot be cancelled any more (the report is out)
+    held = stores.requests.get(CHAT, clock.now_ms())
+    assert held is not None
+    assert (held.state, held.decision, held.acted) == (RequestState.CLAIMED, "approved", True)
+    assert held.lease_lapsed(clock.now_ms()) and held.claim_count == 0
+    with pytest.raises(errors.InterlockError):
+        cancel_request(stores, alice, CHAT, clock.now_ms())
+
+    # When the person answers again (even with a rejection) once the model is back
+    flaky.failing = False
+    done = _answer(rt, alice, interrupt_id, secret, {"decision": "reject"})
+
+    # Then the run finished on the recorded approval, and the report went out once
+    assert (done.outcome, done.decision) == ("completed", "approved")
+    assert "Report sent" in (done.text or "") or "already sent" in (done.text or "")
+    finished = stores.requests.get(CHAT, clock.now_ms())
+    assert finished is not None and finished.state is RequestState.DONE
+    assert stores.outbox.get(key) is not None
+    assert stores.outbox.put_once(key, {}, clock.now_ms()) is False, "one record under the key"
