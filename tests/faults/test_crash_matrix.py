@@ -34,6 +34,7 @@ import pytest
 
 from interlock import keys
 from interlock.adapters.factory import Stores, build_stores
+from interlock.adapters.schema import create_storage
 from interlock.records import RequestState
 from interlock.timing import StorePolicy, SystemClock
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
@@ -117,7 +118,8 @@ def zygotes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Zygote]]:
 
 
 class Lab:
-    """Runs the phases of cells as forked processes against one table and bucket."""
+    """Runs the phases of cells as forked processes, each cell on a table and bucket of
+    its own (a sweeper in one cell must not settle another cell's request)."""
 
     def __init__(self, forks: list[Zygote], aws: dict[str, Any], root: Path) -> None:
         self.idle: queue.Queue[Zygote] = queue.Queue()
@@ -125,16 +127,27 @@ class Lab:
             self.idle.put(fork)
         self.aws = aws
         self.root = root
-        self.stores: Stores = build_stores(
-            aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], StorePolicy()
-        )
+
+    def workdir(self) -> Path:
+        """A cell's own directory (its name is the chat's) with its own table and bucket."""
+        work = self.root / f"c{uuid.uuid4().hex[:10]}"
+        work.mkdir()
+        create_storage(self.aws["dynamodb"], self.aws["s3"], f"t-{work.name}", f"b-{work.name}")
+        return work
+
+    def storage(self, work: Path) -> dict[str, Any]:
+        return {**self.aws, "table": f"t-{work.name}", "bucket": f"b-{work.name}"}
+
+    def stores(self, work: Path) -> Stores:
+        aws = self.storage(work)
+        return build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], StorePolicy())
 
     def spec(self, work: Path, story: str, phase: str, **extra: Any) -> CellSpec:
         chat = work.name
         return CellSpec(
             endpoint=self.aws["endpoint"],
-            table=self.aws["table"],
-            bucket=self.aws["bucket"],
+            table=f"t-{work.name}",
+            bucket=f"b-{work.name}",
             work=str(work),
             chat=chat,
             user=f"u-{chat}",
@@ -156,11 +169,6 @@ class Lab:
             verdicts = list(pool.map(self.cell, cells))
         return {cell.name: broken for cell, broken in zip(cells, verdicts, strict=True) if broken}
 
-    def workdir(self) -> Path:
-        work = self.root / f"c{uuid.uuid4().hex[:10]}"
-        work.mkdir()
-        return work
-
     def trace(self, story: str, phase: str) -> list[str]:
         """The AWS calls of one fault-free run of `phase`, in order."""
         work = self.workdir()
@@ -179,7 +187,7 @@ class Lab:
         for phase, offset in _recovery(cell):
             assert self.run(self.spec(work, cell.story, phase, offset_ms=offset)) == 0
         allowance = 1 if in_flight(cell.op) and cell.mode != "kill_after" else 0
-        return verdict(self.stores, self.aws, work, STORIES[cell.story], allowance)
+        return verdict(self.stores(work), self.storage(work), work, STORIES[cell.story], allowance)
 
     def _prepare(self, work: Path, story: str, phase: str) -> None:
         if phase in ("resume", "sweep"):

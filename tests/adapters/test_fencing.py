@@ -1,0 +1,221 @@
+"""The fencing rule, turn admission and the journal, store by store.
+
+A write fenced by a claim lands only while that claim (lease token and claim count) is
+on the pointer; by a turn, only while the chat's running-turn token is. A lost fence is
+`LeaseLost` and nothing of the transaction is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interlock import errors
+from interlock.pause import OpenedRequest, persist_pause
+from interlock.ports import Stores
+from interlock.records import ChatMeta, RequestState, Subject
+from interlock.timing import ManualClock
+
+CHAT = "c-fence"
+SITE = Subject("site", "data.example.org")
+
+
+def _opened(stores: Stores, clock: ManualClock) -> OpenedRequest:
+    return persist_pause(
+        stores,
+        chat_id=CHAT,
+        user_id="alice",
+        interrupt_id="v1:tool_call:t1:a",
+        kind="approval",
+        card={"card_id": "card-1", "type": "download", "sites": [SITE.name]},
+        snapshot={"messages": []},
+        turn_seq=1,
+        now_ms=clock.now_ms(),
+    )
+
+
+def _claimed(stores: Stores, clock: ManualClock, worker: str = "w1") -> Any:
+    opened = _opened(stores, clock)
+    return stores.requests.claim(
+        opened.request,
+        opened.secret,
+        worker,
+        clock.now_ms(),
+        answer=("approved", '{"decision":"approve"}'),
+    ), opened
+
+
+def _taken_over(stores: Stores, clock: ManualClock, opened: OpenedRequest) -> Any:
+    clock.advance(ms=stores.policy.lease_ms + 1)
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None
+    return stores.requests.claim(
+        current, opened.secret, "w2", clock.now_ms(), answer=("rejected", "{}")
+    )
+
+
+def test_the_first_claim_records_the_answer_and_a_takeover_keeps_it(
+    stores: Stores, clock: ManualClock
+) -> None:
+    first, opened = _claimed(stores, clock)
+    assert (first.decision, first.response) == ("approved", '{"decision":"approve"}')
+
+    second = _taken_over(stores, clock, opened)
+
+    assert (second.decision, second.response) == ("approved", '{"decision":"approve"}')
+    assert (second.claim_count, second.worker) == (2, "w2")
+    assert second.fence != first.fence
+
+
+def test_an_old_claim_can_write_nothing(stores: Stores, clock: ManualClock) -> None:
+    old, opened = _claimed(stores, clock)
+    new = _taken_over(stores, clock, opened)
+
+    with pytest.raises(errors.LeaseLost):
+        stores.outbox.put_once(f"{CHAT}#t9", {"to": "x"}, clock.now_ms(), fence=old.fence)
+    with pytest.raises(errors.LeaseLost):
+        stores.approvals.grant(CHAT, "alice", [SITE], "card-1", clock.now_ms(), fence=old.fence)
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.record_step(old.fence, '{"k":"model","events":[]}')
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.release(old, clock.now_ms(), reset=True)
+    with pytest.raises(errors.LeaseLost):
+        stores.requests.end_claimed(old, "gone")
+
+    assert stores.outbox.get(f"{CHAT}#t9") is None
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+    assert stores.requests.get(CHAT, clock.now_ms()) == new
+
+
+def test_the_holder_writes_and_an_effect_marks_the_request_acted(
+    stores: Stores, clock: ManualClock
+) -> None:
+    claim, _ = _claimed(stores, clock)
+
+    stores.requests.record_step(claim.fence, '{"k":"tool","id":"t1","result":{}}')
+    assert stores.outbox.put_once(f"{CHAT}#t2", {"to": "x"}, clock.now_ms(), fence=claim.fence)
+    assert not stores.outbox.put_once(f"{CHAT}#t2", {"to": "y"}, clock.now_ms(), fence=claim.fence)
+    stores.approvals.grant(CHAT, "alice", [SITE], "card-1", clock.now_ms(), fence=claim.fence)
+
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None
+    assert current.journal == ('{"k":"tool","id":"t1","result":{}}',)
+    assert current.acted and current.fence == claim.fence
+    assert stores.outbox.get(f"{CHAT}#t2") == {"to": "x"}
+    assert stores.approvals.withdraw_card(CHAT, "alice", "card-1", fence=claim.fence) == 1
+
+
+def test_a_release_resets_only_what_was_not_acted_on(stores: Stores, clock: ManualClock) -> None:
+    claim, opened = _claimed(stores, clock)
+    stores.approvals.grant(CHAT, "alice", [SITE], "card-1", clock.now_ms(), fence=claim.fence)
+    grants = stores.approvals.withdraw_entries(CHAT, "alice", "card-1")
+
+    # Nothing recorded yet: pending again, uncounted, the answer forgotten, grants gone
+    reset = stores.requests.release(claim, clock.now_ms(), reset=True, also=grants)
+    assert (reset.state, reset.claim_count) == (RequestState.PENDING, 0)
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None and (current.decision, current.response) == (None, None)
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+
+    # A step recorded: the answer stands, only the lease is given back
+    again = stores.requests.claim(current, opened.secret, "w3", clock.now_ms(), ("approved", "{}"))
+    stores.requests.record_step(again.fence, '{"k":"model","events":[]}')
+    kept = stores.requests.release(again, clock.now_ms(), reset=True)
+    assert (kept.state, kept.decision, kept.claim_count) == (RequestState.CLAIMED, "approved", 0)
+    assert kept.lease_lapsed(clock.now_ms()) and kept.fence != again.fence
+
+
+def test_a_request_acted_on_cannot_be_cancelled(stores: Stores, clock: ManualClock) -> None:
+    claim, _ = _claimed(stores, clock)
+    stores.outbox.put_once(f"{CHAT}#t2", {"to": "x"}, clock.now_ms(), fence=claim.fence)
+    clock.advance(ms=stores.policy.lease_ms + 1)
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None
+
+    with pytest.raises(errors.InterlockError):
+        stores.requests.cancel(current, "changed my mind", clock.now_ms())
+    assert stores.requests.get(CHAT, clock.now_ms()).state is RequestState.CLAIMED  # type: ignore[union-attr]
+
+
+def test_admission_lets_one_turn_run_and_saves_its_prompt(
+    stores: Stores, clock: ManualClock
+) -> None:
+    seen = stores.chats.meta("c-turn")
+    fence, seq = stores.turns.admit(
+        seen, "alice", {"role": "user", "text": "hi"}, clock.now_ms(), 60_000
+    )
+    assert seq == 1
+
+    # A second turn read the same chat: it is refused, whoever sends it
+    with pytest.raises(errors.TurnRunning):
+        stores.turns.admit(seen, "alice", {"role": "user", "text": "again"}, clock.now_ms(), 60_000)
+    with pytest.raises(errors.Forbidden):
+        stores.turns.admit(
+            stores.chats.meta("c-turn"),
+            "bob",
+            {"role": "user", "text": "mine"},
+            clock.now_ms(),
+            60_000,
+        )
+
+    # The turn's answer releases the chat, in the same write
+    assert (
+        stores.turns.complete(fence, seq, {"role": "assistant", "text": "hello"}, clock.now_ms())
+        == 2
+    )
+    meta = stores.chats.meta("c-turn")
+    assert (meta.owner, meta.last_turn, meta.run_token) == ("alice", 2, None)
+    assert [t["text"] for t in stores.chats.turns("c-turn")] == ["hi", "hello"]
+    with pytest.raises(errors.LeaseLost):
+        stores.turns.complete(fence, seq, {"role": "assistant", "text": "twice"}, clock.now_ms())
+
+
+def test_a_dead_turns_lease_lapses_and_the_next_turn_takes_the_chat(
+    stores: Stores, clock: ManualClock
+) -> None:
+    dead, _ = stores.turns.admit(
+        ChatMeta("c-dead"), "alice", {"role": "user", "text": "a"}, clock.now_ms(), 1_000
+    )
+    clock.advance(ms=1_001)
+
+    fence, seq = stores.turns.admit(
+        stores.chats.meta("c-dead"), "alice", {"role": "user", "text": "b"}, clock.now_ms(), 1_000
+    )
+
+    assert seq == 2
+    with pytest.raises(errors.LeaseLost):
+        stores.turns.complete(dead, 1, {"role": "assistant", "text": "late"}, clock.now_ms())
+    stores.turns.abandon(dead)  # a no-op: the chat is the new turn's
+    assert stores.chats.meta("c-dead").run_token == fence.run_token
+
+
+def test_admission_refuses_a_chat_with_an_open_request(stores: Stores, clock: ManualClock) -> None:
+    _opened(stores, clock)
+
+    with pytest.raises(errors.ChatBusy):
+        stores.turns.admit(
+            stores.chats.meta(CHAT), "alice", {"role": "user", "text": "x"}, clock.now_ms(), 1_000
+        )
+    assert stores.chats.turns(CHAT) == []
+
+
+def test_finish_commits_the_answer_and_its_turn_together(
+    stores: Stores, clock: ManualClock
+) -> None:
+    claim, _ = _claimed(stores, clock)
+    turn = {"role": "assistant", "text": "done"}
+
+    # The transcript moved on since the card: nothing of the finish is written
+    stores.chats.append_turn(CHAT, {"role": "user", "text": "one"}, clock.now_ms())
+    stores.chats.append_turn(CHAT, {"role": "user", "text": "two"}, clock.now_ms())
+    with pytest.raises(errors.StoreError):
+        stores.requests.finish(
+            claim,
+            answer_key="k",
+            decision="approved",
+            now_ms=clock.now_ms(),
+            also=stores.turns.answer_entries(CHAT, claim.turn_seq, turn, clock.now_ms()),
+        )
+    assert stores.requests.get(CHAT, clock.now_ms()).state is RequestState.CLAIMED  # type: ignore[union-attr]
+    assert [t["text"] for t in stores.chats.turns(CHAT)] == ["one", "two"]
