@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from strands.types.interrupt import InterruptResponseContent
 
@@ -44,6 +44,7 @@ from interlock.turns import request_context, settle
 logger = logging.getLogger(__name__)
 
 Status = Literal["resolved", "cancelled"]
+Caused = TypeVar("Caused", bound=errors.InterlockError)
 
 
 def resume_turn(
@@ -107,7 +108,7 @@ def resume_turn(
                 args_hash=args_hash(record.card),
                 waited_ms=waited_ms,
                 worker=rt.worker_id,
-                takeover=bool(claim.journal) or record.state.value == "claimed",
+                takeover=record.state is RequestState.CLAIMED,
             )
             result = continue_claimed(rt, caller, claim, decision, response)
             return replace(result, waited_ms=waited_ms)
@@ -179,6 +180,12 @@ def continue_claimed(
         lost = _cause(failure, errors.LeaseLost)
         if lost is not None:
             raise lost from failure  # someone else holds it now: touch nothing
+        outgrown = _cause(failure, errors.TooLarge)
+        if outgrown is not None:
+            # Every retry would fail at the same step: settle it rather than loop.
+            reason = f"the run could not be recorded: {outgrown}"
+            _end_unusable(rt, caller, claim, decision, reason, event="journal_full")
+            raise errors.RequestExpired(reason) from failure
         _released(rt, caller, claim, decision, failure)
         raise errors.RunFailed(
             "the run failed after it was answered; the request can be answered again"
@@ -254,9 +261,15 @@ def _released(
 
 
 def _end_unusable(
-    rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision, reason: str
+    rt: Runtime,
+    caller: Caller,
+    claim: PendingRequest,
+    decision: Decision,
+    reason: str,
+    event: str = "snapshot_unusable",
 ) -> None:
-    """Settle a request whose paused run can never be restored: expired, with why."""
+    """Settle a request whose paused run can never be restored (or never recorded):
+    expired, with why."""
     try:
         if decision.approved:
             _apply_approval(rt, caller, claim, Decision("rejected"))
@@ -264,10 +277,10 @@ def _end_unusable(
     except errors.InterlockError:
         return
     release_ask_slot(rt, ended)
-    audit(rt, caller, claim.chat_id, "snapshot_unusable", reason=reason)
+    audit(rt, caller, claim.chat_id, event, reason=reason)
 
 
-def _cause(failure: BaseException, kind: type[errors.LeaseLost]) -> errors.LeaseLost | None:
+def _cause(failure: BaseException, kind: type[Caused]) -> Caused | None:
     """`failure` or what caused it, if of `kind` (Strands wraps errors raised in hooks)."""
     seen: BaseException | None = failure
     while seen is not None:

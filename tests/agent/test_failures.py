@@ -250,3 +250,23 @@ def test_a_failure_after_an_effect_keeps_the_answer_and_a_takeover_finishes_it(
     assert finished is not None and finished.state is RequestState.DONE
     assert stores.outbox.get(key) is not None
     assert stores.outbox.put_once(key, {}, clock.now_ms()) is False, "one record under the key"
+
+
+def test_a_run_that_outgrows_its_journal_is_settled_not_retried_forever(
+    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import interlock.runtime.journal as journal
+
+    # Given a journal too small for even one step
+    interrupt_id, secret = _pause(rt, alice, "please download the table")
+    monkeypatch.setattr(journal, "MAX_ENTRY_BYTES", 100)
+
+    # When the person approves
+    with pytest.raises(errors.RequestExpired, match="could not be recorded"):
+        _answer(rt, alice, interrupt_id, secret)
+
+    # Then the request is settled with the reason, and nothing stays granted
+    ended = stores.requests.get(CHAT, clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+    assert "could not be recorded" in (ended.ended_reason or "")
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []

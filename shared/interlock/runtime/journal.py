@@ -30,8 +30,10 @@ T = TypeVar("T", bound=BaseModel)
 
 MODEL: Final = "model"
 TOOL: Final = "tool"
-MAX_ENTRY_BYTES: Final = 64 * 1024
-MAX_JOURNAL_BYTES: Final = 192 * 1024  # the pointer item, journal included, stays < 300 KB
+# The pointer's own budget is 300 KB (`StorePolicy.max_item_bytes`); with the journal it
+# stays under DynamoDB's 400 KB item limit. A run that outgrows it is settled, not looped.
+MAX_ENTRY_BYTES: Final = 32 * 1024
+MAX_JOURNAL_BYTES: Final = 96 * 1024
 
 
 class Journal:
