@@ -178,7 +178,13 @@ def _chained(
     snapshot: dict[str, Any],
     now: int,
 ) -> Offer:
-    """A second interrupt in a resumed run replaces the claimed request in place."""
+    """A second interrupt in a resumed run replaces the claimed request in place.
+
+    A pause that can never be saved (too large) finishes the claim with an ordinary
+    message instead of leaving it claimed for the next click to re-run against; a store
+    failure is left to the resume's release, so the next answer continues the journal
+    and asks again, repeating nothing.
+    """
     stores = rt.stores
     try:
         stored = stores.blobs.put_snapshot(
@@ -197,9 +203,7 @@ def _chained(
             owner_roles=claim.owner_roles,
         )
         stores.requests.chain(claim, successor)
-    except (errors.TooLarge, errors.StoreError) as exc:
-        # The claim is finished with an ordinary message instead of being left
-        # claimed for the next click to re-run the agent against.
+    except errors.TooLarge as exc:
         audit(rt, caller, claim.chat_id, "pause_failed", reason=exc.code)
         raise PauseRefused(PAUSE_FAILED) from exc
     return Offer(successor, secret)
