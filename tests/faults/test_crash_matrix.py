@@ -34,7 +34,7 @@ import pytest
 
 from interlock import keys
 from interlock.adapters.factory import Stores, build_stores
-from interlock.adapters.schema import create_storage
+from interlock.adapters.schema import SWEEP_SHARDS, create_storage
 from interlock.records import RequestState
 from interlock.timing import StorePolicy, SystemClock
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
@@ -129,8 +129,15 @@ class Lab:
         self.root = root
 
     def workdir(self) -> Path:
-        """A cell's own directory (its name is the chat's) with its own table and bucket."""
-        work = self.root / f"c{uuid.uuid4().hex[:10]}"
+        """A cell's own directory (its name is the chat's) with its own table and bucket.
+
+        The chat always lands in the first shard of the expiry index, so a sweep makes
+        the same calls in the same order in every cell as in the trace.
+        """
+        name = f"c{uuid.uuid4().hex[:10]}"
+        while keys.sweep_shard(name, SWEEP_SHARDS) != "OPEN#0":
+            name = f"c{uuid.uuid4().hex[:10]}"
+        work = self.root / name
         work.mkdir()
         create_storage(self.aws["dynamodb"], self.aws["s3"], f"t-{work.name}", f"b-{work.name}")
         return work
