@@ -46,6 +46,7 @@ class RequestContext:
         fetch: The HTTP transport for `fetch_url`.
         now_ms: The clock.
         audit: Records an audit event from inside the agent (e.g. an auto-approval).
+        scrubbed: Tool calls whose URLs lost a query string or fragment on the way in.
     """
 
     user_id: str
@@ -61,6 +62,7 @@ class RequestContext:
     fetch: FetchPort | None = None
     now_ms: Callable[[], int] | None = None
     audit: Callable[[str, dict[str, Any]], None] | None = None
+    scrubbed: set[str] = field(default_factory=set)
 
     def is_approved(self, subject: Subject) -> bool:
         return subject in self.approved

@@ -23,6 +23,7 @@ from interlock.runtime.hooks import (
 )
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook
 from interlock.runtime.model import ScriptedModel
+from interlock.runtime.scrub import UrlScrubbedModel
 from interlock.runtime.scenarios import DEMO_SCENARIOS
 from interlock.runtime.tools import ask_user, fetch_url, request_approval, request_info, send_report
 
@@ -131,6 +132,8 @@ def build_agent(
     # Order matters: the batch rule cancels siblings before the gate would ask, and the
     # journal replays a body only once both have decided the same way they did before.
     hooks: list[Any] = [ApprovalAlone(), gate_for(config), limit, meter]
+    # Query strings and fragments leave every tool call before anything records it.
+    model = UrlScrubbedModel(model)
     if journal is not None:
         model = JournaledModel(model, journal)
         hooks.append(JournalHook(journal))

@@ -128,6 +128,12 @@ class JournaledModel(Model):
         self.inner = inner
         self._journal = journal
 
+    def __getattr__(self, name: str) -> Any:
+        # Anything else (a provider's own counters or settings) is the wrapped model's.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     def update_config(self, **model_config: Any) -> None:
         self.inner.update_config(**model_config)
 

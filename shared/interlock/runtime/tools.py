@@ -31,6 +31,7 @@ from interlock.questions import (
     question_card,
 )
 from interlock.records import Subject
+from interlock.runtime.scrub import SCRUBBED_NOTE
 
 APPROVAL_INTERRUPT: Final = "interlock.approval"
 MAX_FETCHED_CHARS: Final = 4000
@@ -113,14 +114,16 @@ def request_approval(
     return (_ok if decision.approved else _error)(outcome_text(card, decision))
 
 
-@tool
-def fetch_url(url: str) -> dict[str, Any]:
+@tool(context=True)
+def fetch_url(url: str, tool_context: ToolContext | None = None) -> dict[str, Any]:
     """Download a web page or file. Only sites approved for this chat can be reached.
 
     Args:
         url: The http(s) URL to fetch.
     """
+    assert tool_context is not None
     context = current_request()
+    note = SCRUBBED_NOTE + " " if tool_context.tool_use["toolUseId"] in context.scrubbed else ""
     try:
         safe = safe_url(url)
     except InvalidInput as exc:
@@ -134,7 +137,7 @@ def fetch_url(url: str) -> dict[str, Any]:
         )
     if context.fetch is None:
         return _error("Downloads are not available in this run.")
-    return _ok(context.fetch(safe.url)[:MAX_FETCHED_CHARS])
+    return _ok(note + context.fetch(safe.url)[:MAX_FETCHED_CHARS])
 
 
 @tool(context=True)

@@ -1,0 +1,84 @@
+"""Query strings never enter a run: a URL the model writes with `?token=...` reaches no
+event, snapshot, journal, stored answer, saved turn or record, and the model is told."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from interlock.api.agui import encode, run_events
+from interlock.ports import Stores
+from interlock.resume import resume_turn
+from interlock.runtime.scrub import SCRUBBED_NOTE, scrub
+from interlock.timing import ManualClock
+from interlock.turns import Caller, Runtime, TurnLimits, run_turn
+from tests.agent.support import Models, Transport, scenario
+
+TOKEN = "tok-7f3a9c"
+LEAKY = f"https://data.example.org/table.csv?token={TOKEN}#part-2"
+
+
+def test_scrub_removes_query_and_fragment_from_every_url_in_a_value() -> None:
+    value = {"url": LEAKY, "urls": [LEAKY, "https://a.example.org/x"], "n": 3, "text": "?x"}
+
+    cleaned, changed = scrub(value)
+
+    assert changed
+    assert cleaned == {
+        "url": "https://data.example.org/table.csv",
+        "urls": ["https://data.example.org/table.csv", "https://a.example.org/x"],
+        "n": 3,
+        "text": "?x",
+    }
+    assert scrub({"url": "https://a.example.org/x"}) == ({"url": "https://a.example.org/x"}, False)
+
+
+def _everything_stored(aws: dict[str, Any]) -> str:
+    """Every item and every object, as text."""
+    items = aws["dynamodb"].scan(TableName=aws["table"])["Items"]
+    objects = aws["s3"].list_objects_v2(Bucket=aws["bucket"]).get("Contents", [])
+    bodies = [
+        gzip.decompress(aws["s3"].get_object(Bucket=aws["bucket"], Key=o["Key"])["Body"].read())
+        for o in objects
+    ]
+    return json.dumps(items) + "".join(body.decode() for body in bodies)
+
+
+def test_a_url_with_a_token_is_scrubbed_before_anything_sees_it(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    # Given a model that asks for approval of, then fetches, a URL carrying a token
+    script = scenario(
+        [{"tool": "request_approval", "input": {"reason": "needed", "urls": [LEAKY]}}],
+        [{"tool": "fetch_url", "input": {"url": LEAKY}}],
+        lambda results: [{"text": "Read: " + results[0][:200]}],
+    )
+    transport = Transport()
+    rt = Runtime(
+        stores, Models([script]), clock=clock, fetch=transport, limits=TurnLimits(heartbeat_s=60)
+    )
+    alice = Caller("alice")
+
+    # When the run pauses for approval, and resumes approved
+    paused = run_turn(rt, alice, "c-scrub", "go")
+    assert paused.offer is not None
+    done = resume_turn(
+        rt,
+        alice,
+        "c-scrub",
+        interrupt_id=paused.offer.request.interrupt_id,
+        secret=paused.offer.secret,
+        status="resolved",
+        payload={"decision": "approve"},
+    )
+
+    # Then the token reached no event, record, object, nor the transport
+    streamed = encode(run_events("c-scrub", "r1", paused)) + encode(
+        run_events("c-scrub", "r2", done)
+    )
+    assert TOKEN not in streamed and "part-2" not in streamed
+    assert TOKEN not in _everything_stored(aws)
+    assert transport.urls == ["https://data.example.org/table.csv"]
+    # And the model was told what was removed
+    assert SCRUBBED_NOTE in (done.text or "")
