@@ -14,6 +14,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
+from interlock.api.bodies import query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import request_view
 from interlock.api.wiring import config, stores
@@ -32,8 +33,7 @@ def _caller() -> Caller:
 
 
 def _after() -> int:
-    raw = app.current_event.get_query_string_value("after", "0") or "0"
-    return int(raw) if raw.isdigit() else 0
+    return query_number(app.current_event.get_query_string_value("after", None), "after")
 
 
 def get_request(chat_id: str) -> Response[str]:

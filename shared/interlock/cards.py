@@ -190,18 +190,22 @@ def args_hash(card: Mapping[str, Any]) -> str:
 
 
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A parameter summary safe to show and store: sensitive keys masked, long text cut."""
-    summary: dict[str, Any] = {}
-    for key, value in params.items():
-        if _SENSITIVE.search(str(key)):
-            summary[key] = REDACTED
-        elif isinstance(value, Mapping):
-            summary[key] = redact(value)
-        elif isinstance(value, str) and len(value) > 200:
-            summary[key] = value[:200] + "…"
-        else:
-            summary[key] = value
-    return summary
+    """A parameter summary safe to show and store: sensitive keys masked at any depth
+    (inside lists too), long text cut."""
+    return {
+        key: REDACTED if _SENSITIVE.search(str(key)) else _summary_of(value)
+        for key, value in params.items()
+    }
+
+
+def _summary_of(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return redact(value)
+    if isinstance(value, list | tuple):
+        return [_summary_of(item) for item in value]
+    if isinstance(value, str) and len(value) > 200:
+        return value[:200] + "…"
+    return value
 
 
 def _edited_packages(response: Mapping[str, Any], card: Mapping[str, Any]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from interlock.errors import InvalidInput
 
@@ -39,6 +39,9 @@ _NUMERIC_LABEL: Final = re.compile(r"(0x[0-9a-f]*|[0-9]+)")
 PACKAGE_PATTERN: Final = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$"
 _PACKAGE: Final = re.compile(PACKAGE_PATTERN)
 _MAX_URL: Final = 2048
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+# What may stand unescaped in a path; anything else (a space, say) is percent-encoded.
+_PATH_SAFE: Final = "/%:@!$&'()*+,;=-._~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,8 @@ def safe_url(raw: str) -> SafeUrl:
     """
     if not isinstance(raw, str) or not raw.strip() or len(raw) > _MAX_URL:
         raise InvalidInput("a URL must be a non-empty string of at most 2048 characters")
+    if _CONTROL.search(raw):
+        raise InvalidInput("URLs with control characters cannot be requested")
     try:
         parts = urlsplit(raw.strip())
         port = parts.port
@@ -70,7 +75,8 @@ def safe_url(raw: str) -> SafeUrl:
         raise InvalidInput(f"URL has no usable host name: {raw!r}")
     host = safe_host(parts.hostname)
     netloc = host if port is None else f"{host}:{port}"
-    return SafeUrl(urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", "", "")), host)
+    path = quote(parts.path or "/", safe=_PATH_SAFE)
+    return SafeUrl(urlunsplit((parts.scheme.lower(), netloc, path, "", "")), host)
 
 
 def safe_host(raw: str) -> str:

@@ -312,7 +312,8 @@ def _owner_roles(caller: Caller, record: PendingRequest) -> frozenset[str]:
 
 
 def _check_roles(rt: Runtime, roles: frozenset[str], record: PendingRequest, now: int) -> None:
-    lost = lost_tools(roles, record.card.get("batch_tools", []))
+    then = frozenset(record.owner_roles)
+    lost = lost_tools(roles, record.card.get("batch_tools", []), then)
     if lost:
         expire_and_release(rt, record, f"the user may no longer use {', '.join(lost)}", now)
         raise errors.RequestExpired("your roles changed since this was asked")

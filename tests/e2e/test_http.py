@@ -391,7 +391,20 @@ def bad_requests(chat: str, interrupt: Interrupt) -> list[Bad]:
     other = ResumeEntry(interrupt_id="v1:other", status="resolved", payload=APPROVE)
     bad_body, invalid = (400, "bad_request"), (422, "invalid_payload")
     forbidden, unauthorized = (403, "forbidden"), (401, "unauthorized")
+    head = f'{{"threadId":"{chat}","runId":"r","messages":[],'
+    deep = head + '"x":' + "[" * 1000 + "]" * 1000 + "}"
+    huge_int = head + '"n":' + "9" * 5000 + "}"
+    control = run_body(chat, "r\u0007\n", DOWNLOAD)
     return [
+        Bad("run: nested 1000 deep", bad_body, "POST", run, deep),
+        Bad("resume: nested 1000 deep", bad_body, "POST", resume, deep),
+        Bad("run: a 5000-digit integer", bad_body, "POST", run, huge_int),
+        Bad("resume: a 5000-digit integer", bad_body, "POST", resume, huge_int),
+        Bad("run: NaN", bad_body, "POST", run, huge_int.replace("9" * 5000, "NaN")),
+        Bad("run: over the size cap", (413, "too_large"), "POST", run, " " * 300_000 + good_run),
+        Bad("run: control characters in runId", invalid, "POST", run, control),
+        Bad("events: a Unicode digit", invalid, "GET", f"/chats/{chat}/events?after=%C2%B2"),
+        Bad("turns: a negative number", invalid, "GET", f"/chats/{chat}/turns?after=-1"),
         Bad("run: not JSON", bad_body, "POST", run, "{not json"),
         Bad("resume: not JSON", bad_body, "POST", resume, "approve"),
         Bad("run: JSON array", bad_body, "POST", run, "[]"),

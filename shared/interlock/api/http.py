@@ -57,7 +57,10 @@ def _groups(raw: Any) -> frozenset[str]:
 
 
 def json_response(body: Any, status: int = 200) -> Response[str]:
-    return Response(status, JSON, json.dumps(body, separators=(",", ":")))
+    """A JSON response. Never cached: every body is one user's, some carry a secret."""
+    return Response(
+        status, JSON, json.dumps(body, separators=(",", ":")), headers={"Cache-Control": "no-store"}
+    )
 
 
 def sse_response(body: str) -> Response[str]:

@@ -6,7 +6,6 @@ into a stable 4xx; nothing is written before a body has been fully validated.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,6 +13,7 @@ from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 
 from interlock import keys
+from interlock.api.bodies import bounded_json
 from interlock.api.errors import BadRequest, IncompleteResume
 from interlock.errors import InvalidInput
 
@@ -48,7 +48,7 @@ def parse_run(body: str | None) -> RunRequest:
         raise InvalidInput("this input carries resume entries: send it to /resume")
     return RunRequest(
         chat_id=keys.checked_id(run_input.thread_id, "threadId"),
-        run_id=run_input.run_id,
+        run_id=keys.checked_id(run_input.run_id, "runId"),
         prompt=_prompt(run_input),
         input=run_input,
     )
@@ -71,8 +71,8 @@ def parse_resume(body: str | None) -> ResumeRequest:
     payload = entry.payload
     return ResumeRequest(
         chat_id=keys.checked_id(run_input.thread_id, "threadId"),
-        run_id=run_input.run_id,
-        interrupt_id=entry.interrupt_id,
+        run_id=keys.checked_id(run_input.run_id, "runId"),
+        interrupt_id=_interrupt_id(entry.interrupt_id),
         status=entry.status,
         payload=payload,
         secret=secret,
@@ -80,11 +80,15 @@ def parse_resume(body: str | None) -> ResumeRequest:
     )
 
 
+def _interrupt_id(value: str) -> str:
+    # Echoed back in errors and events: printable ASCII of a bounded length only.
+    if not (0 < len(value) <= 256 and value.isascii() and value.isprintable()):
+        raise InvalidInput("interruptId must be 1-256 printable ASCII characters")
+    return value
+
+
 def _run_input(body: str | None) -> RunAgentInput:
-    try:
-        data = json.loads(body or "")
-    except json.JSONDecodeError:
-        raise BadRequest("the body must be JSON") from None
+    data = bounded_json(body)
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")
     try:

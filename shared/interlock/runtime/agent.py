@@ -20,6 +20,7 @@ from interlock.runtime.hooks import (
     ApprovalAlone,
     ModelCallLimit,
     RunMeter,
+    UnavailableTools,
 )
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook
 from interlock.runtime.model import ScriptedModel
@@ -57,10 +58,17 @@ def gate_for(config: InterlockConfig) -> AdmissionGate:
     return AdmissionGate(rules, config.sample_rate)
 
 
-def lost_tools(roles: frozenset[str], batch: Sequence[str]) -> list[str]:
-    """Tools of a paused batch the user may no longer use."""
+def lost_tools(
+    roles: frozenset[str], batch: Sequence[str], roles_then: frozenset[str] | None = None
+) -> list[str]:
+    """Tools of a paused batch the user could use when it paused and may not use now.
+
+    A tool the user never had was refused before any card was offered (it was never in
+    their agent), so losing it is not a reason to expire the request.
+    """
     permitted = set(allowed_tools(roles))
-    return sorted(name for name in batch if name in TOOLS and name not in permitted)
+    had = set(allowed_tools(roles_then)) if roles_then is not None else set(TOOLS)
+    return sorted(name for name in batch if name in had and name not in permitted)
 
 
 @dataclass(frozen=True)
@@ -129,9 +137,10 @@ def build_agent(
     names = allowed_tools(roles, config.tools)
     limit = ModelCallLimit(max_model_calls)
     meter = RunMeter()
-    # Order matters: the batch rule cancels siblings before the gate would ask, and the
-    # journal replays a body only once both have decided the same way they did before.
-    hooks: list[Any] = [ApprovalAlone(), gate_for(config), limit, meter]
+    # Order matters: a tool the caller may not use is refused before anything could ask
+    # about it, the batch rule cancels siblings before the gate would ask, and the journal
+    # replays a body only once all of them decided the same way they did before.
+    hooks: list[Any] = [UnavailableTools(), ApprovalAlone(), gate_for(config), limit, meter]
     # Query strings and fragments leave every tool call before anything records it.
     model = UrlScrubbedModel(model)
     if journal is not None:

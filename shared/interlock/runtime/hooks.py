@@ -70,6 +70,22 @@ def batch_of(messages: list[Any], tool_use_id: str) -> Mapping[str, Any]:
     return {}
 
 
+class UnavailableTools(HookProvider):
+    """Refuses, with a clear message and no card, a call to a tool this caller's agent
+    does not have (their roles do not allow it): nobody is asked about what they could
+    never be allowed to run."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._before_tool)
+
+    def _before_tool(self, event: BeforeToolCallEvent) -> None:
+        if event.selected_tool is None and not event.cancel_tool:
+            event.cancel_tool = (
+                f"Refused: {event.tool_use['name']} is not available to this user. "
+                "Continue without it and say so."
+            )
+
+
 class ApprovalAlone(HookProvider):
     """Cancels every call that shares a batch with an approval request."""
 
