@@ -36,6 +36,7 @@ from interlock.api.routes import FUNCTIONS, ROUTES, Route  # noqa: E402
 
 STAGE = "v1"
 SESSION_PATH = "/local/session"
+OPENAPI_PATH = "/openapi.json"
 TABLE = "interlock"
 BUCKET = "interlock-data"
 
@@ -95,6 +96,10 @@ class LocalApi:
         path = request.path.removeprefix(f"/{STAGE}") or "/"
         if path == SESSION_PATH:
             return self._session(request)
+        if path == OPENAPI_PATH and request.method == "GET":
+            from interlock.api.openapi import document
+
+            return _json(200, document())
         matches = [(r, m) for r, p in _ROUTES if (m := p.match(path))]
         if not matches:
             return self._static_file(path)

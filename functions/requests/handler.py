@@ -14,11 +14,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
+from interlock.api import schemas
 from interlock.api.bodies import query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import request_view
 from interlock.api.wiring import config, stores
 from interlock.caller import Caller
+from interlock.records import Approval
 from interlock.timing import SystemClock
 
 logger = Logger()
@@ -50,36 +52,36 @@ def cancel_request(chat_id: str) -> Response[str]:
 
 
 def list_turns(chat_id: str) -> Response[str]:
-    return json_response({"turns": inbox.turns(stores(), _caller(), chat_id, _after())})
+    turns = inbox.turns(stores(), _caller(), chat_id, _after())
+    return json_response(schemas.Turns.model_validate({"turns": turns}).wire())
 
 
 def list_approvals(chat_id: str) -> Response[str]:
     found = inbox.approvals(stores(), _caller(), chat_id, clock.now_ms())
-    return json_response(
-        {
-            key: [
-                {
-                    "kind": a.subject.kind,
-                    "name": a.subject.name,
-                    "cardId": a.card_id,
-                    "grantedAt": a.granted_at,
-                    "grantedBy": a.granted_by,
-                }
-                for a in rows
-            ]
-            for key, rows in found.items()
-        }
+    views = {key: [_approval(a) for a in rows] for key, rows in found.items()}
+    return json_response(schemas.Approvals.model_validate(views).wire())
+
+
+def _approval(approval: Approval) -> schemas.ApprovalView:
+    return schemas.ApprovalView(
+        kind=approval.subject.kind,
+        name=approval.subject.name,
+        cardId=approval.card_id,
+        grantedAt=approval.granted_at,
+        grantedBy=approval.granted_by,
     )
 
 
 def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
     inbox.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms(), config().version)
-    return json_response({"revoked": {"kind": kind, "name": name}})
+    revoked = schemas.Revoked.model_validate({"revoked": {"kind": kind, "name": name}})
+    return json_response(revoked.wire())
 
 
 def list_events(chat_id: str) -> Response[str]:
     events = inbox.trail(stores(), _caller(), chat_id, _after(), limit=200)
-    return json_response({"events": [asdict(e) for e in events]})
+    body = schemas.Events.model_validate({"events": [asdict(e) for e in events]})
+    return json_response(body.wire())
 
 
 bind(

@@ -14,7 +14,8 @@ from interlock.errors import InvalidInput
 
 SubjectKind = Literal["site", "package"]
 
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}")
+ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
+_ID = re.compile(ID_PATTERN)
 REQUEST_SK: Final = "REQUEST"
 META_SK: Final = "META"
 OUTBOX_SK: Final = "OUTBOX"

@@ -6,6 +6,7 @@ import logging
 from typing import Any, Final
 
 from interlock import errors
+from interlock.api.schemas import ErrorBody, ErrorDetail
 
 logger = logging.getLogger(__name__)
 
@@ -62,12 +63,7 @@ class NotFound(errors.InterlockError):
 def error_body(exc: Exception) -> tuple[int, dict[str, Any]]:
     """Status and JSON body for `exc`; unexpected errors become an opaque 500."""
     if isinstance(exc, errors.InterlockError):
-        code = exc.code
-        message = str(exc)
-        body: dict[str, Any] = {"code": code, "message": message}
-        holder = getattr(exc, "holder", None)
-        if holder:
-            body["holder"] = holder
-        return STATUS.get(code, 500), {"error": body}
+        detail = ErrorDetail(code=exc.code, message=str(exc), holder=getattr(exc, "holder", None))
+        return STATUS.get(exc.code, 500), ErrorBody(error=detail).wire()
     logger.exception("unexpected error")
-    return 500, {"error": {"code": "system_error", "message": "internal error"}}
+    return 500, ErrorBody(error=ErrorDetail(code="system_error", message="internal error")).wire()

@@ -6,11 +6,16 @@ import datetime
 from typing import Any
 
 from interlock.answers import response_schema
+from interlock.api.schemas import RequestView
 from interlock.records import PendingRequest
 
 
 def request_view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
     """The JSON shape of a chat's open (or last) request for the requests route."""
+    return RequestView.model_validate(_view(request, now_ms, secret)).wire()
+
+
+def _view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
     view: dict[str, Any] = {
         "interruptId": request.interrupt_id,
         "kind": request.kind,

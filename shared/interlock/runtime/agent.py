@@ -24,8 +24,8 @@ from interlock.runtime.hooks import (
 )
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook
 from interlock.runtime.model import ScriptedModel
-from interlock.runtime.scrub import UrlScrubbedModel
 from interlock.runtime.scenarios import DEMO_SCENARIOS
+from interlock.runtime.scrub import UrlScrubbedModel
 from interlock.runtime.tools import ask_user, fetch_url, request_approval, request_info, send_report
 
 SYSTEM_PROMPT: Final = (

@@ -1,0 +1,101 @@
+"""The JSON bodies the API answers with, as pydantic models.
+
+Handlers render every JSON response through these models, and `interlock.api.openapi`
+publishes their JSON Schemas, so the document and what is served cannot drift apart.
+Plain pydantic, no AG-UI models: the requests function imports them and stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    """Base of every response body: frozen, camelCase on the wire where it says so."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def wire(self) -> dict[str, Any]:
+        """The body as sent: unset optional fields left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class ErrorDetail(Body):
+    code: str = Field(description="Stable error code; see the README's table")
+    message: str
+    holder: str | None = Field(default=None, description="The worker holding a claim")
+
+
+class ErrorBody(Body):
+    """Every refusal: a stable code and a message."""
+
+    error: ErrorDetail
+
+
+class RequestView(Body):
+    """A chat's open (or last) request, as a card."""
+
+    interruptId: str
+    kind: Literal["approval", "question", "info"]
+    state: Literal["pending", "claimed", "done", "expired", "cancelled"]
+    card: dict[str, Any]
+    responseSchema: dict[str, Any]
+    expiresAt: str
+    toolCallId: str | None = None
+    secret: str | None = Field(default=None, description="Answers it; rotated on every read")
+    decision: str | None = None
+    answeredAt: str | None = None
+    answer: str | None = None
+    endedReason: str | None = None
+
+
+class Turn(BaseModel):
+    """One saved turn of the transcript."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    seq: int
+    at_ms: int
+    role: Literal["user", "assistant"]
+    text: str
+
+
+class Turns(Body):
+    turns: list[Turn]
+
+
+class ApprovalView(Body):
+    kind: Literal["site", "package"]
+    name: str
+    cardId: str | None = None
+    grantedAt: int
+    grantedBy: str
+
+
+class Approvals(Body):
+    approvals: list[ApprovalView]
+    preapproved: list[ApprovalView]
+
+
+class Subject(Body):
+    kind: Literal["site", "package"]
+    name: str
+
+
+class Revoked(Body):
+    revoked: Subject
+
+
+class AuditEvent(Body):
+    chat_id: str
+    seq: int
+    type: str
+    at_ms: int
+    actor: str
+    detail: dict[str, Any]
+
+
+class Events(Body):
+    events: list[AuditEvent]
