@@ -66,13 +66,40 @@ QUERY_PARAMETERS: Final = {
 }
 
 
+# One server-sent event: its data is one AG-UI event as JSON.
+SSE_EVENT: Final = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "type": "object",
+                "required": ["type"],
+                "properties": {"type": {"type": "string", "pattern": "^[A-Z_]+$"}},
+            },
+        },
+    },
+}
+
+
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document, as a JSON-ready dict."""
-    models = [RunAgentInput, schemas.ErrorBody, *{op.response for op in OPERATIONS.values() if op.response}]
+    models = [
+        RunAgentInput,
+        schemas.ErrorBody,
+        *{op.response for op in OPERATIONS.values() if op.response},
+    ]
     _, definitions = models_json_schema(
         [(model, "validation" if model is RunAgentInput else "serialization") for model in models],
         ref_template=REF,
     )
+    components = definitions.get("$defs", {})
+    # AG-UI allows any string; Interlock's threads and runs are keys, and says so.
+    for field_name in ("threadId", "runId"):
+        components["RunAgentInput"]["properties"][field_name]["pattern"] = ID_PATTERN
     paths: dict[str, Any] = {}
     for route in ROUTES:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route)
@@ -87,7 +114,7 @@ def document() -> dict[str, Any]:
         "security": [{"bearer": []}],
         "paths": paths,
         "components": {
-            "schemas": definitions.get("$defs", {}),
+            "schemas": components,
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -121,7 +148,9 @@ def _operation(route: Route) -> dict[str, Any]:
 
 def _parameters(route: Route, operation: Operation) -> list[dict[str, Any]]:
     names = [part[1:-1] for part in route.path.split("/") if part.startswith("{")]
-    path = [{"name": n, "in": "path", "required": True, "schema": PATH_PARAMETERS[n]} for n in names]
+    path = [
+        {"name": n, "in": "path", "required": True, "schema": PATH_PARAMETERS[n]} for n in names
+    ]
     query = [
         {"name": n, "in": "query", "required": False, "schema": QUERY_PARAMETERS[n]}
         for n in operation.query
@@ -132,8 +161,8 @@ def _parameters(route: Route, operation: Operation) -> list[dict[str, Any]]:
 def _success(operation: Operation) -> dict[str, Any]:
     if operation.response is None:
         return {
-            "description": "AG-UI events (server-sent events)",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "AG-UI events (server-sent events), each one JSON event",
+            "content": {"text/event-stream": {"schema": SSE_EVENT}},
         }
     return {
         "description": "OK",
