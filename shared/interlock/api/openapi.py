@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from ag_ui.core import RunAgentInput
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from interlock.api import schemas
 from interlock.api.bodies import MAX_QUERY_DIGITS
@@ -87,15 +87,11 @@ SSE_EVENT: Final = {
 
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document, as a JSON-ready dict."""
-    models = [
-        RunAgentInput,
-        schemas.ErrorBody,
-        *{op.response for op in OPERATIONS.values() if op.response},
-    ]
-    _, definitions = models_json_schema(
-        [(model, "validation" if model is RunAgentInput else "serialization") for model in models],
-        ref_template=REF,
-    )
+    responses: list[type[BaseModel]] = [schemas.ErrorBody]
+    responses += sorted({op.response for op in OPERATIONS.values() if op.response}, key=str)
+    modes: list[tuple[type[BaseModel], JsonSchemaMode]] = [(RunAgentInput, "validation")]
+    modes += [(model, "serialization") for model in responses]
+    _, definitions = models_json_schema(modes, ref_template=REF)
     components = definitions.get("$defs", {})
     # AG-UI allows any string; Interlock's threads and runs are keys, and says so.
     for field_name in ("threadId", "runId"):
