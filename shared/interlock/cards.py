@@ -64,7 +64,7 @@ def download_card(
     Validates what the model named, merges what was refused this turn and drops what
     is already approved. Raises `InvalidInput` for a URL or package breaking the rules.
     """
-    safe_urls = {u.url: u.host for u in (safe_url(raw) for raw in urls)}
+    safe_urls = {u.url: u.site for u in (safe_url(raw) for raw in urls)}
     sites = set(safe_urls.values()) | {s.name for s in refused if s.kind == "site"}
     names = {safe_package(p) for p in packages} | {s.name for s in refused if s.kind == "package"}
     sites = {h for h in sites if Subject("site", h) not in approved}
@@ -78,7 +78,7 @@ def download_card(
         "tool": "request_approval",
         "reason": _text(reason, "reason"),
         "sites": sorted(sites),
-        "urls": sorted(u for u, host in safe_urls.items() if host in sites),
+        "urls": sorted(u for u, site in safe_urls.items() if site in sites),
         "packages": sorted(names),
         # The call's parameters as shown to the person: the stripped URLs, never tokens.
         "summary": redact({"reason": reason, "urls": sorted(safe_urls), "packages": sorted(names)}),

@@ -44,12 +44,21 @@ _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _PATH_SAFE: Final = "/%:@!$&'()*+,;=-._~"
 
 
+DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
 @dataclass(frozen=True, slots=True)
 class SafeUrl:
-    """A URL that may be shown and requested: scheme, host, port and path only."""
+    """A URL that may be shown and requested: scheme, host, port and path only.
+
+    `site` is what an approval names: the host alone for HTTPS on its default port,
+    else `host:port` (plain HTTP is port 80), so approving a site never opens another
+    port or plain HTTP on the same host.
+    """
 
     url: str
     host: str
+    site: str
 
 
 def safe_url(raw: str) -> SafeUrl:
@@ -76,7 +85,21 @@ def safe_url(raw: str) -> SafeUrl:
     host = safe_host(parts.hostname)
     netloc = host if port is None else f"{host}:{port}"
     path = quote(parts.path or "/", safe=_PATH_SAFE)
-    return SafeUrl(urlunsplit((parts.scheme.lower(), netloc, path, "", "")), host)
+    scheme = parts.scheme.lower()
+    effective = port if port is not None else DEFAULT_PORTS[scheme]
+    site = host if (scheme, effective) == ("https", 443) else f"{host}:{effective}"
+    return SafeUrl(urlunsplit((scheme, netloc, path, "", "")), host, site)
+
+
+def safe_site(raw: str) -> str:
+    """A site as an approval names it: `host`, or `host:port`; else `InvalidInput`."""
+    host, colon, port = raw.strip().rpartition(":") if ":" in raw else (raw, "", "")
+    if not colon:
+        return safe_host(raw)
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise InvalidInput(f"not a valid site: {raw!r}")
+    site = f"{safe_host(host)}:{int(port)}"
+    return site.removesuffix(":443")
 
 
 def safe_host(raw: str) -> str:

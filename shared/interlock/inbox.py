@@ -11,7 +11,7 @@ from typing import Any
 
 from interlock import errors
 from interlock.caller import Caller
-from interlock.egress import safe_host, safe_package
+from interlock.egress import safe_package, safe_site
 from interlock.ports import Stores
 from interlock.records import Approval, AuditEvent, PendingRequest, Subject
 
@@ -122,7 +122,7 @@ def turns(stores: Stores, caller: Caller, chat_id: str, after: int) -> list[dict
 def subject_of(kind: str, name: str) -> Subject:
     """A validated subject from a route's `kind` and `name`."""
     if kind == "site":
-        return Subject("site", safe_host(name))
+        return Subject("site", safe_site(name))
     if kind == "package":
         return Subject("package", safe_package(name))
     raise errors.InvalidInput("kind must be 'site' or 'package'")

@@ -75,3 +75,34 @@ def test_package_names_are_validated_and_normalized() -> None:
     for bad in ("", "-x", "x y", "pandas; rm -rf /", "pkg==1.0", "../evil", "a" * 200):
         with pytest.raises(InvalidInput):
             safe_package(bad)
+
+
+@pytest.mark.parametrize(
+    ("raw", "site"),
+    [
+        ("https://example.com/x", "example.com"),
+        ("https://example.com:443/x", "example.com"),
+        ("https://example.com:22/", "example.com:22"),
+        ("http://example.com/a", "example.com:80"),
+        ("http://example.com:8080/a", "example.com:8080"),
+    ],
+)
+def test_an_approval_names_scheme_and_port_unless_they_are_the_default(raw: str, site: str) -> None:
+    assert safe_url(raw).site == site
+
+
+def test_url_paths_refuse_control_characters_and_encode_spaces() -> None:
+    assert safe_url("https://example.com/a b/c").url == "https://example.com/a%20b/c"
+    for raw in ("https://example.com/a\nb", "https://example.com/\x00", "https://example.com/\x7f"):
+        with pytest.raises(InvalidInput, match="control characters"):
+            safe_url(raw)
+
+
+def test_sites_are_checked_like_hosts_with_a_port() -> None:
+    from interlock.egress import safe_site
+
+    assert safe_site("Example.COM:8443") == "example.com:8443"
+    assert safe_site("example.com:443") == "example.com"
+    for raw in ("example.com:0", "example.com:99999", "example.com:²", "127.0.0.1:80", "x:80"):
+        with pytest.raises(InvalidInput):
+            safe_site(raw)

@@ -128,11 +128,11 @@ def fetch_url(url: str, tool_context: ToolContext | None = None) -> dict[str, An
         safe = safe_url(url)
     except InvalidInput as exc:
         return _error(f"Refused: {exc}")
-    site = Subject("site", safe.host)
+    site = Subject("site", safe.site)
     if not context.is_approved(site):
         context.refused.add(site)
         return _error(
-            f"Blocked: {safe.host} is not approved for this chat. Call request_approval "
+            f"Blocked: {safe.site} is not approved for this chat. Call request_approval "
             "on its own naming this URL, then fetch it again."
         )
     if context.fetch is None:
