@@ -158,3 +158,29 @@ def _subclasses(cls: type) -> set[type]:
     for sub in list(found):
         found |= _subclasses(sub)
     return found
+
+
+def test_no_response_is_cached_and_the_secret_is_never_stored_by_a_cache(
+    api: tuple[Client, bytes],
+) -> None:
+    client, key = api
+    stream(client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key)))
+
+    view = client.get("/chats/c1/request", headers=auth(key))
+    refused = client.get("/chats/c1/events?after=x", headers=auth(key))
+
+    assert view.json["secret"] and view.headers["Cache-Control"] == "no-store"
+    assert refused.status_code == 422 and refused.headers["Cache-Control"] == "no-store"
+
+
+def test_the_local_server_serves_the_generated_openapi_document(api: tuple[Client, bytes]) -> None:
+    from interlock.api.openapi import document
+
+    client, _ = api
+    served = client.get("/openapi.json")
+
+    assert served.status_code == 200 and served.json == document()
+    assert served.json["openapi"].startswith("3.1")
+    assert {(m.upper(), p) for p, ops in served.json["paths"].items() for m in ops} == {
+        (r.method, r.path) for r in ROUTES
+    }

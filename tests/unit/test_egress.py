@@ -106,3 +106,17 @@ def test_sites_are_checked_like_hosts_with_a_port() -> None:
     for raw in ("example.com:0", "example.com:99999", "example.com:²", "127.0.0.1:80", "x:80"):
         with pytest.raises(InvalidInput):
             safe_site(raw)
+
+
+def test_redaction_reaches_inside_lists_and_nested_objects() -> None:
+    from interlock.cards import REDACTED, redact
+
+    summary = redact(
+        {"to": "a", "items": [{"api_key": "k1", "name": "x"}, ["plain"]], "auth": {"t": 1}}
+    )
+
+    assert summary == {
+        "to": "a",
+        "items": [{"api_key": REDACTED, "name": "x"}, ["plain"]],
+        "auth": REDACTED,
+    }
