@@ -75,6 +75,7 @@ class PendingRequest:
     response: str | None = None
     journal: tuple[str, ...] = ()
     acted: bool = False
+    failures: int = 0
 
     @property
     def fence(self) -> ClaimFence:

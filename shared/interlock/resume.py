@@ -147,9 +147,14 @@ def continue_claimed(
     """
     if caller.user_id != claim.user_id:
         caller = Caller(claim.user_id, _owner_roles(caller, claim), trace_id=caller.trace_id)
-    journal = Journal(
-        claim.journal, lambda entry: rt.stores.requests.record_step(claim.fence, entry)
-    )
+    try:
+        journal = Journal(
+            claim.journal, lambda entry: rt.stores.requests.record_step(claim.fence, entry)
+        )
+    except (ValueError, KeyError, TypeError) as unreadable:
+        reason = f"the run's journal cannot be read: {type(unreadable).__name__}"
+        _end_unusable(rt, caller, claim, decision, reason, event="journal_unreadable")
+        raise errors.RequestExpired(reason) from unreadable
     try:
         _apply_approval(rt, caller, claim, decision)
         snapshot = rt.stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)

@@ -46,6 +46,7 @@ class SweepReport:
     failed: int = 0
     deferred: int = 0
     continued: int = 0
+    superseded: int = 0
     chats: list[str] = field(default_factory=list)
 
 
@@ -77,8 +78,20 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
     if request is None or not request.overdue(now_ms):
         return "skipped"  # answered, ended or renewed since the index was read
     policy = rt.config.timeouts[kind_of(request.card)]
+    meta = rt.stores.chats.meta(chat_id)
+    if meta.hidden or meta.last_turn != request.turn_seq:
+        # A newer turn started once this request was abandoned: its run is over.
+        try:
+            expire_and_release(rt, request, "a newer turn was saved in this chat", now_ms)
+        except errors.InterlockError:
+            return "skipped"
+        _audit(rt, request, "superseded")
+        return "superseded"
     try:
-        if request.claim_count >= rt.stores.policy.max_claims:
+        if (
+            request.claim_count >= rt.stores.policy.max_claims
+            or request.failures >= rt.stores.policy.max_failures
+        ):
             # Earlier settlements died here: end it rather than retry it every minute.
             expire_and_release(rt, request, "could not be settled after repeated attempts", now_ms)
             _audit(rt, request, "timed_out", decision="abandoned", policy=policy.action)

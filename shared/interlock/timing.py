@@ -57,7 +57,8 @@ class StorePolicy:
             snapshot lifecycle deletion.
         lease_ms: How long one claim or renewal holds a request.
         max_resume_ms: Hard stop: no lease is renewed past claim time + this.
-        max_claims: Claims allowed per card before it is denied and expired.
+        max_claims: Claims allowed per card before it is denied and expired (crashes).
+        max_failures: Released failures after the run acted, before it is given up.
         max_item_bytes: Budget for one pointer item, well under DynamoDB's 400 KB.
         approval_ttl_s: How long an approval row lives (it covers the rest of the chat).
         max_snapshot_bytes: Largest compressed snapshot accepted.
@@ -69,6 +70,7 @@ class StorePolicy:
     lease_ms: int = 30_000
     max_resume_ms: int = 14 * 60_000
     max_claims: int = 3
+    max_failures: int = 5
     max_item_bytes: int = 300_000
     approval_ttl_s: int = 30 * DAY_S
     max_snapshot_bytes: int = 5 * 1024 * 1024

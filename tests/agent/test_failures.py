@@ -270,3 +270,50 @@ def test_a_run_that_outgrows_its_journal_is_settled_not_retried_forever(
     assert ended is not None and ended.state is RequestState.EXPIRED
     assert "could not be recorded" in (ended.ended_reason or "")
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+
+
+def test_a_run_that_keeps_failing_after_it_acted_is_given_up_not_looped(
+    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, flaky: Flaky
+) -> None:
+    # Given an approved report that was sent, and a model that keeps failing afterwards
+    interrupt_id, secret = _pause(rt, alice, "please send the weekly report")
+    flaky.failing = True
+
+    # When the person keeps answering
+    for _ in range(stores.policy.max_failures):
+        with pytest.raises(errors.RunFailed):
+            _answer(rt, alice, interrupt_id, secret)
+
+    # Then the next answer is refused with the reason and the request is settled
+    with pytest.raises(errors.RequestExpired, match="again and again"):
+        _answer(rt, alice, interrupt_id, secret)
+    ended = stores.requests.get(CHAT, clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+
+
+def test_an_unreadable_journal_settles_the_request(
+    rt: Runtime,
+    alice: Caller,
+    stores: Stores,
+    clock: ManualClock,
+    flaky: Flaky,
+    aws: dict[str, Any],
+) -> None:
+    # Given a request whose run recorded a step, then failed; its journal is then garbled
+    interrupt_id, secret = _pause(rt, alice, "please download the table")
+    flaky.failing = True
+    with pytest.raises(errors.RunFailed):
+        _answer(rt, alice, interrupt_id, secret)
+    aws["dynamodb"].update_item(
+        TableName=aws["table"],
+        Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
+        UpdateExpression="SET journal = :j",
+        ExpressionAttributeValues={":j": {"L": [{"S": "{not json"}]}},
+    )
+    flaky.failing = False
+
+    with pytest.raises(errors.RequestExpired, match="journal cannot be read"):
+        _answer(rt, alice, interrupt_id, secret)
+    ended = stores.requests.get(CHAT, clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []

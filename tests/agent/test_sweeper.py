@@ -221,3 +221,25 @@ def test_rerouting_never_outlives_the_snapshot(
     clock.advance(seconds=stores.policy.latest_expiry_s() - 60)
     rerouted = stores.requests.reroute(request, "supervisor", 86_400, clock.now_ms())
     assert rerouted.expires_at == request.created_at + stores.policy.latest_expiry_s()
+
+
+def test_a_request_abandoned_by_a_newer_turn_is_expired_not_run(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock, models: Any
+) -> None:
+    from interlock.turns import run_turn
+
+    # Given an unanswered request past its expiry, and a new turn the user then started
+    overdue(runtime, alice, "c1", "send the weekly report", clock)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s + 1)
+    assert run_turn(runtime, alice, "c1", "hello").outcome == "completed"
+    calls = models.calls
+
+    # When the sweeper comes by
+    report = sweep(runtime, clock.now_ms())
+
+    # Then it expires the old request without running any of it
+    assert report.superseded == 1 and report.timed_out == 0
+    assert models.calls == calls
+    request = stores.requests.get("c1", clock.now_ms())
+    assert request is not None and request.state is RequestState.EXPIRED
+    assert [t["role"] for t in stores.chats.turns("c1")][-2:] == ["user", "assistant"]

@@ -34,6 +34,7 @@ CLASSES = {
     "link-local v6": "fe80::1",
     "multicast v6": "ff02::1",
     "documentation": "192.0.2.10",
+    "local-use NAT64 (its own layout)": "64:ff9b:1:7f00:0:100:808:808",
 }
 
 

@@ -87,7 +87,7 @@ CLAIM_SET: Final = (
 # Releasing after a failure: the claim does not count as a crash, and the fence moves on.
 RELEASE_SET: Final = (
     "SET #lease_token = :new_token, #lease_expires_at_ms = :now_ms, "
-    "#claim_count = #claim_count - :one"
+    "#claim_count = #claim_count - :one, #failures = if_not_exists(#failures, :zero) + :one"
 )
 RESET_SET: Final = (
     "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one "
@@ -95,6 +95,7 @@ RESET_SET: Final = (
 )
 JOURNAL_APPEND: Final = "SET #journal = list_append(if_not_exists(#journal, :empty), :entry)"
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
+KEEPS_FAILING: Final = "the run failed again and again after it was answered; given up"
 
 
 class RequestStore:
@@ -254,6 +255,10 @@ class RequestStore:
         if request.claim_count >= self._policy.max_claims:
             self.expire(request, "denied: too many attempts to resume this request", now_ms)
             raise errors.RequestExpired("denied: too many attempts to resume this request")
+        if request.failures >= self._policy.max_failures:
+            # The run keeps failing at the same recorded step: settle it, do not loop.
+            self.expire(request, KEEPS_FAILING, now_ms)
+            raise errors.RequestExpired(KEEPS_FAILING)
         values = {
             **self._claim_values(request, worker, now_ms, answer),
             ":secret_hash": request.secret_hash,
@@ -421,6 +426,7 @@ class RequestStore:
             ":new_token": new_token(),
             ":now_ms": now_ms,
             ":one": 1,
+            ":zero": 0,
         }
         if reset:
             try:
@@ -680,6 +686,7 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "response": request.response,
         "journal": list(request.journal) if request.journal else None,
         "acted": True if request.acted else None,
+        "failures": request.failures or None,
     }
     if request.state in OPEN_STATES:
         values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
@@ -724,6 +731,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             response=values.get("response"),
             journal=tuple(values.get("journal", ())),
             acted=bool(values.get("acted", False)),
+            failures=values.get("failures", 0),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

@@ -57,6 +57,7 @@ class Journal:
         self.recorded_bytes = 0
         self.replayed_model_calls = 0
         self.replayed_tools = 0
+        self.failure: Exception | None = None
 
     def next_model_response(self) -> list[StreamEvent] | None:
         """The recorded response for the next model call, if there is one."""
@@ -86,9 +87,13 @@ class Journal:
     def _append(self, entry: dict[str, Any]) -> None:
         text = json.dumps(entry, separators=(",", ":"), default=str)
         size = len(text.encode())
-        if size > MAX_ENTRY_BYTES or self.bytes + size > MAX_JOURNAL_BYTES:
-            raise TooLarge(f"journal entry of {size} bytes does not fit the run's journal")
-        self._record(text)
+        try:
+            if size > MAX_ENTRY_BYTES or self.bytes + size > MAX_JOURNAL_BYTES:
+                raise TooLarge(f"journal entry of {size} bytes does not fit the run's journal")
+            self._record(text)
+        except Exception as failed:
+            self.failure = failed  # sticky: nothing may be acted on after a lost record
+            raise
         self.bytes += size
         self.recorded += 1
         self.recorded_bytes += size
@@ -227,9 +232,12 @@ class JournalHook(HookProvider):
     def _after_tool(self, event: AfterToolCallEvent) -> None:
         if isinstance(event.selected_tool, ReplayedTool):
             return
-        # A tool that could not record its effect (store down, claim lost) must stop the
-        # run, not become an error result the model reads and moves past: the run is then
-        # released, and a takeover re-runs the call under the same idempotency key.
+        # A tool that could not record its effect (store down, claim lost), or a step the
+        # journal could not record, must stop the run, not become an error result the
+        # model reads and moves past (Strands turns a hook's error into one): the run is
+        # then released, and a takeover re-runs the call under the same idempotency key.
+        if self._journal.failure is not None:
+            raise self._journal.failure
         if isinstance(event.exception, (StoreError, LeaseLost)):
             raise event.exception
         self._journal.record_tool(event.result)

@@ -37,7 +37,8 @@ MAX_BYTES: Final = 1_000_000
 TIMEOUT_S: Final = 10
 MAX_REDIRECTS: Final = 3
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-NAT64: Final = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+NAT64: Final = ipaddress.ip_network("64:ff9b::/96")  # IPv4 in the low 32 bits
+LOCAL_NAT64: Final = ipaddress.ip_network("64:ff9b:1::/48")  # its own layout: refused whole
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -59,11 +60,15 @@ def system_resolver(host: str, port: int) -> list[str]:
 def refusal(address: Address) -> str | None:
     """Why `address` may not be reached, or None for a public unicast address."""
     if isinstance(address, ipaddress.IPv6Address):
+        if address in LOCAL_NAT64:
+            return f"{address} is a local-use NAT64 address"
         embedded = _embedded_ipv4(address)
-        if embedded is not None:
-            return refusal(embedded) or None
+        if embedded is not None and refusal(embedded):
+            return f"{address} carries {refusal(embedded)}"
         if address.is_site_local or address in ipaddress.ip_network("fc00::/7"):
             return f"{address} is a unique-local address"
+        if embedded is not None:
+            return None  # a public IPv4 address in an IPv6 form
     checks = (
         (address.is_loopback, "loopback"),
         (address.is_link_local, "link-local (instance metadata lives here)"),
@@ -83,7 +88,7 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     """The IPv4 address an IPv6 one carries (mapped, NAT64, 6to4, Teredo), if any."""
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
-    if any(address in network for network in NAT64):
+    if address in NAT64:
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address.sixtofour is not None:
         return address.sixtofour
