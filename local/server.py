@@ -236,7 +236,9 @@ def create_storage_if_missing(table: str, bucket: str) -> None:
     from interlock.adapters.schema import create_storage
 
     dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
-    if table not in dynamodb.list_tables()["TableNames"]:
+    try:
+        dynamodb.describe_table(TableName=table)  # one call, whatever else the server holds
+    except dynamodb.exceptions.ResourceNotFoundException:
         create_storage(dynamodb, s3, table, bucket)
 
 

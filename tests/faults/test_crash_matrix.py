@@ -181,6 +181,7 @@ class Lab:
         work = self.workdir()
         self._prepare(work, story, phase)
         assert self.run(self.spec(work, story, phase, trace=True, offset_ms=_offset(phase))) == 0
+        self._drop(work)
         return [line["op"] for line in read_lines(work / "trace.jsonl")]
 
     def cell(self, cell: Cell) -> list[str]:
@@ -194,7 +195,20 @@ class Lab:
         for phase, offset in _recovery(cell):
             assert self.run(self.spec(work, cell.story, phase, offset_ms=offset)) == 0
         allowance = 1 if in_flight(cell.op) and cell.mode != "kill_after" else 0
-        return verdict(self.stores(work), self.storage(work), work, STORIES[cell.story], allowance)
+        broken = verdict(
+            self.stores(work), self.storage(work), work, STORIES[cell.story], allowance
+        )
+        self._drop(work)
+        return broken
+
+    def _drop(self, work: Path) -> None:
+        """Delete the cell's table and bucket: the emulator serves the whole session."""
+        aws = self.storage(work)
+        aws["dynamodb"].delete_table(TableName=aws["table"])
+        listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"]).get("Contents", [])
+        for found in listed:
+            aws["s3"].delete_object(Bucket=aws["bucket"], Key=found["Key"])
+        aws["s3"].delete_bucket(Bucket=aws["bucket"])
 
     def _prepare(self, work: Path, story: str, phase: str) -> None:
         if phase in ("resume", "sweep"):
