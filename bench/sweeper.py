@@ -40,6 +40,8 @@ def overdue_requests(stores: Stores, clock: ManualClock, count: int, tag: str) -
     request = template.offer.request
     snapshot = stores.blobs.get_snapshot(request.snapshot_key)
     for n in range(count):
+        # The chat's transcript ends at the paused turn, as a real pause leaves it.
+        stores.chats.append_turn(f"{tag}-{n}", {"role": "user", "text": "download"}, clock.now_ms())
         persist_pause(
             stores,
             chat_id=f"{tag}-{n}",

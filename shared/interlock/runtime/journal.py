@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from pydantic import BaseModel
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.models.model import Model
 from strands.types.content import Messages
@@ -25,8 +24,7 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 
 from interlock.errors import LeaseLost, StoreError, TooLarge
-
-T = TypeVar("T", bound=BaseModel)
+from interlock.runtime.wrapped import WrappedModel
 
 MODEL: Final = "model"
 TOOL: Final = "tool"
@@ -122,7 +120,7 @@ def _merge(into: dict[str, Any], delta: dict[str, Any]) -> bool:
     return False
 
 
-class JournaledModel(Model):
+class JournaledModel(WrappedModel):
     """Wraps a model: recorded responses are replayed, new ones are recorded.
 
     The record is written when the inner stream ends, which Strands waits for before it
@@ -130,29 +128,8 @@ class JournaledModel(Model):
     """
 
     def __init__(self, inner: Model, journal: Journal) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._journal = journal
-
-    def __getattr__(self, name: str) -> Any:
-        # Anything else (a provider's own counters or settings) is the wrapped model's.
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def update_config(self, **model_config: Any) -> None:
-        self.inner.update_config(**model_config)
-
-    def get_config(self) -> Any:
-        return self.inner.get_config()
-
-    def structured_output(
-        self,
-        output_model: type[T],
-        prompt: Messages,
-        system_prompt: str | None = None,
-        **kwargs: Any,
-    ) -> AsyncGenerator[dict[str, T | Any], None]:
-        return self.inner.structured_output(output_model, prompt, system_prompt, **kwargs)
 
     async def stream(
         self,

@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel
-from strands.models.model import Model
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from interlock.context import current_request
-
-T = TypeVar("T", bound=BaseModel)
+from interlock.runtime.wrapped import WrappedModel
 
 SCRUBBED_NOTE = (
     "Note: the query string and fragment were removed from the URL; they are never "
@@ -59,32 +56,8 @@ def _scrub_url(text: str) -> tuple[str, bool]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), True
 
 
-class UrlScrubbedModel(Model):
+class UrlScrubbedModel(WrappedModel):
     """Wraps a model: every tool call it streams reaches Strands with its URLs scrubbed."""
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        # Anything else (a provider's own counters or settings) is the wrapped model's.
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def update_config(self, **model_config: Any) -> None:
-        self.inner.update_config(**model_config)
-
-    def get_config(self) -> Any:
-        return self.inner.get_config()
-
-    def structured_output(
-        self,
-        output_model: type[T],
-        prompt: Messages,
-        system_prompt: str | None = None,
-        **kwargs: Any,
-    ) -> AsyncGenerator[dict[str, T | Any], None]:
-        return self.inner.structured_output(output_model, prompt, system_prompt, **kwargs)
 
     async def stream(
         self,
