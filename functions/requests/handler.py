@@ -78,6 +78,18 @@ def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
     return json_response(revoked.wire())
 
 
+def preapprove(kind: str, name: str) -> Response[str]:
+    subject = inbox.preapprove(stores(), _caller(), kind, name, clock.now_ms())
+    body = {"preapproved": {"kind": subject.kind, "name": subject.name}}
+    return json_response(schemas.Preapproved.model_validate(body).wire())
+
+
+def remove_preapproval(kind: str, name: str) -> Response[str]:
+    subject = inbox.remove_preapproval(stores(), _caller(), kind, name)
+    body = {"revoked": {"kind": subject.kind, "name": subject.name}}
+    return json_response(schemas.Revoked.model_validate(body).wire())
+
+
 def list_events(chat_id: str) -> Response[str]:
     events = inbox.trail(stores(), _caller(), chat_id, _after(), limit=200)
     body = schemas.Events.model_validate({"events": [asdict(e) for e in events]})
@@ -94,6 +106,8 @@ bind(
         ("GET", "/chats/{chat_id}/approvals"): list_approvals,
         ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): revoke_approval,
         ("GET", "/chats/{chat_id}/events"): list_events,
+        ("PUT", "/admin/approvals/{kind}/{name}"): preapprove,
+        ("DELETE", "/admin/approvals/{kind}/{name}"): remove_preapproval,
     },
 )
 

@@ -119,6 +119,32 @@ def turns(stores: Stores, caller: Caller, chat_id: str, after: int) -> list[dict
     return stores.chats.turns(chat_id, after=after, limit=1000)
 
 
+ADMIN_ROLE = "admin"
+
+
+def preapprove(stores: Stores, caller: Caller, kind: str, name: str, now_ms: int) -> Subject:
+    """Put a site or package on the administrator's list, for every user and chat."""
+    _administrator(caller)
+    subject = subject_of(kind, name)
+    stores.approvals.admin_grant([subject], caller.user_id, now_ms)
+    return subject
+
+
+def remove_preapproval(stores: Stores, caller: Caller, kind: str, name: str) -> Subject:
+    """Take a site or package off the administrator's list (effective next turn)."""
+    _administrator(caller)
+    subject = subject_of(kind, name)
+    if not stores.approvals.admin_revoke(subject):
+        raise errors.UnknownRequest(f"{kind} {subject.name} is not pre-approved")
+    return subject
+
+
+def _administrator(caller: Caller) -> None:
+    # The role comes from the authorizer's groups, never from a body.
+    if ADMIN_ROLE not in caller.roles:
+        raise errors.Forbidden("only an administrator may change the pre-approved list")
+
+
 def subject_of(kind: str, name: str) -> Subject:
     """A validated subject from a route's `kind` and `name`."""
     if kind == "site":

@@ -168,6 +168,10 @@ class ApprovalPort(Protocol):
 
     def admin_list(self) -> list[Approval]: ...
 
+    def admin_grant(self, subjects: Iterable[Subject], by: str, now_ms: int) -> None: ...
+
+    def admin_revoke(self, subject: Subject) -> bool: ...
+
 
 class LimitPort(Protocol):
     """Concurrency slots and budgets per user."""

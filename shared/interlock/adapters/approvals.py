@@ -165,16 +165,24 @@ class ApprovalStore:
         return self._query(keys.ADMIN_PK, "APPROVAL#")
 
     def admin_grant(self, subjects: Iterable[Subject], by: str, now_ms: int) -> None:
-        """Add subjects to the administrator list (no TTL: kept until removed)."""
-        items = [
-            _to_item(
-                keys.ADMIN_PK,
-                keys.admin_approval_sk(s.kind, s.name),
-                Approval(s, None, by, now_ms // 1000),
+        """Add subjects to the administrator list (no TTL: kept until removed).
+
+        One put each: the list is short, and the requests function may not batch-write.
+        """
+        for subject in set(subjects):
+            sk = keys.admin_approval_sk(subject.kind, subject.name)
+            item = _to_item(keys.ADMIN_PK, sk, Approval(subject, None, by, now_ms // 1000))
+            with translated("pre-approve"):
+                self._client.put_item(TableName=self._table, Item=item)
+
+    def admin_revoke(self, subject: Subject) -> bool:
+        """Remove one subject from the administrator list; True if it was there."""
+        key = {"pk": keys.ADMIN_PK, "sk": keys.admin_approval_sk(subject.kind, subject.name)}
+        with translated("remove pre-approval"):
+            response = self._client.delete_item(
+                TableName=self._table, Key=to_item(key), ReturnValues="ALL_OLD"
             )
-            for s in set(subjects)
-        ]
-        self._write_all(items)
+        return "Attributes" in response
 
     def _query(self, pk: str, prefix: str) -> list[Approval]:
         return [_from_item(row) for row in self._pages(pk, prefix)]

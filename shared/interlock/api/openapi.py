@@ -47,6 +47,8 @@ OPERATIONS: Final[dict[tuple[str, str], Operation]] = {
     ("GET", "/chats/{chat_id}/approvals"): Operation(response=schemas.Approvals),
     ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): Operation(response=schemas.Revoked),
     ("GET", "/chats/{chat_id}/events"): Operation(response=schemas.Events, query=("after",)),
+    ("PUT", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Preapproved),
+    ("DELETE", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Revoked),
 }
 _missing = {(r.method, r.path) for r in ROUTES} ^ set(OPERATIONS)
 if _missing:

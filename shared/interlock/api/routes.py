@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 Function = Literal["run", "resume", "requests"]
-Method = Literal["GET", "POST", "DELETE"]
+Method = Literal["GET", "POST", "PUT", "DELETE"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,8 @@ ROUTES: Final = (
     Route("GET", "/chats/{chat_id}/approvals", "requests", "The chat's approved sites, packages"),
     Route("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}", "requests", "Revoke one approval"),
     Route("GET", "/chats/{chat_id}/events", "requests", "The chat's audit trail"),
+    Route("PUT", "/admin/approvals/{kind}/{name}", "requests", "Pre-approve for everyone (admin)"),
+    Route("DELETE", "/admin/approvals/{kind}/{name}", "requests", "Remove a pre-approval (admin)"),
 )
 FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests")
 

@@ -88,6 +88,10 @@ class Revoked(Body):
     revoked: Subject
 
 
+class Preapproved(Body):
+    preapproved: Subject
+
+
 class AuditEvent(Body):
     chat_id: str
     seq: int
