@@ -59,7 +59,7 @@ def gate_for(config: InterlockConfig) -> AdmissionGate:
 
 
 def lost_tools(
-    roles: frozenset[str], batch: Sequence[str], roles_then: frozenset[str] | None = None
+    roles: frozenset[str], batch: Sequence[str], roles_then: frozenset[str]
 ) -> list[str]:
     """Tools of a paused batch the user could use when it paused and may not use now.
 
@@ -67,7 +67,7 @@ def lost_tools(
     their agent), so losing it is not a reason to expire the request.
     """
     permitted = set(allowed_tools(roles))
-    had = set(allowed_tools(roles_then)) if roles_then is not None else set(TOOLS)
+    had = set(allowed_tools(roles_then))
     return sorted(name for name in batch if name in had and name not in permitted)
 
 
