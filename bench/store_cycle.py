@@ -190,7 +190,7 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
         claim,
         answer_key=answer_key,
         decision="approved",
-        first_answer="Done.",
+        final_text="Done.",
         now_ms=clock.now_ms(),
     )
     rest = meter.take()

@@ -20,11 +20,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from examples.analyst.script import DEMO_SCENARIOS  # noqa: E402
 from interlock.adapters.factory import Stores  # noqa: E402
 from interlock.adapters.schema import SWEEP_SHARDS  # noqa: E402
 from interlock.pause import persist_pause  # noqa: E402
 from interlock.runtime.model import ScriptedModel  # noqa: E402
-from interlock.runtime.scenarios import DEMO_SCENARIOS  # noqa: E402
 from interlock.sweeper import sweep  # noqa: E402
 from interlock.timing import ManualClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402

@@ -29,10 +29,11 @@ def resume() -> Response[str]:
             runtime(),
             caller_from(app.current_event.raw_event),
             request.chat_id,
-            interrupt_id=request.interrupt_id,
+            interrupt_id=request.replies[0].interrupt_id,
             secret=request.secret,
-            status=request.status,
-            payload=request.payload,
+            status=request.replies[0].status,
+            payload=request.replies[0].payload,
+            more=request.replies[1:],
         )
     except ResumeInProgress:
         metrics.add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)

@@ -17,7 +17,7 @@ from interlock import errors
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
-from interlock.records import ChatMeta, PendingRequest, TurnFence
+from interlock.records import ChatMeta, RequestRecord, TurnFence
 from interlock.tokens import new_token
 
 ASK_POOL: Final = "ASK"
@@ -101,7 +101,7 @@ def open_ask_slot(rt: Runtime, caller: Caller, chat_id: str, now: int) -> int:
         raise PauseRefused(TOO_MANY_OPEN) from exc
 
 
-def release_ask_slot(rt: Runtime, request: PendingRequest) -> None:
+def release_ask_slot(rt: Runtime, request: RequestRecord) -> None:
     """Free the owner's open-request slot once the request has ended (idempotent)."""
     if request.ask_slot is not None:
         rt.stores.limits.release_slot(
@@ -109,7 +109,7 @@ def release_ask_slot(rt: Runtime, request: PendingRequest) -> None:
         )
 
 
-def expire_and_release(rt: Runtime, request: PendingRequest, reason: str, now: int) -> None:
+def expire_and_release(rt: Runtime, request: RequestRecord, reason: str, now: int) -> None:
     """Expire an answerable request, withdraw any rows an earlier (dead) claim granted
     for its card, and free its open-request slot."""
     rt.stores.requests.expire(request, reason, now)

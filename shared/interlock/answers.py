@@ -8,14 +8,17 @@ a bad answer is refused with nothing written and the request stays answerable.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interlock import cards, questions
+from interlock import cards, interrupts, questions
 from interlock.egress import PACKAGE_PATTERN
-from interlock.errors import InvalidInput
+from interlock.errors import IncompleteResume, InvalidInput, UnknownRequest
+from interlock.records import RequestRecord
 
 Status = Literal["resolved", "cancelled", "timed_out"]
 
@@ -33,31 +36,112 @@ class ApprovalAnswer(BaseModel):
     @field_validator("packages")
     @classmethod
     def _package_names(cls, names: list[str] | None) -> list[str] | None:
-        import re
-
         for name in names or []:
             if not re.fullmatch(PACKAGE_PATTERN, name):
                 raise ValueError(f"not a valid package name: {name!r}")
         return names
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One resume entry: the interrupt it answers, its status and its payload."""
+
+    interrupt_id: str
+    status: Status
+    payload: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """What a request's every interrupt was answered with.
+
+    Attributes:
+        decisions: Per interrupt id, what the person decided.
+        responses: Per interrupt id, the validated response (as recorded by the claim).
+    """
+
+    decisions: Mapping[str, cards.Decision]
+    responses: Mapping[str, Any]
+
+    @property
+    def label(self) -> str:
+        """One label for the request: the shared decision, else "answered"."""
+        labels = {d.label for d in self.decisions.values()}
+        return labels.pop() if len(labels) == 1 else "answered"
+
+
 def kind_of(card: Mapping[str, Any]) -> Literal["approval", "question", "info"]:
-    """The interaction kind a card belongs to."""
+    """The interaction kind a card belongs to (a generic interrupt asks for a value)."""
     if card.get("type") == questions.QUESTION:
         return "question"
-    if card.get("type") == questions.INFO:
+    if card.get("type") in (questions.INFO, interrupts.GENERIC):
         return "info"
     return "approval"
 
 
 def response_schema(card: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON Schema of an answer to `card` (the AG-UI interrupt's responseSchema)."""
-    kind = kind_of(card)
-    if kind == "question":
+    kind = card.get("type")
+    if kind == questions.QUESTION:
         return questions.question_schema(card)
-    if kind == "info":
+    if kind == questions.INFO:
         return questions.info_schema(card)
+    if kind == interrupts.GENERIC:
+        return interrupts.generic_schema(card)
+    if kind == interrupts.CONFIRM:
+        return interrupts.confirm_schema()
     return cards.response_schema(card)
+
+
+def decide_all(record: RequestRecord, replies: list[Reply]) -> Answers:
+    """Validate one answer per interrupt of `record`, all or none.
+
+    Raises:
+        UnknownRequest: an entry answers an interrupt this request does not hold.
+        IncompleteResume: an interrupt is unanswered or answered twice (AG-UI 1.0: a
+            resume answers every open interrupt); nothing has been written.
+        InvalidInput: an answer breaks its card's rules.
+    """
+    cards_by_id = {a.interrupt_id: a.card for a in record.asked}
+    given = [r.interrupt_id for r in replies]
+    if len(set(given)) != len(given):
+        raise IncompleteResume("each interrupt must be answered once")
+    unknown = sorted(set(given) - set(cards_by_id))
+    if unknown:
+        raise UnknownRequest(f"no open interrupt {unknown[0]!r} in this request")
+    missing = [i for i in cards_by_id if i not in given]
+    if missing:
+        raise IncompleteResume(
+            f"this run paused on {len(cards_by_id)} interrupts; answer every one in one "
+            f"resume (missing: {', '.join(missing)})"
+        )
+    decisions: dict[str, cards.Decision] = {}
+    responses: dict[str, Any] = {}
+    for reply in replies:
+        decisions[reply.interrupt_id], responses[reply.interrupt_id] = decide(
+            cards_by_id[reply.interrupt_id], reply.status, reply.payload
+        )
+    return Answers(decisions, responses)
+
+
+def recorded_answers(record: RequestRecord, recorded: Mapping[str, Any]) -> Answers:
+    """The answers a recorded set of responses stands for (a takeover continues with it)."""
+    decisions = {
+        a.interrupt_id: recorded_decision(a.card, recorded.get(a.interrupt_id))
+        for a in record.asked
+    }
+    return Answers(decisions, {a.interrupt_id: recorded.get(a.interrupt_id) for a in record.asked})
+
+
+def agent_response(card: Mapping[str, Any], response: Any) -> Any:
+    """What the paused tool, hook or intervention receives for `response`.
+
+    A confirm card's `Confirm` evaluates True as approval (anything else denies, so a
+    cancellation or a timeout fails closed); every other card gets the response itself.
+    """
+    if card.get("type") == interrupts.CONFIRM:
+        return isinstance(response, Mapping) and response.get("decision") == "approve"
+    return response
 
 
 def decide(card: Mapping[str, Any], status: Status, payload: Any) -> tuple[cards.Decision, Any]:
@@ -70,11 +154,15 @@ def decide(card: Mapping[str, Any], status: Status, payload: Any) -> tuple[cards
         return cards.Decision(status), {"status": status}
     if status != "resolved":
         raise InvalidInput("status must be 'resolved' or 'cancelled'")
-    kind = kind_of(card)
-    if kind == "question":
+    kind = card.get("type")
+    if kind == questions.QUESTION:
         return cards.Decision("answered"), questions.validate_question(card, payload)
-    if kind == "info":
+    if kind == questions.INFO:
         return cards.Decision("answered"), questions.validate_info(card, payload)
+    if kind == interrupts.GENERIC:
+        return cards.Decision("answered"), interrupts.validate_generic(card, payload)
+    if kind != cards.DOWNLOAD and isinstance(payload, Mapping) and "packages" in payload:
+        raise InvalidInput("only a download card's package list can be edited")
     try:
         answer = ApprovalAnswer.model_validate(payload).model_dump(exclude_none=True)
     except ValidationError as exc:

@@ -217,7 +217,7 @@ def _edited_packages(response: Mapping[str, Any], card: Mapping[str, Any]) -> tu
 
 
 def _subject_text(card: Mapping[str, Any], decision: Decision | None) -> str:
-    if card.get("type") == ACTION:
+    if card.get("type") in (ACTION, "confirm"):
         return f"running {card.get('tool')}"
     packages = decision.packages if decision and decision.approved else card.get("packages", [])
     parts = [

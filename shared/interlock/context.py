@@ -39,8 +39,7 @@ class RequestContext:
         approved: Sites and packages approved for this user and chat (rows + admin list).
         can_ask_a_human: False for unattended runs: tools must not interrupt.
         refused: Sites and packages refused this turn (filled by egress checks).
-        resume_card: On a resume, the stored card of the request being answered.
-        resume_interrupt_id: On a resume, the interrupt id being answered.
+        resume_cards: On a resume, the stored cards of the request being answered.
         trace_id: Correlates logs and audit events of this request.
         outbox: Put-once record of side effects.
         fetch: The HTTP transport for `fetch_url`.
@@ -55,8 +54,7 @@ class RequestContext:
     approved: frozenset[Subject] = frozenset()
     can_ask_a_human: bool = True
     refused: set[Subject] = field(default_factory=set)
-    resume_card: dict[str, Any] | None = None
-    resume_interrupt_id: str | None = None
+    resume_cards: tuple[dict[str, Any], ...] = ()
     trace_id: str | None = None
     outbox: OutboxPort | None = None
     fetch: FetchPort | None = None

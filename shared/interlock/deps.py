@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from strands.models.model import Model
 
+from interlock.agent import AgentFactory, load_factory
 from interlock.config import InterlockConfig
 from interlock.context import FetchPort
 from interlock.ports import Stores
@@ -32,9 +34,22 @@ class TurnLimits:
     run_lease_ms: int = 6 * 60_000
 
 
+DEFAULT_AGENT: Final = "examples.analyst:build"
+
+
+def default_agent() -> AgentFactory:
+    """The demo analyst, for local mode and tests that bring no agent of their own."""
+    return load_factory(DEFAULT_AGENT)
+
+
 @dataclass(frozen=True)
 class Runtime:
-    """What the service functions need: stores, a model factory, a clock, limits."""
+    """What the service functions need: stores, the agent, a clock, limits.
+
+    Attributes:
+        model_factory: The deployment's configured model (see `AgentInputs.model`).
+        agent: The user's factory (`interlock.agent`); the demo analyst by default.
+    """
 
     stores: Stores
     model_factory: Callable[[], Model]
@@ -43,3 +58,4 @@ class Runtime:
     limits: TurnLimits = field(default_factory=TurnLimits)
     worker_id: str = field(default_factory=new_token)
     config: InterlockConfig = field(default_factory=InterlockConfig)
+    agent: AgentFactory = field(default_factory=default_agent)

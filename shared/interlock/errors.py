@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from interlock.records import PendingRequest
+    from interlock.records import RequestRecord
 
 
 class InterlockError(Exception):
@@ -21,6 +21,12 @@ class InvalidInput(InterlockError):
     """The caller sent something malformed; nothing was changed."""
 
     code = "invalid_payload"
+
+
+class IncompleteResume(InvalidInput):
+    """A resume must answer every interrupt the run paused on (AG-UI 1.0), each once."""
+
+    code = "incomplete_resume"
 
 
 class UnknownRequest(InterlockError):
@@ -58,7 +64,7 @@ class ChatBusy(InterlockError):
 
     code = "pending_interrupt"
 
-    def __init__(self, message: str, current: PendingRequest | None = None) -> None:
+    def __init__(self, message: str, current: RequestRecord | None = None) -> None:
         super().__init__(message)
         self.current = current
 
@@ -68,7 +74,7 @@ class ResumeInProgress(InterlockError):
 
     code = "in_progress"
 
-    def __init__(self, message: str, current: PendingRequest | None = None) -> None:
+    def __init__(self, message: str, current: RequestRecord | None = None) -> None:
         super().__init__(message)
         self.current = current
 
@@ -125,7 +131,7 @@ class AlreadyAnswered(InterlockError):
 
     code = "already_answered"
 
-    def __init__(self, message: str, current: PendingRequest) -> None:
+    def __init__(self, message: str, current: RequestRecord) -> None:
         super().__init__(message)
         self.current = current
 

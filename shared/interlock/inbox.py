@@ -13,14 +13,14 @@ from interlock import errors
 from interlock.caller import Caller
 from interlock.egress import safe_package, safe_site
 from interlock.ports import Stores
-from interlock.records import Approval, AuditEvent, PendingRequest, Subject
+from interlock.records import Approval, AuditEvent, RequestRecord, Subject
 
 
 @dataclass(frozen=True, slots=True)
 class OpenRequest:
     """A chat's current request and, when it can still be answered, a fresh secret."""
 
-    request: PendingRequest
+    request: RequestRecord
     secret: str | None
 
 
@@ -46,7 +46,7 @@ def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> O
 
 def cancel_request(
     stores: Stores, caller: Caller, chat_id: str, now_ms: int, config_version: str | None = None
-) -> PendingRequest:
+) -> RequestRecord:
     """Cancel the chat's answerable request on its owner's word (an operator a request
     was rerouted to may answer it, not cancel it)."""
     request = _request(stores, caller, chat_id, now_ms)
@@ -154,7 +154,7 @@ def subject_of(kind: str, name: str) -> Subject:
     raise errors.InvalidInput("kind must be 'site' or 'package'")
 
 
-def _request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> PendingRequest:
+def _request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> RequestRecord:
     request = stores.requests.get(chat_id, now_ms)
     if request is None:
         owned_chat(stores, caller, chat_id)

@@ -5,17 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from interlock.records import PendingRequest
+from interlock.records import RequestRecord
 
 Outcome = Literal["completed", "interrupted", "replayed"]
 
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """An open request that may now be shown, with the secret that answers it."""
+    """An open request that is durably stored and may now be shown, with the secret
+    that answers it (and, for benchmarks, its snapshot's compressed size)."""
 
-    request: PendingRequest
+    request: RequestRecord
     secret: str
+    snapshot_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,11 @@ lost its claim can never swap the snapshot a card resumes from.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final
 
 from strands.agent.agent_result import AgentResult
+from strands.interrupt import Interrupt
 
 from interlock import errors
 from interlock.admission import ASK_POOL, PauseRefused, open_ask_slot
@@ -20,11 +21,12 @@ from interlock.answers import kind_of
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
+from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_of
 from interlock.outcomes import Offer
 from interlock.ports import Stores
-from interlock.records import Kind, PendingRequest, TurnFence
+from interlock.records import Asked, Kind, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent
-from interlock.runtime.snapshot import paused_batch_tools, take_snapshot
+from interlock.runtime.snapshot import paused_batch, take_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -32,15 +34,6 @@ PAUSE_FAILED: Final = (
     "I need a decision from you to go on, but this run could not be saved to wait for "
     "it, so I stopped here. Please ask again."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class OpenedRequest:
-    """A request that is durably stored and may now be shown, with its secret."""
-
-    request: PendingRequest
-    secret: str
-    snapshot_bytes: int
 
 
 def persist_pause(
@@ -58,7 +51,8 @@ def persist_pause(
     ask_slot: int | None = None,
     owner_roles: tuple[str, ...] = (),
     fence: TurnFence | None = None,
-) -> OpenedRequest:
+    also_asked: tuple[Asked, ...] = (),
+) -> Offer:
     """Store the paused agent, then open the chat's request pointing at it.
 
     With `fence` (the running turn), the pointer is written in one transaction with the
@@ -85,10 +79,11 @@ def persist_pause(
         ttl_s=ttl_s,
         ask_slot=ask_slot,
         owner_roles=owner_roles,
+        also_asked=also_asked,
     )
     also = [stores.turns.end_run(fence)] if fence else None
     stores.requests.open(request, now_ms, also=also)
-    return OpenedRequest(request, secret, stored.size)
+    return Offer(request, secret, stored.size)
 
 
 def offer(
@@ -100,7 +95,7 @@ def offer(
     turn_seq: int,
     *,
     fence: TurnFence | None,
-    claim: PendingRequest | None,
+    claim: RequestRecord | None,
 ) -> Offer:
     """Persist the pause of a new turn (`fence`) or of a resumed run (`claim`).
 
@@ -109,37 +104,63 @@ def offer(
     """
     if not result.interrupts:
         raise PauseRefused(PAUSE_FAILED)
-    interrupt = result.interrupts[0]
     snapshot = take_snapshot(built.agent, {"chat_id": chat_id, "turn_seq": turn_seq})
-    card = {
-        **dict(interrupt.reason or {}),
-        "interrupt_name": interrupt.name,
-        "batch_tools": paused_batch_tools(snapshot),
-    }
+    batch = paused_batch(snapshot)
+    uses = {u["toolUseId"]: u for u in batch}
+    try:
+        asked = [_asked(i, uses, built.confirm_names) for i in result.interrupts]
+    except errors.InvalidInput as unshowable:
+        logger.warning("chat_id=<%s>, reason=<%s> | interrupt cannot be shown", chat_id, unshowable)
+        audit(rt, caller, chat_id, "pause_failed", reason=unshowable.code)
+        raise PauseRefused(PAUSE_FAILED) from unshowable
+    # The roles check on resume reads which tools the paused batch holds.
+    first = Asked(
+        asked[0].interrupt_id,
+        {**asked[0].card, "batch_tools": sorted({u["name"] for u in batch})},
+    )
     now = rt.clock.now_ms()
     if claim is not None:
-        made = _chained(rt, caller, claim, interrupt.id, card, snapshot, now)
+        made = _chained(rt, caller, claim, first, tuple(asked[1:]), snapshot, now)
     else:
-        made = _opened(rt, caller, chat_id, interrupt.id, card, snapshot, turn_seq, now, fence)
-    audit(
-        rt,
-        caller,
-        chat_id,
-        "paused",
-        interrupt_id=interrupt.id,
-        card_id=card.get("card_id"),
-        kind=kind_of(card),
-        chained=claim is not None,
-    )
+        made = _opened(rt, caller, chat_id, first, tuple(asked[1:]), snapshot, turn_seq, now, fence)
+    for one in asked:
+        audit(
+            rt,
+            caller,
+            chat_id,
+            "paused",
+            interrupt_id=one.interrupt_id,
+            card_id=one.card.get("card_id"),
+            kind=kind_of(one.card),
+            chained=claim is not None,
+        )
     return made
+
+
+def _asked(
+    interrupt: Interrupt, uses: Mapping[str, Mapping[str, Any]], confirm_names: frozenset[str]
+) -> Asked:
+    """The card for one interrupt: Interlock's own tools raise theirs ready-made."""
+    if is_own(interrupt.name) and isinstance(interrupt.reason, Mapping):
+        card = dict(interrupt.reason)
+    else:
+        tool_use_id = tool_use_id_of(interrupt.id)
+        card = foreign_card(
+            interrupt_id=interrupt.id,
+            name=interrupt.name,
+            reason=interrupt.reason,
+            tool_use=uses.get(tool_use_id) if tool_use_id else None,
+            confirm=guards_call(interrupt.id) and interrupt.name in confirm_names,
+        )
+    return Asked(interrupt.id, {**card, "interrupt_name": interrupt.name})
 
 
 def _opened(
     rt: Runtime,
     caller: Caller,
     chat_id: str,
-    interrupt_id: str,
-    card: dict[str, Any],
+    first: Asked,
+    others: tuple[Asked, ...],
     snapshot: dict[str, Any],
     turn_seq: int,
     now: int,
@@ -147,34 +168,34 @@ def _opened(
 ) -> Offer:
     ask_slot = open_ask_slot(rt, caller, chat_id, now)
     try:
-        opened = persist_pause(
+        return persist_pause(
             rt.stores,
             chat_id=chat_id,
             user_id=caller.user_id,
-            interrupt_id=interrupt_id,
-            kind=kind_of(card),
-            card=card,
+            interrupt_id=first.interrupt_id,
+            kind=kind_of(first.card),
+            card=first.card,
             snapshot=snapshot,
             turn_seq=turn_seq,
             now_ms=now,
             ask_slot=ask_slot,
             owner_roles=tuple(caller.roles),
             fence=fence,
+            also_asked=others,
         )
     except (errors.TooLarge, errors.StoreError) as exc:
         logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
         rt.stores.limits.release_slot(caller.user_id, chat_id, ask_slot, pool=ASK_POOL)
         audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
         raise PauseRefused(PAUSE_FAILED) from exc
-    return Offer(opened.request, opened.secret)
 
 
 def _chained(
     rt: Runtime,
     caller: Caller,
-    claim: PendingRequest,
-    interrupt_id: str,
-    card: dict[str, Any],
+    claim: RequestRecord,
+    first: Asked,
+    others: tuple[Asked, ...],
     snapshot: dict[str, Any],
     now: int,
 ) -> Offer:
@@ -188,22 +209,23 @@ def _chained(
     stores = rt.stores
     try:
         stored = stores.blobs.put_snapshot(
-            claim.chat_id, interrupt_id, snapshot, version=claim.fence.token
+            claim.chat_id, first.interrupt_id, snapshot, version=claim.fence.token
         )
         successor, secret = stores.requests.new_request(
             chat_id=claim.chat_id,
-            interrupt_id=interrupt_id,
-            kind=kind_of(card),
-            card=card,
+            interrupt_id=first.interrupt_id,
+            kind=kind_of(first.card),
+            card=first.card,
             user_id=claim.user_id,
             turn_seq=claim.turn_seq,
             now_ms=now,
             snapshot=stored,
             ask_slot=claim.ask_slot,
             owner_roles=claim.owner_roles,
+            also_asked=others,
         )
         stores.requests.chain(claim, successor)
     except errors.TooLarge as exc:
         audit(rt, caller, claim.chat_id, "pause_failed", reason=exc.code)
         raise PauseRefused(PAUSE_FAILED) from exc
-    return Offer(successor, secret)
+    return Offer(successor, secret, stored.size)

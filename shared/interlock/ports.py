@@ -18,12 +18,13 @@ from typing import Any, Protocol
 
 from interlock.records import (
     Approval,
+    Asked,
     AuditEvent,
     ChatMeta,
     ClaimFence,
     Fence,
     Kind,
-    PendingRequest,
+    RequestRecord,
     StoredSnapshot,
     Subject,
     TurnFence,
@@ -36,7 +37,7 @@ Entry = dict[str, Any]
 class RequestPort(Protocol):
     """The pointer: one open request per chat, claimed by exactly one worker."""
 
-    def get(self, chat_id: str, now_ms: int) -> PendingRequest | None: ...
+    def get(self, chat_id: str, now_ms: int) -> RequestRecord | None: ...
 
     def new_request(
         self,
@@ -52,59 +53,60 @@ class RequestPort(Protocol):
         ttl_s: int | None = None,
         ask_slot: int | None = None,
         owner_roles: tuple[str, ...] = (),
-    ) -> tuple[PendingRequest, str]: ...
+        also_asked: tuple[Asked, ...] = (),
+    ) -> tuple[RequestRecord, str]: ...
 
     def open(
-        self, request: PendingRequest, now_ms: int, also: list[Entry] | None = None
+        self, request: RequestRecord, now_ms: int, also: list[Entry] | None = None
     ) -> None: ...
 
-    def rotate_secret(self, request: PendingRequest, now_ms: int) -> tuple[PendingRequest, str]: ...
+    def rotate_secret(self, request: RequestRecord, now_ms: int) -> tuple[RequestRecord, str]: ...
 
     def claim(
         self,
-        request: PendingRequest,
+        request: RequestRecord,
         secret: str,
         worker: str,
         now_ms: int,
         answer: tuple[str, str] = ...,
-    ) -> PendingRequest: ...
+    ) -> RequestRecord: ...
 
-    def renew(self, claim: PendingRequest, now_ms: int) -> int: ...
+    def renew(self, claim: RequestRecord, now_ms: int) -> int: ...
 
     def record_step(self, fence: ClaimFence, entry: str) -> None: ...
 
     def finish(
         self,
-        claim: PendingRequest,
+        claim: RequestRecord,
         *,
         answer_key: str,
         decision: str,
         now_ms: int,
-        first_answer: str | None = None,
+        final_text: str | None = None,
         also: list[Entry] | None = None,
-    ) -> PendingRequest: ...
+    ) -> RequestRecord: ...
 
-    def chain(self, claim: PendingRequest, successor: PendingRequest) -> None: ...
+    def chain(self, claim: RequestRecord, successor: RequestRecord) -> None: ...
 
     def release(
-        self, claim: PendingRequest, now_ms: int, *, reset: bool, also: list[Entry] | None = None
-    ) -> PendingRequest: ...
+        self, claim: RequestRecord, now_ms: int, *, reset: bool, also: list[Entry] | None = None
+    ) -> RequestRecord: ...
 
-    def end_claimed(self, claim: PendingRequest, reason: str) -> PendingRequest: ...
+    def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord: ...
 
     def overdue(self, shard: str, now_ms: int, limit: int) -> list[str]: ...
 
     def claim_overdue(
-        self, request: PendingRequest, worker: str, now_ms: int, answer: tuple[str, str]
-    ) -> PendingRequest: ...
+        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
+    ) -> RequestRecord: ...
 
     def reroute(
-        self, request: PendingRequest, role: str, extra_s: int, now_ms: int
-    ) -> PendingRequest: ...
+        self, request: RequestRecord, role: str, extra_s: int, now_ms: int
+    ) -> RequestRecord: ...
 
-    def expire(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest: ...
+    def expire(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord: ...
 
-    def cancel(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest: ...
+    def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord: ...
 
 
 class ChatPort(Protocol):

@@ -38,11 +38,21 @@ OPEN_STATES = frozenset({RequestState.PENDING, RequestState.CLAIMED})
 
 
 @dataclass(frozen=True, slots=True)
-class PendingRequest:
-    """The pointer: the one open (or last) request of a chat.
+class Asked:
+    """One interrupt a paused run is waiting on, and the card that shows it."""
+
+    interrupt_id: str
+    card: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """The pointer: the one open (or last) request of a chat, in any state.
 
     The card and everything a client sees live here; the paused agent lives in S3 at
-    `snapshot_key`, and the final answer at `answer_key` once done.
+    `snapshot_key`, and the final answer at `answer_key` once done. A run that paused
+    on several interrupts at once (parallel tool calls) keeps the first in
+    `interrupt_id`/`card` and the others in `also_asked`; one answer settles them all.
     """
 
     chat_id: str
@@ -63,7 +73,7 @@ class PendingRequest:
     lease_expires_at_ms: int | None = None
     resume_deadline_ms: int | None = None
     answer_key: str | None = None
-    first_answer: str | None = None
+    final_text: str | None = None
     answered_at: int | None = None
     decision: str | None = None
     ended_reason: str | None = None
@@ -76,6 +86,16 @@ class PendingRequest:
     journal: tuple[str, ...] = ()
     acted: bool = False
     failures: int = 0
+    also_asked: tuple[Asked, ...] = ()
+
+    @property
+    def asked(self) -> tuple[Asked, ...]:
+        """Every interrupt this request waits on, the first one first."""
+        return (Asked(self.interrupt_id, self.card), *self.also_asked)
+
+    @property
+    def interrupt_ids(self) -> frozenset[str]:
+        return frozenset(a.interrupt_id for a in self.asked)
 
     @property
     def fence(self) -> ClaimFence:
@@ -132,7 +152,7 @@ class PendingRequest:
             self.state is RequestState.CLAIMED and self.lease_lapsed(now_ms)
         )
 
-    def with_changes(self, **changes: Any) -> PendingRequest:
+    def with_changes(self, **changes: Any) -> RequestRecord:
         return replace(self, **changes)
 
 
@@ -179,10 +199,10 @@ class StoredSnapshot:
 
 
 def unanswerable(
-    current: PendingRequest | None, interrupt_id: str, now_ms: int
+    current: RequestRecord | None, interrupt_id: str, now_ms: int
 ) -> errors.InterlockError | None:
     """Why `current` cannot be answered for `interrupt_id`, whoever asks; else None."""
-    if current is None or current.interrupt_id != interrupt_id:
+    if current is None or interrupt_id not in current.interrupt_ids:
         return errors.UnknownRequest("no open request with that id in this chat")
     status = current.status(now_ms)
     if status is RequestState.DONE:
@@ -199,7 +219,7 @@ def unanswerable(
 
 
 def refusal(
-    current: PendingRequest | None, interrupt_id: str, secret: str, now_ms: int
+    current: RequestRecord | None, interrupt_id: str, secret: str, now_ms: int
 ) -> errors.InterlockError | None:
     """Why `current` cannot be claimed for `interrupt_id` with `secret`; else None.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
@@ -27,7 +28,7 @@ from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
 from interlock.admission import expire_and_release, release_ask_slot, reserved
-from interlock.answers import decide, recorded_decision
+from interlock.answers import Answers, Reply, agent_response, decide_all, recorded_answers
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects
@@ -35,8 +36,9 @@ from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
-from interlock.records import PendingRequest, RequestState, refusal
-from interlock.runtime.agent import BuiltAgent, build_agent, lost_tools
+from interlock.ports import Entry
+from interlock.records import RequestRecord, RequestState, refusal
+from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
 from interlock.runtime.journal import Journal
 from interlock.runtime.snapshot import load_snapshot
 from interlock.turns import request_context, settle
@@ -56,11 +58,16 @@ def resume_turn(
     secret: str,
     status: Status,
     payload: Any,
+    more: Sequence[Reply] = (),
 ) -> TurnResult:
     """Answer the chat's open request and continue the paused run, exactly once.
 
+    `interrupt_id`, `status` and `payload` answer one interrupt; a run that paused on
+    several at once is answered in one resume, the others in `more` (AG-UI 1.0).
+
     Raises:
         InvalidInput: the answer does not fit the card (the request stays answerable).
+        IncompleteResume: an interrupt of the request is left unanswered.
         UnknownRequest, SecretRefused, Forbidden: refused; nothing changed.
         RequestExpired, RequestCancelled: the request can no longer be answered.
         SnapshotLost, IncompatibleSnapshot: the paused run cannot be restored; expired.
@@ -80,20 +87,21 @@ def resume_turn(
     if problem is not None:
         raise problem
     assert record is not None
-    decision, response = decide(record.card, status, payload)
+    answers = decide_all(record, [Reply(interrupt_id, status, payload), *more])
     waited_ms = now - record.created_at * 1000
     try:
         _check_chat(rt, record, now)
         with reserved(rt, caller):
-            _check_roles(rt, _owner_roles(caller, record), record, now)
+            _check_roles(rt, caller, record, now)
             claim = stores.requests.claim(
                 record,
                 secret,
                 rt.worker_id,
                 rt.clock.now_ms(),
-                answer=_recordable(decision, response),
+                answer=_recordable(answers),
             )
-            decision, response = _recorded(claim, decision, response)
+            answers = _recorded(claim, answers)
+            decision = answers.decisions[record.interrupt_id]
             audit(
                 rt,
                 caller,
@@ -102,7 +110,8 @@ def resume_turn(
                 interrupt_id=interrupt_id,
                 kind=record.kind,
                 card_id=record.card.get("card_id"),
-                decision=decision.label,
+                decision=answers.label,
+                interrupts=len(record.asked),
                 reason=decision.reason,
                 suggestion=decision.suggestion,
                 args_hash=args_hash(record.card),
@@ -110,14 +119,14 @@ def resume_turn(
                 worker=rt.worker_id,
                 takeover=record.state is RequestState.CLAIMED,
             )
-            result = continue_claimed(rt, caller, claim, decision, response)
+            result = continue_claimed(rt, caller, claim, answers)
             return replace(result, waited_ms=waited_ms)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
 
 
-def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
+def replay(rt: Runtime, done: RequestRecord) -> TurnResult:
     """The stored outcome of an answered request: never a second run.
 
     It also frees the open-request slot, in case the worker that finished died before
@@ -125,7 +134,7 @@ def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
     """
     release_ask_slot(rt, done)
     stored = rt.stores.blobs.get_answer(done.answer_key) if done.answer_key else None
-    text = done.first_answer or (stored or {}).get("text")
+    text = done.final_text or (stored or {}).get("text")
     return TurnResult(
         done.chat_id,
         "replayed",
@@ -137,9 +146,9 @@ def replay(rt: Runtime, done: PendingRequest) -> TurnResult:
 
 
 def continue_claimed(
-    rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision, response: Any
+    rt: Runtime, caller: Caller, claim: RequestRecord, answers: Answers
 ) -> TurnResult:
-    """Continue a claimed request's paused run with `response`, and store its end.
+    """Continue a claimed request's paused run with `answers`, and store its end.
 
     The run continues as the chat's owner (a rerouted request may be answered by an
     operator of another role; the approvals still belong to the owner). A failure is
@@ -153,20 +162,14 @@ def continue_claimed(
         )
     except (ValueError, KeyError, TypeError) as unreadable:
         reason = f"the run's journal cannot be read: {type(unreadable).__name__}"
-        _end_unusable(rt, caller, claim, decision, reason, event="journal_unreadable")
+        _end_unusable(rt, caller, claim, answers, reason, event="journal_unreadable")
         raise errors.RequestExpired(reason) from unreadable
     try:
-        _apply_approval(rt, caller, claim, decision)
+        _apply_approvals(rt, caller, claim, answers)
         snapshot = rt.stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
-        built = build_agent(
-            rt.model_factory(),
-            roles=caller.roles,
-            max_model_calls=rt.limits.max_model_calls,
-            config=rt.config,
-            journal=journal,
-        )
+        built = build_agent(rt, caller, claim.chat_id, journal=journal)
         load_snapshot(built.agent, snapshot)
-        result, started = _run(rt, caller, claim, built, response)
+        result, started = _run(rt, caller, claim, built, answers)
         return settle(
             rt,
             caller,
@@ -176,10 +179,10 @@ def continue_claimed(
             claim.turn_seq,
             started=started,
             claim=claim,
-            decision=decision.label,
+            decision=answers.label,
         )
     except errors.IncompatibleSnapshot as unusable:
-        _end_unusable(rt, caller, claim, decision, str(unusable))
+        _end_unusable(rt, caller, claim, answers, str(unusable))
         raise
     except Exception as failure:
         lost = _cause(failure, errors.LeaseLost)
@@ -189,22 +192,28 @@ def continue_claimed(
         if outgrown is not None:
             # Every retry would fail at the same step: settle it rather than loop.
             reason = f"the run could not be recorded: {outgrown}"
-            _end_unusable(rt, caller, claim, decision, reason, event="journal_full")
+            _end_unusable(rt, caller, claim, answers, reason, event="journal_full")
             raise errors.RequestExpired(reason) from failure
-        _released(rt, caller, claim, decision, failure)
+        _released(rt, caller, claim, answers, failure)
         raise errors.RunFailed(
             "the run failed after it was answered; the request can be answered again"
         ) from failure
 
 
 def _run(
-    rt: Runtime, caller: Caller, claim: PendingRequest, built: BuiltAgent, response: Any
+    rt: Runtime, caller: Caller, claim: RequestRecord, built: BuiltAgent, answers: Answers
 ) -> tuple[Any, int]:
-    """Answer the interrupt and run to the end under a heartbeat."""
+    """Answer every interrupt and run to the end under a heartbeat."""
     started = len(built.agent.messages)
     context = request_context(rt, caller, claim.chat_id, fence=claim.fence, resuming=claim)
     answer: list[InterruptResponseContent] = [
-        {"interruptResponse": {"interruptId": claim.interrupt_id, "response": response}}
+        {
+            "interruptResponse": {
+                "interruptId": asked.interrupt_id,
+                "response": agent_response(asked.card, answers.responses[asked.interrupt_id]),
+            }
+        }
+        for asked in claim.asked
     ]
     renew = lambda: rt.stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
     with Heartbeat(renew, rt.limits.heartbeat_s) as heartbeat, request_scope(context):
@@ -214,28 +223,32 @@ def _run(
     return result, started
 
 
-def _apply_approval(rt: Runtime, caller: Caller, claim: PendingRequest, decision: Decision) -> None:
-    """Grant or withdraw a download card's rows, fenced by the claim (idempotent: a
+def _apply_approvals(rt: Runtime, caller: Caller, claim: RequestRecord, answers: Answers) -> None:
+    """Grant or withdraw each download card's rows, fenced by the claim (idempotent: a
     takeover writes the same rows stamped with the same card)."""
-    card = claim.card
-    if card.get("type") != DOWNLOAD:
-        return
     approvals = rt.stores.approvals
-    if decision.approved:
-        subjects = card_subjects(card, decision)
-        now = rt.clock.now_ms()
-        approvals.grant(
-            claim.chat_id, caller.user_id, subjects, card["card_id"], now, fence=claim.fence
-        )
-    else:
-        approvals.withdraw_card(claim.chat_id, caller.user_id, card["card_id"], fence=claim.fence)
+    for asked in claim.asked:
+        card = asked.card
+        if card.get("type") != DOWNLOAD:
+            continue
+        decision = answers.decisions[asked.interrupt_id]
+        if decision.approved:
+            subjects = card_subjects(card, decision)
+            now = rt.clock.now_ms()
+            approvals.grant(
+                claim.chat_id, caller.user_id, subjects, card["card_id"], now, fence=claim.fence
+            )
+        else:
+            approvals.withdraw_card(
+                claim.chat_id, caller.user_id, card["card_id"], fence=claim.fence
+            )
 
 
 def _released(
     rt: Runtime,
     caller: Caller,
-    claim: PendingRequest,
-    decision: Decision,
+    claim: RequestRecord,
+    answers: Answers,
     failure: Exception,
 ) -> None:
     """Give the claim back after a failure that is not the request's fault.
@@ -252,10 +265,10 @@ def _released(
     )
     stores = rt.stores
     try:
-        grants = []
-        if decision.approved and claim.card.get("type") == DOWNLOAD:
-            grants = stores.approvals.withdraw_entries(
-                claim.chat_id, claim.user_id, claim.card["card_id"]
+        grants: list[Entry] = []
+        for asked in _approved_downloads(claim, answers):
+            grants += stores.approvals.withdraw_entries(
+                claim.chat_id, claim.user_id, asked.card["card_id"]
             )
         released = stores.requests.release(claim, rt.clock.now_ms(), reset=True, also=grants)
     except errors.InterlockError:
@@ -268,16 +281,17 @@ def _released(
 def _end_unusable(
     rt: Runtime,
     caller: Caller,
-    claim: PendingRequest,
-    decision: Decision,
+    claim: RequestRecord,
+    answers: Answers,
     reason: str,
     event: str = "snapshot_unusable",
 ) -> None:
     """Settle a request whose paused run can never be restored (or never recorded):
     expired, with why."""
     try:
-        if decision.approved:
-            _apply_approval(rt, caller, claim, Decision("rejected"))
+        if _approved_downloads(claim, answers):
+            rejected = {a.interrupt_id: Decision("rejected") for a in claim.asked}
+            _apply_approvals(rt, caller, claim, Answers(rejected, answers.responses))
         ended = rt.stores.requests.end_claimed(claim, reason)
     except errors.InterlockError:
         return
@@ -295,19 +309,27 @@ def _cause(failure: BaseException, kind: type[Caused]) -> Caused | None:
     return None
 
 
-def _recordable(decision: Decision, response: Any) -> tuple[str, str]:
-    return decision.label, json.dumps(response, separators=(",", ":"), sort_keys=True)
+def _approved_downloads(claim: RequestRecord, answers: Answers) -> list[Any]:
+    return [
+        asked
+        for asked in claim.asked
+        if asked.card.get("type") == DOWNLOAD and answers.decisions[asked.interrupt_id].approved
+    ]
 
 
-def _recorded(claim: PendingRequest, decision: Decision, response: Any) -> tuple[Decision, Any]:
-    """The answer the run continues with: the one the first claim recorded."""
+def _recordable(answers: Answers) -> tuple[str, str]:
+    """The label and the responses (by interrupt id) the claim records."""
+    return answers.label, json.dumps(dict(answers.responses), separators=(",", ":"), sort_keys=True)
+
+
+def _recorded(claim: RequestRecord, answers: Answers) -> Answers:
+    """The answers the run continues with: the ones the first claim recorded."""
     if claim.response is None:
-        return decision, response
-    recorded = json.loads(claim.response)
-    return recorded_decision(claim.card, recorded), recorded
+        return answers
+    return recorded_answers(claim, json.loads(claim.response))
 
 
-def _owner_roles(caller: Caller, record: PendingRequest) -> frozenset[str]:
+def _owner_roles(caller: Caller, record: RequestRecord) -> frozenset[str]:
     """The roles the run continues with: the owner's live ones when the owner answers;
     otherwise (an operator answering a rerouted request) the owner's roles as they were
     when the run paused, never the operator's."""
@@ -316,15 +338,17 @@ def _owner_roles(caller: Caller, record: PendingRequest) -> frozenset[str]:
     return frozenset(record.owner_roles)
 
 
-def _check_roles(rt: Runtime, roles: frozenset[str], record: PendingRequest, now: int) -> None:
+def _check_roles(rt: Runtime, caller: Caller, record: RequestRecord, now: int) -> None:
+    owner = Caller(record.user_id, _owner_roles(caller, record), trace_id=caller.trace_id)
+    inputs = inputs_for(rt, owner, record.chat_id)
     then = frozenset(record.owner_roles)
-    lost = lost_tools(roles, record.card.get("batch_tools", []), then)
+    lost = lost_tools(rt.agent, inputs, record.card.get("batch_tools", []), then)
     if lost:
         expire_and_release(rt, record, f"the user may no longer use {', '.join(lost)}", now)
         raise errors.RequestExpired("your roles changed since this was asked")
 
 
-def _check_chat(rt: Runtime, record: PendingRequest, now: int) -> None:
+def _check_chat(rt: Runtime, record: RequestRecord, now: int) -> None:
     meta = rt.stores.chats.meta(record.chat_id)
     reason = None
     if meta.hidden:

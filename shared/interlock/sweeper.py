@@ -20,11 +20,11 @@ from typing import Any, Final
 from interlock import errors, keys
 from interlock.adapters.schema import SWEEP_SHARDS
 from interlock.admission import expire_and_release
-from interlock.answers import kind_of, recorded_decision
+from interlock.answers import kind_of, recorded_answers
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
-from interlock.records import PendingRequest
+from interlock.records import RequestRecord
 from interlock.resume import continue_claimed
 
 # Stop claiming when less than this is left before the sweep's deadline: settling one
@@ -101,9 +101,13 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
             rt.stores.requests.reroute(request, policy.reroute_role, policy.reroute_extra_s, now_ms)
             _audit(rt, request, "rerouted", role=policy.reroute_role)
             return "rerouted"
-        timeout, _ = _timeout_response(request, policy.action)
-        label = "defaulted" if timeout.get("status") == "default" else "timed_out"
-        answer = (label, json.dumps(timeout, separators=(",", ":"), sort_keys=True))
+        timeouts = {
+            asked.interrupt_id: _timeout_response(asked.card, policy.action)
+            for asked in request.asked
+        }
+        statuses = {t["status"] for t in timeouts.values()}
+        label = "defaulted" if statuses == {"default"} else "timed_out"
+        answer = (label, json.dumps(timeouts, separators=(",", ":"), sort_keys=True))
         # The clock is read at the claim itself: the lease starts now, not at the sweep's start.
         claim = rt.stores.requests.claim_overdue(
             request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), answer
@@ -114,13 +118,13 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
         )
         return "skipped"
     # A person's answer recorded by an earlier claim wins over the timeout.
-    response = json.loads(claim.response) if claim.response else timeout
-    decision = recorded_decision(claim.card, response)
-    outcome = decision.label if decision.label in ("defaulted", "timed_out") else "continued"
+    recorded = json.loads(claim.response) if claim.response else timeouts
+    answers = recorded_answers(claim, recorded)
+    outcome = answers.label if answers.label in ("defaulted", "timed_out") else "continued"
     event = "continued" if outcome == "continued" else "timed_out"
-    _audit(rt, request, event, decision=decision.label, policy=policy.action)
+    _audit(rt, request, event, decision=answers.label, policy=policy.action)
     try:
-        continue_claimed(rt, _owner(request), claim, decision, response)
+        continue_claimed(rt, _owner(request), claim, answers)
     except Exception:
         # One request that cannot be settled must not stop the sweep of all the others;
         # its lease lapses and a later sweep retries it, up to the claim cap.
@@ -129,14 +133,14 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
     return outcome
 
 
-def _timeout_response(request: PendingRequest, action: str) -> tuple[dict[str, Any], str]:
-    default = request.card.get("default")
+def _timeout_response(card: dict[str, Any], action: str) -> dict[str, Any]:
+    default = card.get("default")
     if action == "default" and default is not None:
-        return {"status": "default", "answer": default}, "defaulted"
-    return {"status": "timed_out"}, "timed_out"
+        return {"status": "default", "answer": default}
+    return {"status": "timed_out"}
 
 
-def _owner(request: PendingRequest) -> Caller:
+def _owner(request: RequestRecord) -> Caller:
     # The run resumes as its owner, with the roles they had when it paused; nothing is
     # approved on their behalf (the answer is a timeout).
     return Caller(
@@ -146,7 +150,7 @@ def _owner(request: PendingRequest) -> Caller:
     )
 
 
-def _audit(rt: Runtime, request: PendingRequest, event: str, **detail: Any) -> None:
+def _audit(rt: Runtime, request: RequestRecord, event: str, **detail: Any) -> None:
     audit(
         rt,
         Caller("sweeper"),

@@ -24,7 +24,7 @@ from interlock.outcomes import TurnResult
 from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
 from interlock.ports import OutboxStore
-from interlock.records import Fence, PendingRequest, TurnFence
+from interlock.records import Fence, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent, build_agent
 from interlock.transcript import answer_turn, history, summary
 
@@ -61,13 +61,7 @@ def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResu
         fence, turn_seq = admit_turn(rt, caller, seen, prompt, now)
         try:
             audit(rt, caller, chat_id, "turn_started", turn=turn_seq)
-            built = build_agent(
-                rt.model_factory(),
-                roles=caller.roles,
-                messages=earlier,
-                max_model_calls=rt.limits.max_model_calls,
-                config=rt.config,
-            )
+            built = build_agent(rt, caller, chat_id, history=earlier)
             context = request_context(rt, caller, chat_id, fence=fence)
             # The agent appends to the list it was given: measure where this turn starts now.
             started = len(built.agent.messages)
@@ -98,7 +92,7 @@ def request_context(
     chat_id: str,
     *,
     fence: Fence,
-    resuming: PendingRequest | None = None,
+    resuming: RequestRecord | None = None,
 ) -> RequestContext:
     """The context tools see, read fresh from the store (approvals may have changed)."""
     now = rt.clock.now_ms()
@@ -108,8 +102,7 @@ def request_context(
         roles=caller.roles,
         approved=rt.stores.approvals.approved_subjects(chat_id, caller.user_id, now),
         can_ask_a_human=caller.can_ask_a_human,
-        resume_card=resuming.card if resuming else None,
-        resume_interrupt_id=resuming.interrupt_id if resuming else None,
+        resume_cards=tuple(a.card for a in resuming.asked) if resuming else (),
         trace_id=caller.trace_id,
         outbox=FencedOutbox(rt.stores.outbox, fence),
         fetch=rt.fetch,
@@ -128,7 +121,7 @@ def settle(
     *,
     started: int,
     fence: TurnFence | None = None,
-    claim: PendingRequest | None = None,
+    claim: RequestRecord | None = None,
     decision: str | None = None,
 ) -> TurnResult:
     """Turn a finished run into a result: a durable offer, or a stored final answer.
@@ -164,7 +157,7 @@ def settle(
             claim,
             answer_key=answer_key,
             decision=decision or "answered",
-            first_answer=text,
+            final_text=text,
             now_ms=now,
             also=rt.stores.turns.answer_entries(chat_id, claim.turn_seq, turn, now),
         )

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from interlock import errors
-from interlock.pause import OpenedRequest, persist_pause
+from interlock.outcomes import Offer
+from interlock.pause import persist_pause
 from interlock.ports import Stores
 from interlock.records import ChatMeta, RequestState, Subject
 from interlock.timing import ManualClock
@@ -21,7 +22,7 @@ CHAT = "c-fence"
 SITE = Subject("site", "data.example.org")
 
 
-def _opened(stores: Stores, clock: ManualClock) -> OpenedRequest:
+def _opened(stores: Stores, clock: ManualClock) -> Offer:
     return persist_pause(
         stores,
         chat_id=CHAT,
@@ -46,7 +47,7 @@ def _claimed(stores: Stores, clock: ManualClock, worker: str = "w1") -> Any:
     ), opened
 
 
-def _taken_over(stores: Stores, clock: ManualClock, opened: OpenedRequest) -> Any:
+def _taken_over(stores: Stores, clock: ManualClock, opened: Offer) -> Any:
     clock.advance(ms=stores.policy.lease_ms + 1)
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None

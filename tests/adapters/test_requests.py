@@ -9,7 +9,8 @@ import pytest
 from interlock import errors
 from interlock.adapters import requests as pointer
 from interlock.adapters.factory import Stores
-from interlock.pause import OpenedRequest, persist_pause
+from interlock.outcomes import Offer
+from interlock.pause import persist_pause
 from interlock.records import RequestState, StoredSnapshot
 from interlock.timing import DAY_S, ManualClock
 
@@ -25,7 +26,7 @@ def pause(
     interrupt_id: str = "v1:tool_call:t1:a",
     chat: str = CHAT,
     **extra: Any,
-) -> OpenedRequest:
+) -> Offer:
     return persist_pause(
         stores,
         chat_id=chat,
@@ -345,11 +346,11 @@ def test_finish_marks_done_and_a_later_claim_replays(
         claim,
         answer_key="answers/x",
         decision="approved",
-        first_answer="Here is the table.",
+        final_text="Here is the table.",
         now_ms=clock.now_ms(),
     )
 
-    assert (done.state, done.answer_key, done.first_answer) == (
+    assert (done.state, done.answer_key, done.final_text) == (
         RequestState.DONE,
         "answers/x",
         "Here is the table.",
@@ -378,7 +379,7 @@ def test_replay_does_not_need_the_latest_secret(stores: Stores, clock: ManualClo
         stores.requests.claim(opened.request, opened.secret, "w2", clock.now_ms())
 
 
-def test_first_answer_is_dropped_whole_when_it_would_not_fit(
+def test_final_text_is_dropped_whole_when_it_would_not_fit(
     stores: Stores, clock: ManualClock
 ) -> None:
     opened = pause(stores, clock)
@@ -388,12 +389,12 @@ def test_first_answer_is_dropped_whole_when_it_would_not_fit(
         claim,
         answer_key="k",
         decision="approved",
-        first_answer="y" * (stores.policy.max_item_bytes - 100),
+        final_text="y" * (stores.policy.max_item_bytes - 100),
         now_ms=clock.now_ms(),
     )
 
     assert done.state is RequestState.DONE
-    assert done.first_answer is None
+    assert done.final_text is None
 
 
 # -- chaining ------------------------------------------------------------------------------------

@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from strands.models.model import Model
+
+from examples import analyst
+from examples.analyst.script import DEMO_SCENARIOS
+from interlock.agent import AgentInputs
+from interlock.config import InterlockConfig
+from interlock.runtime.agent import BuiltAgent, compose
+from interlock.runtime.journal import Journal
 from interlock.runtime.model import Scenario, ScriptedModel, Step
-from interlock.runtime.scenarios import DEMO_SCENARIOS
 
 
 class Transport:
@@ -44,3 +51,33 @@ def scenario(*steps: Step | list[dict[str, Any]], name: str = "test") -> Scenari
 
 def _const(blocks: list[dict[str, Any]]) -> Callable[[list[str]], list[dict[str, Any]]]:
     return lambda results: blocks
+
+
+def analyst_agent(
+    model: Model,
+    *,
+    roles: frozenset[str] = frozenset(),
+    messages: list[Any] | None = None,
+    max_model_calls: int = 12,
+    journal: Journal | None = None,
+    config: InterlockConfig | None = None,
+) -> BuiltAgent:
+    """The analyst example as Interlock composes it, outside any service function."""
+    inputs = AgentInputs(
+        user_id="alice",
+        roles=roles,
+        chat_id="chat-1",
+        can_ask_a_human=True,
+        max_model_calls=max_model_calls,
+        settings=config or InterlockConfig(),
+        _history=lambda: [],
+        _model=lambda scripted: model,
+    )
+    spec = analyst.build(inputs)
+    return compose(
+        spec,
+        model=model,
+        messages=messages,
+        max_model_calls=max_model_calls,
+        journal=journal,
+    )

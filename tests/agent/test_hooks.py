@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from interlock.context import RequestContext
-from interlock.runtime.agent import build_agent
 from interlock.runtime.hooks import MERGED, ONE_AT_A_TIME, RUN_ALONE, decide_batch
 from interlock.runtime.model import ScriptedModel
 from interlock.runtime.snapshot import load_snapshot, take_snapshot
-from tests.agent.support import Transport, scenario
+from tests.agent.support import Transport, analyst_agent, scenario
 from tests.agent.test_tools import done, run
 
 URL = "https://data.example.org/table.csv"
@@ -52,7 +51,7 @@ def ctx(**changes: Any) -> RequestContext:
 
 
 def agent(*steps: Any) -> Any:
-    return build_agent(ScriptedModel([scenario(*steps)]), roles=frozenset({"reporter"}))
+    return analyst_agent(ScriptedModel([scenario(*steps)]), roles=frozenset({"reporter"}))
 
 
 # -- the batch rule ------------------------------------------------------------------------
@@ -91,7 +90,7 @@ def test_the_approval_call_runs_alone_before_and_after_the_resume() -> None:
 
     fresh = agent(batch, done)
     load_snapshot(fresh.agent, take_snapshot(paused.agent))
-    context.resume_card = result.interrupts[0].reason
+    context.resume_cards = (result.interrupts[0].reason,)
     answer = [
         {
             "interruptResponse": {
@@ -122,7 +121,7 @@ def test_a_gated_tool_waits_and_runs_exactly_once_after_approval() -> None:
 
     fresh = agent([report()], done)
     load_snapshot(fresh.agent, take_snapshot(paused.agent))
-    context.resume_card = card
+    context.resume_cards = (card,)
     answer = [
         {
             "interruptResponse": {
@@ -144,7 +143,7 @@ def test_a_denied_gated_tool_never_runs() -> None:
     result = run(paused, context)
     fresh = agent([report()], done)
     load_snapshot(fresh.agent, take_snapshot(paused.agent))
-    context.resume_card = result.interrupts[0].reason
+    context.resume_cards = (result.interrupts[0].reason,)
     answer = [
         {
             "interruptResponse": {
@@ -179,7 +178,7 @@ def test_only_the_first_gated_call_of_a_batch_may_ask() -> None:
 
     fresh = agent([report(), report()], done)
     load_snapshot(fresh.agent, take_snapshot(paused.agent))
-    context.resume_card = result.interrupts[0].reason
+    context.resume_cards = (result.interrupts[0].reason,)
     answer = [
         {
             "interruptResponse": {
@@ -199,7 +198,7 @@ def test_only_the_first_gated_call_of_a_batch_may_ask() -> None:
 
 def test_the_model_call_limit_stops_a_runaway_invocation() -> None:
     loop = [{"tool": "fetch_url", "input": {"url": URL}}]
-    built = build_agent(
+    built = analyst_agent(
         ScriptedModel([scenario(*[loop] * 20)]), roles=frozenset(), max_model_calls=3
     )
 

@@ -4,9 +4,9 @@ the caller never had does not later expire a card as "your roles changed"."""
 
 from __future__ import annotations
 
+from examples.analyst.script import TABLE_URL
 from interlock.ports import Stores
 from interlock.resume import resume_turn
-from interlock.runtime.scenarios import TABLE_URL
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
 from tests.agent.support import Models, Transport, scenario

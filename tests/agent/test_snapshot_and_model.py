@@ -5,29 +5,30 @@ from __future__ import annotations
 import pytest
 from strands.models.bedrock import BedrockModel
 
+from examples.analyst.script import DEMO_SCENARIOS
 from interlock.errors import IncompatibleSnapshot
-from interlock.runtime.agent import ModelConfig, build_agent, build_model
+from interlock.runtime.agent import ModelConfig, build_model
 from interlock.runtime.model import ScriptedModel
-from interlock.runtime.scenarios import DEMO_SCENARIOS
 from interlock.runtime.snapshot import (
     SCHEMA_VERSION,
     load_snapshot,
     paused_batch_tools,
     take_snapshot,
 )
+from tests.agent.support import analyst_agent
 from tests.agent.test_hooks import ctx
 from tests.agent.test_tools import run
 
 
 def paused_snapshot() -> dict:
-    built = build_agent(ScriptedModel(DEMO_SCENARIOS), roles=frozenset())
+    built = analyst_agent(ScriptedModel(DEMO_SCENARIOS), roles=frozenset())
     assert run(built, ctx(), "please download the table").stop_reason == "interrupt"
     return take_snapshot(built.agent, {"chat_id": "c1"})
 
 
 def test_a_snapshot_round_trips_into_a_fresh_agent() -> None:
     snapshot = paused_snapshot()
-    fresh = build_agent(ScriptedModel(DEMO_SCENARIOS), roles=frozenset())
+    fresh = analyst_agent(ScriptedModel(DEMO_SCENARIOS), roles=frozenset())
 
     app_data = load_snapshot(fresh.agent, snapshot)
 
@@ -47,7 +48,7 @@ def test_a_snapshot_round_trips_into_a_fresh_agent() -> None:
 )
 def test_an_incompatible_snapshot_is_refused_clearly(broken: dict) -> None:
     snapshot = {**paused_snapshot(), **broken}
-    fresh = build_agent(ScriptedModel(DEMO_SCENARIOS), roles=frozenset())
+    fresh = analyst_agent(ScriptedModel(DEMO_SCENARIOS), roles=frozenset())
     with pytest.raises(IncompatibleSnapshot):
         load_snapshot(fresh.agent, snapshot)
 
@@ -55,7 +56,7 @@ def test_an_incompatible_snapshot_is_refused_clearly(broken: dict) -> None:
 def test_the_scripted_model_continues_from_the_history_in_a_new_instance() -> None:
     snapshot = paused_snapshot()
     fresh_model = ScriptedModel(DEMO_SCENARIOS)
-    fresh = build_agent(fresh_model, roles=frozenset())
+    fresh = analyst_agent(fresh_model, roles=frozenset())
     load_snapshot(fresh.agent, snapshot)
 
     assert fresh_model.scenario_for(fresh.agent.messages).name == "download"
@@ -63,9 +64,10 @@ def test_the_scripted_model_continues_from_the_history_in_a_new_instance() -> No
 
 
 def test_the_model_is_chosen_by_configuration() -> None:
-    assert isinstance(
-        build_model(ModelConfig.from_env({"INTERLOCK_MODEL": "scripted"})), ScriptedModel
-    )
+    scripted = ModelConfig.from_env({"INTERLOCK_MODEL": "scripted"})
+    assert isinstance(build_model(scripted, DEMO_SCENARIOS), ScriptedModel)
+    with pytest.raises(ValueError, match="scripted stand-in"):
+        build_model(scripted)  # an agent with no script of its own names its real model
     config = ModelConfig.from_env(
         {"INTERLOCK_MODEL": "bedrock:amazon.nova-lite-v1:0", "AWS_REGION": "eu-west-1"}
     )

@@ -9,10 +9,10 @@ from strands.agent.agent_result import AgentResult
 from interlock.cards import parse_decision
 from interlock.context import RequestContext, request_scope
 from interlock.records import Subject
-from interlock.runtime.agent import BuiltAgent, build_agent
+from interlock.runtime.agent import BuiltAgent
 from interlock.runtime.model import ScriptedModel
 from interlock.runtime.snapshot import load_snapshot, take_snapshot
-from tests.agent.support import Transport, scenario
+from tests.agent.support import Transport, analyst_agent, scenario
 
 URL = "https://data.example.org/table.csv?token=s3cr3t#top"
 SITE = Subject("site", "data.example.org")
@@ -31,7 +31,7 @@ def done(results: list[str]) -> list[dict[str, Any]]:
 
 
 def agent_for(*steps: Any) -> BuiltAgent:
-    return build_agent(ScriptedModel([scenario(*steps)]), roles=frozenset())
+    return analyst_agent(ScriptedModel([scenario(*steps)]), roles=frozenset())
 
 
 def context(**changes: Any) -> RequestContext:
@@ -54,7 +54,7 @@ def resume(
     snapshot = take_snapshot(paused.agent)
     fresh = agent_for(*steps)
     load_snapshot(fresh.agent, snapshot)
-    ctx.resume_card = result.interrupts[0].reason
+    ctx.resume_cards = (result.interrupts[0].reason,)
     answer = [{"interruptResponse": {"interruptId": result.interrupts[0].id, "response": response}}]
     return fresh, run(fresh, ctx, answer)
 

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Route, expect
 
 from interlock.adapters.factory import Stores
-from interlock.records import PendingRequest, RequestState
+from interlock.records import RequestRecord, RequestState
 from tests.browser.pages import ChatPage
 
 pytestmark = pytest.mark.server
@@ -56,7 +56,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def pointer(stores: Stores, chat: str) -> PendingRequest:
+def pointer(stores: Stores, chat: str) -> RequestRecord:
     request = stores.requests.get(chat, now_ms())
     assert request is not None, f"chat {chat} has no request"
     return request

@@ -1,7 +1,11 @@
 """One half of a paused turn, run as its own interpreter by the end-to-end tests.
 
     half.py pause  --name A ...   run the turn until it pauses; write offer.json
-    half.py resume --name B ...   answer offer.json with approve, then answer it again
+    half.py resume --name B ...   answer offer.json (every interrupt of it), then again
+
+`--agent package.module:factory` (with `--path` to find it) runs a user's agent
+through the public surface instead of the demo analyst; `--payloads` maps an
+interrupt's name to the payload that answers it (`*` for any other).
 
 Each process holds nothing but the store: a fresh interpreter, fresh clients and a new
 Runtime. What the tests need to see is written to the work dir as JSON, plus
@@ -27,11 +31,15 @@ sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 import boto3  # noqa: E402
 
+from examples.analyst.script import DEMO_SCENARIOS  # noqa: E402
 from interlock.adapters.factory import Stores, build_stores  # noqa: E402
+from interlock.agent import load_factory  # noqa: E402
+from interlock.answers import Reply  # noqa: E402
+from interlock.config import InterlockConfig  # noqa: E402
+from interlock.deps import default_agent  # noqa: E402
 from interlock.outcomes import TurnResult  # noqa: E402
 from interlock.resume import resume_turn  # noqa: E402
 from interlock.runtime.model import ScriptedModel  # noqa: E402
-from interlock.runtime.scenarios import DEMO_SCENARIOS  # noqa: E402
 from interlock.timing import StorePolicy  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 
@@ -48,20 +56,24 @@ def main(argv: list[str]) -> int:
     work = Path(args.work)
     _fake_aws(args.endpoint)
     models: list[ScriptedModel] = []
+    if args.path:
+        sys.path.insert(0, args.path)
     rt = Runtime(
         _stores(args, work),
         lambda: _remember(models, ScriptedModel(DEMO_SCENARIOS)),
         fetch=Transport(work, args.name, hang=args.hang == "fetch"),
         limits=TurnLimits(heartbeat_s=args.heartbeat_s),
         worker_id=args.name,
+        # A user's agent plays its own script: the deployment is in scripted mode.
+        agent=load_factory(args.agent) if args.agent else default_agent(),
+        config=InterlockConfig(model="scripted") if args.agent else InterlockConfig(),
     )
     if args.role == "pause":
         _write(work / OFFER, _pause(rt, args.chat, args.prompt, models))
     else:
-        _write(
-            work / f"{args.name}.json",
-            _resume(rt, args.chat, json.loads((work / OFFER).read_text()), models),
-        )
+        offer = json.loads((work / OFFER).read_text())
+        payloads = json.loads(args.payloads)
+        _write(work / f"{args.name}.json", _resume(rt, args.chat, offer, payloads, models))
     return 0
 
 
@@ -72,23 +84,34 @@ def _pause(rt: Runtime, chat: str, prompt: str, models: list[ScriptedModel]) -> 
     return {
         "outcome": result.outcome,
         "interrupt_id": request.interrupt_id,
+        "asked": {a.interrupt_id: a.card["interrupt_name"] for a in request.asked},
         "secret": result.offer.secret,
         "model_calls": sum(m.calls for m in models),
     }
 
 
 def _resume(
-    rt: Runtime, chat: str, offer: dict[str, Any], models: list[ScriptedModel]
+    rt: Runtime,
+    chat: str,
+    offer: dict[str, Any],
+    payloads: dict[str, Any],
+    models: list[ScriptedModel],
 ) -> dict[str, Any]:
+    replies = [
+        Reply(interrupt_id, "resolved", payloads.get(name, payloads["*"]))
+        for interrupt_id, name in offer["asked"].items()
+    ]
+
     def answer() -> TurnResult:
         return resume_turn(
             rt,
             USER,
             chat,
-            interrupt_id=offer["interrupt_id"],
+            interrupt_id=replies[0].interrupt_id,
             secret=offer["secret"],
             status="resolved",
-            payload=APPROVE,
+            payload=replies[0].payload,
+            more=replies[1:],
         )
 
     first = answer()
@@ -198,6 +221,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--lease-ms", type=int, default=StorePolicy().lease_ms)
     parser.add_argument("--heartbeat-s", type=float, default=TurnLimits().heartbeat_s)
     parser.add_argument("--hang", choices=("outbox", "fetch"))
+    parser.add_argument("--agent", help="a user's agent factory, package.module:factory")
+    parser.add_argument("--path", help="a directory to import the agent from")
+    parser.add_argument("--payloads", default=json.dumps({"*": APPROVE}))
     return parser
 
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from examples.analyst.script import DEMO_SCENARIOS, DOWNLOAD, REPORT
 from interlock.adapters.factory import Stores
 from interlock.outcomes import TurnResult
-from interlock.records import PendingRequest
+from interlock.records import RequestRecord
 from interlock.resume import resume_turn
 from interlock.runtime.model import Scenario, ScriptedModel
-from interlock.runtime.scenarios import DEMO_SCENARIOS, DOWNLOAD, REPORT
 from interlock.timing import SystemClock
 from interlock.turns import Caller, Runtime, TurnLimits
 
@@ -49,7 +49,7 @@ def wait_for(done: Callable[[], bool], what: str, timeout_s: float = TIMEOUT_S) 
         time.sleep(0.05)
 
 
-def pointer(stores: Stores, chat: str) -> PendingRequest:
+def pointer(stores: Stores, chat: str) -> RequestRecord:
     request = stores.requests.get(chat, SystemClock().now_ms())
     assert request is not None, f"chat {chat} has no request"
     return request

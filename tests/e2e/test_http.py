@@ -26,7 +26,7 @@ from ag_ui.core import (
 )
 
 from interlock.adapters.factory import Stores, build_stores
-from interlock.records import PendingRequest, RequestState
+from interlock.records import RequestRecord, RequestState
 from interlock.timing import StorePolicy, SystemClock
 from local import devtokens
 from local.emulator import Emulator
@@ -97,7 +97,7 @@ def now_ms() -> int:
     return SystemClock().now_ms()
 
 
-def pointer(stores: Stores, chat: str) -> PendingRequest:
+def pointer(stores: Stores, chat: str) -> RequestRecord:
     request = stores.requests.get(chat, now_ms())
     assert request is not None, f"chat {chat} has no request"
     return request
@@ -419,8 +419,10 @@ def bad_requests(chat: str, interrupt: Interrupt) -> list[Bad]:
         Bad("resume: no entries", (422, "incomplete_resume"), "POST", resume,
             bare.model_dump_json(by_alias=True)),
         Bad("resume: empty entries", (422, "incomplete_resume"), "POST", resume, resume_with()),
-        Bad("resume: two entries", (422, "incomplete_resume"), "POST", resume,
+        Bad("resume: an entry for no open interrupt", (404, "unknown"), "POST", resume,
             resume_with(answer(interrupt, APPROVE, secret), other)),
+        Bad("resume: one interrupt twice", (422, "incomplete_resume"), "POST", resume,
+            resume_with(answer(interrupt, APPROVE, secret), answer(interrupt, APPROVE, secret))),
         Bad("resume: no metadata", invalid, "POST", resume, resume_with(
             ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=APPROVE))),
         Bad("resume: no secret", invalid, "POST", resume, answering(APPROVE)),

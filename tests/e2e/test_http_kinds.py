@@ -20,10 +20,10 @@ from typing import Any, Final
 import pytest
 from ag_ui.core import Interrupt
 
+from examples.analyst.script import DEMO_SCENARIOS
 from interlock.adapters.factory import build_stores
 from interlock.config import assemble
 from interlock.runtime.model import ScriptedModel
-from interlock.runtime.scenarios import DEMO_SCENARIOS
 from interlock.sweeper import SweepReport, sweep
 from interlock.timing import StorePolicy, SystemClock
 from interlock.turns import Runtime

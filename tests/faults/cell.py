@@ -29,6 +29,7 @@ import boto3
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
+from examples.analyst.script import DOWNLOAD, INFO, REPORT
 from interlock import errors
 from interlock.adapters.factory import build_stores
 from interlock.caller import Caller
@@ -40,7 +41,6 @@ from interlock.records import RequestState
 from interlock.resume import resume_turn
 from interlock.runtime import agent as agent_module
 from interlock.runtime.model import Scenario, ScriptedModel
-from interlock.runtime.scenarios import DOWNLOAD, INFO, REPORT
 from interlock.sweeper import sweep
 from interlock.timing import DAY_S, StorePolicy, SystemClock
 from interlock.turns import run_turn

@@ -252,7 +252,7 @@ def verdict(
     wanted = {"data.example.org"} if story.grants_site and decision == "approved" else set()
     if sites != wanted:
         broken.append(f"approval rows {sorted(sites)} for decision {decision}")
-    broken += _transcript(stores, chat, request.first_answer)
+    broken += _transcript(stores, chat, request.final_text)
     broken += _repeats(work, allowance)
     meta = stores.chats.meta(chat)
     if meta.run_token is not None:

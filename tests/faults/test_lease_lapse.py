@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from examples.analyst.script import DEMO_SCENARIOS
 from interlock import errors
 from interlock.inbox import cancel_request
 from interlock.ports import Stores
 from interlock.records import RequestState, Subject
 from interlock.resume import resume_turn
 from interlock.runtime.model import ScriptedModel
-from interlock.runtime.scenarios import DEMO_SCENARIOS
 from interlock.sweeper import sweep
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn

@@ -11,7 +11,7 @@ import pytest
 from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.pause import persist_pause
-from interlock.records import PendingRequest, StoredSnapshot
+from interlock.records import RequestRecord, StoredSnapshot
 from interlock.timing import ManualClock
 
 pytestmark = pytest.mark.server
@@ -20,7 +20,7 @@ THREADS = 32
 SNAP = StoredSnapshot("snapshots/x.json.gz", 1, "0" * 64)
 
 
-def _open(stores: Stores, clock: ManualClock) -> tuple[PendingRequest, str]:
+def _open(stores: Stores, clock: ManualClock) -> tuple[RequestRecord, str]:
     opened = persist_pause(
         stores,
         chat_id="race",
@@ -62,8 +62,8 @@ def test_exactly_one_of_many_concurrent_claims_wins(
     )
 
     # Then exactly one wins, and every loser is told who holds it
-    winners = [o for o in outcomes if isinstance(o, PendingRequest)]
-    losers = [o for o in outcomes if not isinstance(o, PendingRequest)]
+    winners = [o for o in outcomes if isinstance(o, RequestRecord)]
+    losers = [o for o in outcomes if not isinstance(o, RequestRecord)]
     assert len(winners) == 1
     assert all(isinstance(o, errors.ResumeInProgress) for o in losers), losers
     assert {o.holder for o in losers} == {winners[0].worker}
@@ -82,7 +82,7 @@ def test_a_lapsed_lease_is_taken_over_by_exactly_one_contender(
         THREADS, lambda n: server_stores.requests.claim(dead, secret, f"w{n}", clock.now_ms())
     )
 
-    winners = [o for o in outcomes if isinstance(o, PendingRequest)]
+    winners = [o for o in outcomes if isinstance(o, RequestRecord)]
     assert len(winners) == 1 and winners[0].claim_count == 2
     with pytest.raises(errors.LeaseLost):
         server_stores.requests.renew(dead, clock.now_ms())
@@ -127,8 +127,8 @@ def test_concurrent_finish_and_takeover_leave_one_outcome(
         return server_stores.requests.claim(old, secret, f"new{n}", clock.now_ms())
 
     outcomes = _all_at_once(8, attempt)
-    finished = isinstance(outcomes[0], PendingRequest)
-    claimed = [o for o in outcomes[1:] if isinstance(o, PendingRequest)]
+    finished = isinstance(outcomes[0], RequestRecord)
+    claimed = [o for o in outcomes[1:] if isinstance(o, RequestRecord)]
     assert finished != bool(claimed)
     assert len(claimed) <= 1
 

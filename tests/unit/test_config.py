@@ -7,7 +7,7 @@ import pytest
 
 from interlock.config import KNOWN_TOOLS, InterlockConfig, assemble
 from interlock.errors import InvalidInput
-from interlock.runtime.agent import TOOLS
+from tests.agent.support import analyst_agent
 
 
 def test_defaults_are_valid_frozen_and_versioned() -> None:
@@ -55,4 +55,5 @@ def test_invalid_configuration_is_refused(env: dict, agent: dict | None, message
 
 
 def test_the_allowlist_names_exactly_the_tools_that_exist() -> None:
-    assert set(TOOLS) == KNOWN_TOOLS
+    built = analyst_agent(None, roles=frozenset({"reporter"}))  # type: ignore[arg-type]
+    assert set(built.tools) == KNOWN_TOOLS

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from interlock import errors
-from interlock.records import PendingRequest, RequestState, refusal
+from interlock.records import RequestRecord, RequestState, refusal
 from interlock.timing import DAY_S, StorePolicy
 from interlock.tokens import hash_secret, secret_matches
 
 NOW_MS = 1_800_000_000_000
 
 
-def request(**changes: object) -> PendingRequest:
-    base = PendingRequest(
+def request(**changes: object) -> RequestRecord:
+    base = RequestRecord(
         chat_id="c",
         interrupt_id="i",
         kind="approval",
@@ -72,7 +72,7 @@ def test_live_claim_past_expiry_stays_claimed_until_its_lease_lapses() -> None:
     ],
 )
 def test_refusal_order(
-    record: PendingRequest | None, interrupt_id: str, secret: str, expected: type[Exception]
+    record: RequestRecord | None, interrupt_id: str, secret: str, expected: type[Exception]
 ) -> None:
     assert type(refusal(record, interrupt_id, secret, NOW_MS)) is expected
 

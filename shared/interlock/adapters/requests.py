@@ -35,8 +35,9 @@ from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
 from interlock.adapters.schema import EXPIRY_INDEX, SWEEP_SHARDS
 from interlock.records import (
     OPEN_STATES,
+    Asked,
     ClaimFence,
-    PendingRequest,
+    RequestRecord,
     RequestState,
     StoredSnapshot,
     refusal,
@@ -114,7 +115,7 @@ class RequestStore:
 
     # -- reads ---------------------------------------------------------------------
 
-    def get(self, chat_id: str, now_ms: int) -> PendingRequest | None:
+    def get(self, chat_id: str, now_ms: int) -> RequestRecord | None:
         """The chat's pointer (consistent read), or None if absent or past its TTL.
 
         TTL deletion runs late, so an item whose `ttl` has passed is treated as gone.
@@ -132,7 +133,7 @@ class RequestStore:
     # -- opening -------------------------------------------------------------------
 
     def open(
-        self, request: PendingRequest, now_ms: int, also: list[dict[str, Any]] | None = None
+        self, request: RequestRecord, now_ms: int, also: list[dict[str, Any]] | None = None
     ) -> None:
         """Write a new pointer, only if the chat has no open request.
 
@@ -186,12 +187,13 @@ class RequestStore:
         ttl_s: int | None = None,
         ask_slot: int | None = None,
         owner_roles: tuple[str, ...] = (),
-    ) -> tuple[PendingRequest, str]:
+        also_asked: tuple[Asked, ...] = (),
+    ) -> tuple[RequestRecord, str]:
         """Build a pending pointer to a stored snapshot, and its secret (not yet
         written; see `open` and `chain`)."""
         secret = new_secret()
         expires_at, ttl = self._policy.expiry(now_ms, ttl_s)
-        request = PendingRequest(
+        request = RequestRecord(
             chat_id=chat_id,
             interrupt_id=interrupt_id,
             kind=kind,
@@ -206,12 +208,13 @@ class RequestStore:
             ttl=ttl,
             ask_slot=ask_slot,
             owner_roles=tuple(sorted(owner_roles)),
+            also_asked=also_asked,
         )
         return request, secret
 
     # -- the secret ----------------------------------------------------------------
 
-    def rotate_secret(self, request: PendingRequest, now_ms: int) -> tuple[PendingRequest, str]:
+    def rotate_secret(self, request: RequestRecord, now_ms: int) -> tuple[RequestRecord, str]:
         """Issue a fresh secret for an answerable request; older copies stop working."""
         secret = new_secret()
         values = {
@@ -234,12 +237,12 @@ class RequestStore:
 
     def claim(
         self,
-        request: PendingRequest,
+        request: RequestRecord,
         secret: str,
         worker: str,
         now_ms: int,
         answer: tuple[str, str] = ("answered", "null"),
-    ) -> PendingRequest:
+    ) -> RequestRecord:
         """Take ownership of `request` as read, in one conditional write.
 
         `answer` is `(decision label, response JSON)`; the first claim records it and a
@@ -276,7 +279,7 @@ class RequestStore:
         )
 
     def _claim_values(
-        self, request: PendingRequest, worker: str, now_ms: int, answer: tuple[str, str]
+        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
     ) -> dict[str, Any]:
         return {
             ":decision": answer[0],
@@ -292,7 +295,7 @@ class RequestStore:
             ":one": 1,
         }
 
-    def renew(self, claim: PendingRequest, now_ms: int) -> int:
+    def renew(self, claim: RequestRecord, now_ms: int) -> int:
         """Extend the lease held by `claim`; returns the new `lease_expires_at_ms`.
 
         The lease never reaches past the resume deadline; past it, or once another
@@ -313,17 +316,17 @@ class RequestStore:
 
     def finish(
         self,
-        claim: PendingRequest,
+        claim: RequestRecord,
         *,
         answer_key: str,
         decision: str,
         now_ms: int,
-        first_answer: str | None = None,
+        final_text: str | None = None,
         also: list[dict[str, Any]] | None = None,
-    ) -> PendingRequest:
+    ) -> RequestRecord:
         """Mark the claimed request done and record where its answer is stored.
 
-        `first_answer` is kept inline for cheap replays only if the whole item stays
+        `final_text` is kept inline for cheap replays only if the whole item stays
         within budget; otherwise it is left out entirely (the full answer is in S3).
         `also` (the transcript's entries) commit in the same transaction, fenced by
         the claim: the answer and the turn that shows it land together or not at all.
@@ -341,9 +344,9 @@ class RequestStore:
             "#decision = :decision",
             "#answered_at = :answered_at",
         ]
-        if first_answer is not None and self._fits_with(claim, first_answer):
-            values[":first_answer"] = first_answer
-            sets.append("#first_answer = :first_answer")
+        if final_text is not None and self._fits_with(claim, final_text):
+            values[":final_text"] = final_text
+            sets.append("#final_text = :final_text")
         update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #journal"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
@@ -366,11 +369,11 @@ class RequestStore:
             answer_key=answer_key,
             decision=decision,
             answered_at=now_ms // 1000,
-            first_answer=values.get(":first_answer"),
+            final_text=values.get(":final_text"),
             journal=(),
         )
 
-    def chain(self, claim: PendingRequest, successor: PendingRequest) -> None:
+    def chain(self, claim: RequestRecord, successor: RequestRecord) -> None:
         """Replace the claimed request in place by a new one (new id, fresh secret).
 
         One write, conditional on still holding the claim; refused with `LeaseLost`
@@ -405,12 +408,12 @@ class RequestStore:
 
     def release(
         self,
-        claim: PendingRequest,
+        claim: RequestRecord,
         now_ms: int,
         *,
         reset: bool,
         also: list[dict[str, Any]] | None = None,
-    ) -> PendingRequest:
+    ) -> RequestRecord:
         """Give a claim back after a failure that was not the request's fault.
 
         With `reset`, and only if nothing of the answer was acted on (no step recorded,
@@ -443,8 +446,8 @@ class RequestStore:
         )
 
     def _reset(
-        self, claim: PendingRequest, values: dict[str, Any], also: list[dict[str, Any]]
-    ) -> PendingRequest:
+        self, claim: RequestRecord, values: dict[str, Any], also: list[dict[str, Any]]
+    ) -> RequestRecord:
         condition = f"{HOLDS_CLAIM} AND {NOT_ACTED}"
         if not also:
             return self._update(
@@ -471,7 +474,7 @@ class RequestStore:
             raise _Acted() from None  # acted on, or a grant changed under us: keep the answer
         return claim.with_changes(state=RequestState.PENDING, claim_count=claim.claim_count - 1)
 
-    def end_claimed(self, claim: PendingRequest, reason: str) -> PendingRequest:
+    def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord:
         """Expire a claimed request that can never run (its snapshot is unusable)."""
         values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
         update = "SET #state = :expired, #ended_reason = :reason REMOVE #sweep_shard, #journal"
@@ -500,8 +503,8 @@ class RequestStore:
         return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
 
     def claim_overdue(
-        self, request: PendingRequest, worker: str, now_ms: int, answer: tuple[str, str]
-    ) -> PendingRequest:
+        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
+    ) -> RequestRecord:
         """Take an overdue request to settle it by policy, under the same claim rules as a
         person's answer (one conditional write; the loser hears who holds it). An answer
         recorded by an earlier claim wins over the timeout `answer`."""
@@ -516,8 +519,8 @@ class RequestStore:
         )
 
     def reroute(
-        self, request: PendingRequest, role: str, extra_s: int, now_ms: int
-    ) -> PendingRequest:
+        self, request: RequestRecord, role: str, extra_s: int, now_ms: int
+    ) -> RequestRecord:
         """Give an overdue request to another role's queue, once, with more time."""
         # Never past what the snapshot's lifecycle allows for this request.
         latest = request.created_at + self._policy.latest_expiry_s()
@@ -543,11 +546,11 @@ class RequestStore:
 
     # -- ending without an answer -------------------------------------------------------
 
-    def expire(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest:
+    def expire(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
         """Expire an answerable request (a failed check, the claim cap, the sweeper)."""
         return self._end(request, RequestState.EXPIRED, reason, now_ms)
 
-    def cancel(self, request: PendingRequest, reason: str, now_ms: int) -> PendingRequest:
+    def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
         """Cancel an answerable request on its user's word.
 
         A request whose run already recorded a step (its answer is being acted on) is
@@ -557,12 +560,12 @@ class RequestStore:
 
     def _end(
         self,
-        request: PendingRequest,
+        request: RequestRecord,
         state: RequestState,
         reason: str,
         now_ms: int,
         acted_ok: bool = True,
-    ) -> PendingRequest:
+    ) -> RequestRecord:
         values = {
             **_STATES,
             **_clock(now_ms),
@@ -592,7 +595,7 @@ class RequestStore:
         values: dict[str, Any],
         *,
         lost: Any,
-    ) -> PendingRequest:
+    ) -> RequestRecord:
         try:
             with translated(action):
                 response = self._client.update_item(
@@ -615,9 +618,9 @@ class RequestStore:
             )
         return item
 
-    def _fits_with(self, claim: PendingRequest, first_answer: str) -> bool:
+    def _fits_with(self, claim: RequestRecord, final_text: str) -> bool:
         item = _to_item(claim)
-        grown = item_size(item) + len("first_answer") + len(first_answer.encode())
+        grown = item_size(item) + len("final_text") + len(final_text.encode())
         return grown <= self._policy.max_item_bytes
 
 
@@ -626,7 +629,7 @@ def _key(chat_id: str) -> dict[str, Any]:
 
 
 def _changed(
-    current: PendingRequest | None, interrupt_id: str, now_ms: int
+    current: RequestRecord | None, interrupt_id: str, now_ms: int
 ) -> errors.InterlockError:
     """The error for a write that lost to a change made since the record was read."""
     return unanswerable(current, interrupt_id, now_ms) or errors.ResumeInProgress(
@@ -652,7 +655,7 @@ def _required(value: int | None) -> int:
     return value
 
 
-def _to_item(request: PendingRequest) -> dict[str, Any]:
+def _to_item(request: RequestRecord) -> dict[str, Any]:
     values: dict[str, Any] = {
         "pk": keys.chat_pk(request.chat_id),
         "sk": keys.REQUEST_SK,
@@ -674,7 +677,7 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "lease_expires_at_ms": request.lease_expires_at_ms,
         "resume_deadline_ms": request.resume_deadline_ms,
         "answer_key": request.answer_key,
-        "first_answer": request.first_answer,
+        "final_text": request.final_text,
         "answered_at": request.answered_at,
         "decision": request.decision,
         "ended_reason": request.ended_reason,
@@ -687,20 +690,32 @@ def _to_item(request: PendingRequest) -> dict[str, Any]:
         "journal": list(request.journal) if request.journal else None,
         "acted": True if request.acted else None,
         "failures": request.failures or None,
+        "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
     }
     if request.state in OPEN_STATES:
         values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
     return to_item(values)
 
 
-def request_from_item(values: dict[str, Any]) -> PendingRequest:
+def _asked_json(asked: tuple[Asked, ...]) -> str:
+    entries = [{"interrupt_id": a.interrupt_id, "card": a.card} for a in asked]
+    return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+
+def _asked_from(text: str | None) -> tuple[Asked, ...]:
+    if not text:
+        return ()
+    return tuple(Asked(e["interrupt_id"], e["card"]) for e in json.loads(text))
+
+
+def request_from_item(values: dict[str, Any]) -> RequestRecord:
     """A pointer record from its (deserialized) item; malformed is a `StoreError`."""
     return _from_item(values)
 
 
-def _from_item(values: dict[str, Any]) -> PendingRequest:
+def _from_item(values: dict[str, Any]) -> RequestRecord:
     try:
-        return PendingRequest(
+        return RequestRecord(
             chat_id=values["chat_id"],
             interrupt_id=values["interrupt_id"],
             kind=values["kind"],
@@ -719,7 +734,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             lease_expires_at_ms=values.get("lease_expires_at_ms"),
             resume_deadline_ms=values.get("resume_deadline_ms"),
             answer_key=values.get("answer_key"),
-            first_answer=values.get("first_answer"),
+            final_text=values.get("final_text"),
             answered_at=values.get("answered_at"),
             decision=values.get("decision"),
             ended_reason=values.get("ended_reason"),
@@ -732,6 +747,7 @@ def _from_item(values: dict[str, Any]) -> PendingRequest:
             journal=tuple(values.get("journal", ())),
             acted=bool(values.get("acted", False)),
             failures=values.get("failures", 0),
+            also_asked=_asked_from(values.get("also_asked")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

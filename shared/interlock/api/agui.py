@@ -23,7 +23,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from interlock.answers import response_schema
+from interlock.answers import kind_of, response_schema
 from interlock.api.views import iso
 from interlock.outcomes import Offer, TurnResult
 
@@ -54,19 +54,22 @@ def encode(events: list[BaseEvent]) -> str:
     return "".join(encoder.encode(event) for event in events)
 
 
-def interrupt_of(offer: Offer) -> Interrupt:
-    """The AG-UI interrupt for an open request, carrying its card and fresh secret."""
+def interrupts_of(offer: Offer) -> list[Interrupt]:
+    """The AG-UI interrupts of an open request, each carrying its card and the
+    request's fresh secret (one resume answers them all)."""
     request = offer.request
-    card = request.card
-    return Interrupt(
-        id=request.interrupt_id,
-        reason=f"{request.kind}:{card.get('type', 'request')}",
-        message=str(card.get("reason", "The agent needs your decision.")),
-        tool_call_id=card.get("tool_use_id"),
-        response_schema=response_schema(card),
-        expires_at=iso(request.expires_at),
-        metadata={"card": card, "secret": offer.secret, "state": request.state.value},
-    )
+    return [
+        Interrupt(
+            id=asked.interrupt_id,
+            reason=f"{kind_of(asked.card)}:{asked.card.get('type', 'request')}",
+            message=str(asked.card.get("reason", "The agent needs your decision.")),
+            tool_call_id=asked.card.get("tool_use_id"),
+            response_schema=response_schema(asked.card),
+            expires_at=iso(request.expires_at),
+            metadata={"card": asked.card, "secret": offer.secret, "state": request.state.value},
+        )
+        for asked in request.asked
+    ]
 
 
 def _tool_call(call: dict[str, Any]) -> list[BaseEvent]:
@@ -87,7 +90,7 @@ def _tool_call(call: dict[str, Any]) -> list[BaseEvent]:
 
 def _finished(thread_id: str, run_id: str, result: TurnResult) -> RunFinishedEvent:
     if result.offer is not None:
-        outcome: Any = RunFinishedInterruptOutcome(interrupts=[interrupt_of(result.offer)])
+        outcome: Any = RunFinishedInterruptOutcome(interrupts=interrupts_of(result.offer))
         return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
     summary: dict[str, Any] = {"outcome": result.outcome}
     if result.decision:

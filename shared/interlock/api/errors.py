@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from interlock import errors
 from interlock.api.schemas import ErrorBody, ErrorDetail
+from interlock.errors import IncompleteResume as IncompleteResume  # raised while parsing
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +47,6 @@ class BadRequest(errors.InterlockError):
     """The body is not JSON, or not an object."""
 
     code = "bad_request"
-
-
-class IncompleteResume(errors.InvalidInput):
-    """A resume must carry exactly one entry; zero or several are not guessed at."""
-
-    code = "incomplete_resume"
 
 
 class NotFound(errors.InterlockError):

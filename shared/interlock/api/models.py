@@ -7,12 +7,12 @@ into a stable 4xx; nothing is written before a body has been fully validated.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 
 from interlock import keys
+from interlock.answers import Reply
 from interlock.api.bodies import bounded_json
 from interlock.api.errors import BadRequest, IncompleteResume
 from interlock.errors import InvalidInput
@@ -30,13 +30,11 @@ class RunRequest:
 
 @dataclass(frozen=True, slots=True)
 class ResumeRequest:
-    """An answer to the open request of a chat."""
+    """An answer to the open request of a chat: one entry per interrupt it holds."""
 
     chat_id: str
     run_id: str
-    interrupt_id: str
-    status: Literal["resolved", "cancelled"]
-    payload: Any
+    replies: tuple[Reply, ...]
     secret: str
     input: RunAgentInput
 
@@ -54,27 +52,35 @@ def parse_run(body: str | None) -> RunRequest:
     )
 
 
+MAX_ENTRIES = 16
+
+
 def parse_resume(body: str | None) -> ResumeRequest:
-    """Parse a `RunAgentInput` that answers exactly one interrupt."""
+    """Parse a `RunAgentInput` that answers the open interrupts of a chat.
+
+    Every entry answers one interrupt of the same request, so they carry the same
+    secret (in `metadata.secret`; entries after the first may leave it out). Whether
+    the entries cover every open interrupt is checked against the stored request.
+    """
     run_input = _run_input(body)
     entries = run_input.resume or []
-    if len(entries) != 1:
-        raise IncompleteResume(
-            f"a resume must answer exactly one interrupt; this one has {len(entries)} entries"
+    if not entries:
+        raise IncompleteResume("a resume must answer the open interrupts; it has no entries")
+    if len(entries) > MAX_ENTRIES:
+        raise InvalidInput(f"a resume answers at most {MAX_ENTRIES} interrupts")
+    secrets = {(e.metadata or {}).get("secret") for e in entries} - {None}
+    secret = (entries[0].metadata or {}).get("secret")
+    if not isinstance(secret, str) or not secret or secrets != {secret}:
+        raise InvalidInput(
+            "the resume entries must carry the request's one secret in metadata.secret"
         )
-    entry = entries[0]
-    secret = (entry.metadata or {}).get("secret")
-    if not isinstance(secret, str) or not secret:
-        raise InvalidInput("the resume entry must carry the request's secret in metadata.secret")
-    # The answer itself is checked against the stored card's rules by the service,
-    # before the claim: the card is not known until the pointer is read.
-    payload = entry.payload
+    # Each answer is checked against its stored card's rules by the service, before
+    # the claim: the cards are not known until the pointer is read.
+    replies = tuple(Reply(_interrupt_id(e.interrupt_id), e.status, e.payload) for e in entries)
     return ResumeRequest(
         chat_id=keys.checked_id(run_input.thread_id, "threadId"),
         run_id=keys.checked_id(run_input.run_id, "runId"),
-        interrupt_id=_interrupt_id(entry.interrupt_id),
-        status=entry.status,
-        payload=payload,
+        replies=replies,
         secret=secret,
         input=run_input,
     )

@@ -34,8 +34,20 @@ class ErrorBody(Body):
     error: ErrorDetail
 
 
+class AlsoAsked(BaseModel):
+    """Another interrupt the same run paused on; one resume answers them all."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    interruptId: str
+    kind: Literal["approval", "question", "info"]
+    card: dict[str, Any]
+    responseSchema: dict[str, Any]
+    toolCallId: str | None = None
+
+
 class RequestView(Body):
-    """A chat's open (or last) request, as a card."""
+    """A chat's open (or last) request, as a card (and any others of the same pause)."""
 
     interruptId: str
     kind: Literal["approval", "question", "info"]
@@ -49,6 +61,10 @@ class RequestView(Body):
     answeredAt: str | None = None
     answer: str | None = None
     endedReason: str | None = None
+    alsoAsked: list[AlsoAsked] = Field(
+        default_factory=list,
+        description="Other interrupts of the same pause: answer every one in one resume",
+    )
 
 
 class Turn(BaseModel):

@@ -5,17 +5,17 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from interlock.answers import response_schema
+from interlock.answers import kind_of, response_schema
 from interlock.api.schemas import RequestView
-from interlock.records import PendingRequest
+from interlock.records import RequestRecord
 
 
-def request_view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
+def request_view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, Any]:
     """The JSON shape of a chat's open (or last) request for the requests route."""
     return RequestView.model_validate(_view(request, now_ms, secret)).wire()
 
 
-def _view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str, Any]:
+def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, Any]:
     view: dict[str, Any] = {
         "interruptId": request.interrupt_id,
         "kind": request.kind,
@@ -25,12 +25,23 @@ def _view(request: PendingRequest, now_ms: int, secret: str | None) -> dict[str,
         "expiresAt": iso(request.expires_at),
         "toolCallId": request.card.get("tool_use_id"),
     }
+    if request.also_asked:
+        view["alsoAsked"] = [
+            {
+                "interruptId": asked.interrupt_id,
+                "kind": kind_of(asked.card),
+                "card": asked.card,
+                "responseSchema": response_schema(asked.card),
+                "toolCallId": asked.card.get("tool_use_id"),
+            }
+            for asked in request.also_asked
+        ]
     if secret is not None:
         view["secret"] = secret
     if request.decision:
         view["decision"] = request.decision
         view["answeredAt"] = iso(request.answered_at) if request.answered_at else None
-        view["answer"] = request.first_answer
+        view["answer"] = request.final_text
     if request.ended_reason:
         view["endedReason"] = request.ended_reason
     return view

@@ -51,16 +51,19 @@ def config() -> InterlockConfig:
 
 @cache
 def runtime() -> Runtime:
-    """The service runtime: stores, the configured model, the fetch transport."""
-    from interlock.deps import Runtime, TurnLimits
+    """The service runtime: stores, the agent named by `INTERLOCK_AGENT`, the
+    configured model, the fetch transport."""
+    from interlock.agent import load_factory
+    from interlock.deps import DEFAULT_AGENT, Runtime, TurnLimits
     from interlock.runtime.agent import ModelConfig, build_model
     from interlock.runtime.transport import transport_from_env
 
     settings = config()
-    model = ModelConfig.from_env({**os.environ, "INTERLOCK_MODEL": settings.model})
+    model = ModelConfig.parse(settings.model, os.environ.get("AWS_REGION"))
     return Runtime(
         stores(),
         lambda: build_model(model),
+        agent=load_factory(os.environ.get("INTERLOCK_AGENT", DEFAULT_AGENT)),
         fetch=transport_from_env(os.environ),
         # Renew well inside the lease so one slow beat never lets it lapse.
         limits=TurnLimits(

@@ -1,4 +1,4 @@
-"""Building the agent: model by configuration, tools by role, hooks by policy.
+"""Building the agent: the user's factory, wrapped in what Interlock must own.
 
 The same code builds the agent that pauses and the one that resumes it in another
 process; only the snapshot carries state between them.
@@ -7,68 +7,87 @@ process; only the snapshot carries state between them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
 
 from strands import Agent
 from strands.models.model import Model
+from strands.tools.executors import SequentialToolExecutor
 
-from interlock.config import InterlockConfig
-from interlock.runtime.hooks import (
-    AdmissionGate,
-    AdmissionRule,
-    ApprovalAlone,
-    ModelCallLimit,
-    RunMeter,
-    UnavailableTools,
-)
+from interlock.agent import AgentFactory, AgentInputs, AgentSpec
+from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook
-from interlock.runtime.model import ScriptedModel
-from interlock.runtime.scenarios import DEMO_SCENARIOS
+from interlock.runtime.model import Scenario, ScriptedModel
 from interlock.runtime.scrub import UrlScrubbedModel
-from interlock.runtime.tools import ask_user, fetch_url, request_approval, request_info, send_report
 
-SYSTEM_PROMPT: Final = (
-    "You are a careful analyst. Downloads are allowed only from approved sites: when one is "
-    "refused, call request_approval on its own with a one-sentence reason, then retry. "
-    "If something is declined, continue without it and say so."
-)
-TOOLS: Final = {
-    "request_approval": request_approval,
-    "fetch_url": fetch_url,
-    "send_report": send_report,
-    "ask_user": ask_user,
-    "request_info": request_info,
-}
-# The role a user needs for each tool; tools not listed need none.
-TOOL_ROLES: Final[Mapping[str, str]] = {"send_report": "reporter"}
+if TYPE_CHECKING:
+    from interlock.caller import Caller
+    from interlock.deps import Runtime
+
+DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 
 
-def allowed_tools(roles: frozenset[str], enabled: tuple[str, ...] = tuple(TOOLS)) -> list[str]:
-    """The enabled tool names a user with `roles` may have the agent call."""
-    return [n for n in TOOLS if n in enabled and TOOL_ROLES.get(n) in (None, *roles)]
+def inputs_for(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    history: list[Any] | None = None,
+) -> AgentInputs:
+    """What the user's factory is given for this caller's run in `chat_id`."""
+
+    def read_history() -> list[Any]:
+        if history is not None:
+            return [dict(m) for m in history]
+        from interlock.transcript import history as stored
+
+        return stored(rt.stores, chat_id)
+
+    def model(scripted: Sequence[Scenario]) -> Model:
+        if scripted and rt.config.model == "scripted":
+            return ScriptedModel(scripted)
+        return rt.model_factory()
+
+    return AgentInputs(
+        user_id=caller.user_id,
+        roles=caller.roles,
+        chat_id=chat_id,
+        can_ask_a_human=caller.can_ask_a_human,
+        max_model_calls=rt.limits.max_model_calls,
+        settings=rt.config,
+        _history=read_history,
+        _model=model,
+    )
 
 
-def gate_for(config: InterlockConfig) -> AdmissionGate:
-    """The admission gate the configuration's tool policies describe."""
-    rules = {
-        name: AdmissionRule(name, policy.risk, policy.impact)
-        for name, policy in config.tool_policies.items()
-    }
-    return AdmissionGate(rules, config.sample_rate)
+def tool_names(spec: AgentSpec) -> set[str]:
+    """The names of the tools a spec gives its agent."""
+    names = set()
+    for item in spec.tools:
+        name = getattr(item, "tool_name", None) or getattr(item, "__name__", None)
+        if isinstance(name, str):
+            names.add(name)
+    return names
 
 
 def lost_tools(
-    roles: frozenset[str], batch: Sequence[str], roles_then: frozenset[str]
+    factory: AgentFactory,
+    inputs: AgentInputs,
+    batch: Sequence[str],
+    roles_then: frozenset[str],
 ) -> list[str]:
     """Tools of a paused batch the user could use when it paused and may not use now.
 
-    A tool the user never had was refused before any card was offered (it was never in
+    Both sets come from the user's own factory, given the roles of then and of now. A
+    tool the user never had was refused before any card was offered (it was never in
     their agent), so losing it is not a reason to expire the request.
     """
-    permitted = set(allowed_tools(roles))
-    had = set(allowed_tools(roles_then))
+    permitted = tool_names(factory(inputs))
+    had = tool_names(factory(_with_roles(inputs, roles_then)))
     return sorted(name for name in batch if name in had and name not in permitted)
+
+
+def _with_roles(inputs: AgentInputs, roles: frozenset[str]) -> AgentInputs:
+    return replace(inputs, roles=roles)
 
 
 @dataclass(frozen=True)
@@ -82,23 +101,32 @@ class ModelConfig:
     """
 
     provider: str = "bedrock"
-    model_id: str = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    model_id: str = DEFAULT_MODEL_ID
     region: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> ModelConfig:
-        """Read `INTERLOCK_MODEL` (`scripted` or `bedrock:<model id>`) and `AWS_REGION`."""
-        spec = env.get("INTERLOCK_MODEL", "bedrock")
+    def parse(cls, spec: str, region: str | None = None) -> ModelConfig:
+        """Read a model setting: `scripted` or `bedrock[:<model id>]`."""
         provider, _, model_id = spec.partition(":")
         if provider not in ("scripted", "bedrock"):
             raise ValueError(f"INTERLOCK_MODEL must be 'scripted' or 'bedrock[:id]', not {spec!r}")
-        return cls(provider, model_id or cls.model_id, env.get("AWS_REGION"))
+        return cls(provider, model_id or DEFAULT_MODEL_ID, region)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ModelConfig:
+        """Read `INTERLOCK_MODEL` and `AWS_REGION`."""
+        return cls.parse(env.get("INTERLOCK_MODEL", "bedrock"), env.get("AWS_REGION"))
 
 
-def build_model(config: ModelConfig) -> Model:
+def build_model(config: ModelConfig, scripted: Sequence[Scenario] = ()) -> Model:
     """The configured model; Bedrock is imported only when chosen."""
     if config.provider == "scripted":
-        return ScriptedModel(DEMO_SCENARIOS)
+        if not scripted:
+            raise ValueError(
+                "INTERLOCK_MODEL=scripted needs an agent that ships a scripted stand-in; "
+                "set INTERLOCK_MODEL=bedrock:<model id> for this one"
+            )
+        return ScriptedModel(scripted)
     from strands.models.bedrock import BedrockModel
 
     return BedrockModel(model_id=config.model_id, region_name=config.region)
@@ -111,8 +139,9 @@ class BuiltAgent:
     agent: Agent
     limit: ModelCallLimit
     meter: RunMeter
-    tools: list[str] = field(default_factory=list)
+    tools: list[str]
     journal: Journal | None = None
+    confirm_names: frozenset[str] = frozenset()
 
     @property
     def replayed_model_calls(self) -> int:
@@ -121,37 +150,64 @@ class BuiltAgent:
 
 
 def build_agent(
-    model: Model,
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
     *,
-    roles: frozenset[str],
-    messages: list[Any] | None = None,
-    max_model_calls: int = 12,
-    config: InterlockConfig | None = None,
+    history: list[Any] | None = None,
     journal: Journal | None = None,
 ) -> BuiltAgent:
-    """Build the agent with the tools `roles` allow and every enforcing hook.
+    """The deployment's agent for this caller, with everything Interlock owns.
 
     With `journal` (a resumed run), recorded steps are replayed and new ones recorded.
     """
-    config = config or InterlockConfig()
-    names = allowed_tools(roles, config.tools)
+    spec = rt.agent(inputs_for(rt, caller, chat_id, history))
+    return compose(
+        spec,
+        model=spec.model or rt.model_factory(),
+        messages=history,
+        max_model_calls=rt.limits.max_model_calls,
+        journal=journal,
+    )
+
+
+def compose(
+    spec: AgentSpec,
+    *,
+    model: Model,
+    messages: list[Any] | None = None,
+    max_model_calls: int = 12,
+    journal: Journal | None = None,
+) -> BuiltAgent:
+    """Wrap the user's agent in the hooks and model wrappers Interlock owns."""
     limit = ModelCallLimit(max_model_calls)
     meter = RunMeter()
-    # Order matters: a tool the caller may not use is refused before anything could ask
-    # about it, the batch rule cancels siblings before the gate would ask, and the journal
-    # replays a body only once all of them decided the same way they did before.
-    hooks: list[Any] = [UnavailableTools(), ApprovalAlone(), gate_for(config), limit, meter]
+    # A call to a tool this user's agent does not have is refused before anything
+    # could ask about it.
+    hooks: list[Any] = [UnavailableTools(), *spec.hooks, limit, meter]
     # Query strings and fragments leave every tool call before anything records it.
-    model = UrlScrubbedModel(model)
+    wrapped: Model = UrlScrubbedModel(model)
     if journal is not None:
-        model = JournaledModel(model, journal)
-        hooks.append(JournalHook(journal))
+        wrapped = JournaledModel(wrapped, journal)
     agent = Agent(
-        model=model,
-        tools=[TOOLS[name] for name in names],
+        model=wrapped,
+        tools=list(spec.tools),
         hooks=hooks,
-        system_prompt=SYSTEM_PROMPT,
+        interventions=list(spec.interventions),
+        system_prompt=spec.system_prompt,
         messages=messages or [],
         callback_handler=None,
+        tool_executor=SequentialToolExecutor() if spec.one_card_at_a_time else None,
     )
-    return BuiltAgent(agent, limit, meter, names, journal)
+    if journal is not None:
+        # Registered after every hook and intervention (they run in registration
+        # order), so a body is replayed only once all of them decided as they did.
+        agent.hooks.add_hook(JournalHook(journal))
+    return BuiltAgent(
+        agent,
+        limit,
+        meter,
+        sorted(tool_names(spec)),
+        journal,
+        frozenset(handler.name for handler in spec.interventions),
+    )

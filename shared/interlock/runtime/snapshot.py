@@ -44,10 +44,13 @@ def load_snapshot(agent: Agent, data: dict[str, Any]) -> dict[str, Any]:
     return dict(snapshot.app_data)
 
 
-def paused_batch_tools(data: dict[str, Any]) -> list[str]:
-    """Names of the tools in the paused batch, read from a snapshot."""
+def paused_batch(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool uses of the paused batch, read from a snapshot."""
     state = data.get("strands", {}).get("data", {}).get("interrupt_state", {})
     message = (state.get("pending_tool_execution") or {}).get("assistant_message") or {}
-    return sorted(
-        {block["toolUse"]["name"] for block in message.get("content", []) if "toolUse" in block}
-    )
+    return [block["toolUse"] for block in message.get("content", []) if "toolUse" in block]
+
+
+def paused_batch_tools(data: dict[str, Any]) -> list[str]:
+    """Names of the tools in the paused batch, read from a snapshot."""
+    return sorted({use["name"] for use in paused_batch(data)})

@@ -1,4 +1,5 @@
-"""The agent's tools: asking for approval, an egress-checked fetch, and a side effect.
+"""Interlock's own tools: asking for approval, questions, information, and an
+egress-checked fetch.
 
 Identity, approvals and "can a human answer" come from the request context, never
 from arguments the model chose.
@@ -52,10 +53,10 @@ def own_resume_card(kind: str, tool_use_id: str) -> dict[str, Any] | None:
     records the toolUseId that raised it. A card without that id is unreadable: assume
     it is this call's, because "never validate or merge again" is the safe mistake.
     """
-    card = current_request().resume_card
-    if card is None or card.get("type") != kind:
-        return None
-    return card if card.get("tool_use_id", tool_use_id) == tool_use_id else None
+    for card in current_request().resume_cards:
+        if card.get("type") == kind and card.get("tool_use_id", tool_use_id) == tool_use_id:
+            return card
+    return None
 
 
 @tool(context=True)
@@ -138,30 +139,6 @@ def fetch_url(url: str, tool_context: ToolContext | None = None) -> dict[str, An
     if context.fetch is None:
         return _error("Downloads are not available in this run.")
     return _ok(note + context.fetch(safe.url)[:MAX_FETCHED_CHARS])
-
-
-@tool(context=True)
-def send_report(
-    recipient: str, summary: str, risk: str = "high", tool_context: ToolContext | None = None
-) -> str:
-    """Send a short report to a recipient outside this chat.
-
-    Args:
-        recipient: Where the report goes.
-        summary: The report's text.
-        risk: How sensitive the report is: low, medium or high.
-    """
-    assert tool_context is not None
-    context = current_request()
-    if context.outbox is None or context.now_ms is None:
-        return "Sending is not available in this run."
-    # One key per tool call: the admission interrupt id is a function of the same
-    # toolUseId, so a retaken resume of the same call finds the record and stops.
-    key = f"{context.chat_id}#{tool_context.tool_use['toolUseId']}"
-    payload = {"recipient": recipient, "summary": summary, "by": context.user_id}
-    if context.outbox.put_once(key, payload, context.now_ms()):
-        return f"Report sent to {recipient}."
-    return f"Report to {recipient} was already sent; not sending it twice."
 
 
 QUESTION_INTERRUPT: Final = "interlock.question"

@@ -6,7 +6,7 @@ happened (a refused download, an approval, a deny) the way a model would.
 
 from __future__ import annotations
 
-from interlock.runtime.model import Block, Scenario
+from interlock.agent import Block, Scenario
 
 TABLE_URL = "https://data.example.org/reference/table.csv"
 REPORT_TO = "team@example.org"

@@ -1,0 +1,1 @@
+"""Agents built only through Interlock's public surface (`interlock.agent`)."""

@@ -1,0 +1,156 @@
+"""Cards for interrupts Interlock did not raise itself.
+
+A user's tool (`tool_context.interrupt`), a user's hook (`event.interrupt`) or a
+Strands intervention returning `Confirm` (the vended `HumanInTheLoop` among them) can
+pause a run. Each becomes a card stored, shown and answered like Interlock's own:
+
+- a **confirm** card for an intervention's `Confirm`: the guarded tool, a redacted
+  summary of its input, the prompt, and an approve/reject answer;
+- a **generic** card for anything else: the reason shown as plain text, the tool and a
+  summary when the interrupt guards or runs inside a tool call, and the answer schema
+  the reason declares (`{"message": ..., "response_schema": {...}}`), else any bounded
+  JSON value.
+
+Interrupts named `interlock.*` are Interlock's own; their reason is already a card.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any, Final
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+
+from interlock.cards import MAX_TEXT, redact
+from interlock.errors import InvalidInput
+
+CONFIRM: Final = "confirm"
+GENERIC: Final = "interrupt"
+OWN_PREFIX: Final = "interlock."
+MAX_VALUE_BYTES: Final = 16_384
+MAX_SCHEMA_BYTES: Final = 8_192
+_DEFAULT_MESSAGE: Final = "The agent needs your answer to go on."
+
+
+def is_own(name: str) -> bool:
+    """Whether an interrupt is one of Interlock's own (its reason is a card)."""
+    return name.startswith(OWN_PREFIX)
+
+
+def tool_use_id_of(interrupt_id: str) -> str | None:
+    """The toolUseId a Strands interrupt id names (`v1:<placement>:<toolUseId>:<uuid>`)."""
+    version, _, rest = interrupt_id.partition(":")
+    placement, _, rest = rest.partition(":")
+    tool_use_id, _, suffix = rest.rpartition(":")
+    if version != "v1" or placement not in ("tool_call", "before_tool_call") or not suffix:
+        return None
+    return tool_use_id or None
+
+
+def guards_call(interrupt_id: str) -> bool:
+    """Whether the interrupt was raised before its tool ran (a hook or intervention)."""
+    return interrupt_id.startswith("v1:before_tool_call:")
+
+
+def foreign_card(
+    *,
+    interrupt_id: str,
+    name: str,
+    reason: Any,
+    tool_use: Mapping[str, Any] | None,
+    confirm: bool,
+) -> dict[str, Any]:
+    """The card for an interrupt raised by the user's code or an intervention.
+
+    `confirm` marks a `Confirm` from an intervention: its answer is approve or reject.
+    """
+    details = dict(reason) if isinstance(reason, Mapping) else {}
+    message = details.pop("message", None) if details else reason
+    card: dict[str, Any] = {
+        "type": CONFIRM if confirm else GENERIC,
+        "card_id": uuid.uuid4().hex,
+        "tool_use_id": tool_use_id_of(interrupt_id),
+        "interrupt_name": safe_text(name, 200),
+        "reason": safe_text(message) or _DEFAULT_MESSAGE,
+    }
+    if tool_use is not None:
+        card["tool"] = safe_text(tool_use.get("name"), 100)
+        card["summary"] = redact(dict(tool_use.get("input") or {}))
+    if confirm:
+        card["risk"] = "high"
+        card["impact"] = f"{card.get('tool', 'The tool')} runs only if you approve."
+        return card
+    schema = details.pop("response_schema", None)
+    if schema is not None:
+        card["schema"] = checked_schema(schema)
+    if details:
+        card["details"] = redact(details)
+    return card
+
+
+def checked_schema(schema: Any) -> dict[str, Any]:
+    """A declared answer schema, if it is a valid, bounded JSON Schema object.
+
+    Raises:
+        InvalidInput: not an object, too large, or not a valid JSON Schema; the pause
+            fails cleanly instead of showing a card nobody can answer.
+    """
+    if not isinstance(schema, Mapping):
+        raise InvalidInput("an interrupt's response_schema must be a JSON Schema object")
+    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+        raise InvalidInput(f"an interrupt's response_schema is over {MAX_SCHEMA_BYTES} bytes")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidInput(f"an interrupt's response_schema is invalid: {exc.message}") from None
+    return dict(schema)
+
+
+def confirm_schema() -> dict[str, Any]:
+    """The answer to a confirm card: approve or reject, with an optional reason."""
+    return {
+        "type": "object",
+        "properties": {
+            "decision": {"enum": ["approve", "reject"]},
+            "reason": {"type": "string", "maxLength": MAX_TEXT},
+        },
+        "required": ["decision"],
+        "additionalProperties": False,
+    }
+
+
+def generic_schema(card: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared schema, or any JSON value (bounded in size when answered)."""
+    declared = card.get("schema")
+    if isinstance(declared, Mapping):
+        return dict(declared)
+    return {"description": f"Any JSON value of at most {MAX_VALUE_BYTES} bytes."}
+
+
+def validate_generic(card: Mapping[str, Any], payload: Any) -> Any:
+    """The answer to a generic card, or `InvalidInput` (nothing has been written)."""
+    if len(json.dumps(payload, separators=(",", ":"))) > MAX_VALUE_BYTES:
+        raise InvalidInput(f"the answer is over {MAX_VALUE_BYTES} bytes")
+    declared = card.get("schema")
+    if isinstance(declared, Mapping):
+        try:
+            Draft202012Validator(declared).validate(payload)
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.absolute_path)
+            raise InvalidInput(
+                f"the answer does not match the response schema: "
+                f"{where + ': ' if where else ''}{exc.message[:200]}"
+            ) from None
+    return payload
+
+
+def safe_text(value: Any, limit: int = MAX_TEXT) -> str:
+    """Text safe to store and show: printable characters (and line breaks), bounded."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    cleaned = "".join(ch for ch in text if ch.isprintable() or ch == "\n").strip()
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"

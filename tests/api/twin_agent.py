@@ -1,0 +1,52 @@
+"""A user's agent for the handler tier: two refunds in one batch, each confirmed.
+
+Built only through the public surface. The vended `HumanInTheLoop` guards every tool
+but the lookup, so the script's two parallel refunds pause the run on two `Confirm`
+interrupts at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strands import ToolContext, tool
+from strands.vended_interventions.hitl import HumanInTheLoop
+
+from interlock.agent import AgentInputs, AgentSpec, Block, Scenario, send_once
+
+
+@tool(context=True)
+def refund(order: str, amount: int, tool_context: ToolContext) -> str:
+    """Refund an order."""
+    if send_once(tool_context, {"refund": order, "amount": amount}):
+        return f"Refunded {order}."
+    return f"{order} was already refunded."
+
+
+@tool
+def order_total(order: str) -> str:
+    """The total of an order."""
+    return f"{order}: 40"
+
+
+def _two_refunds(results: list[str]) -> list[Block]:
+    return [
+        {"tool": "refund", "input": {"order": "A-1", "amount": 40}},
+        {"tool": "refund", "input": {"order": "B-2", "amount": 15}},
+    ]
+
+
+def _report(results: list[str]) -> list[Block]:
+    return [{"text": "Refunds: " + " | ".join(results)}]
+
+
+SCRIPT = [Scenario("refunds", [_two_refunds, _report])]
+
+
+def build(inputs: AgentInputs) -> AgentSpec:
+    hitl: Any = HumanInTheLoop(allowed_tools=["order_total"])
+    return AgentSpec(
+        tools=[refund, order_total],
+        model=inputs.model(scripted=SCRIPT),
+        interventions=[hitl],
+    )
