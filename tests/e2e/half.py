@@ -56,6 +56,7 @@ def main(argv: list[str]) -> int:
     work = Path(args.work)
     _fake_aws(args.endpoint)
     models: list[ScriptedModel] = []
+    user = Caller(USER.user_id, frozenset(args.roles.split(","))) if args.roles else USER
     if args.path:
         sys.path.insert(0, args.path)
     rt = Runtime(
@@ -69,16 +70,18 @@ def main(argv: list[str]) -> int:
         config=InterlockConfig(model="scripted") if args.agent else InterlockConfig(),
     )
     if args.role == "pause":
-        _write(work / OFFER, _pause(rt, args.chat, args.prompt, models))
+        _write(work / OFFER, _pause(rt, user, args.chat, args.prompt, models))
     else:
         offer = json.loads((work / OFFER).read_text())
         payloads = json.loads(args.payloads)
-        _write(work / f"{args.name}.json", _resume(rt, args.chat, offer, payloads, models))
+        _write(work / f"{args.name}.json", _resume(rt, user, args.chat, offer, payloads, models))
     return 0
 
 
-def _pause(rt: Runtime, chat: str, prompt: str, models: list[ScriptedModel]) -> dict[str, Any]:
-    result = run_turn(rt, USER, chat, prompt)
+def _pause(
+    rt: Runtime, user: Caller, chat: str, prompt: str, models: list[ScriptedModel]
+) -> dict[str, Any]:
+    result = run_turn(rt, user, chat, prompt)
     assert result.offer is not None, f"the turn did not pause: {result}"
     request = result.offer.request
     return {
@@ -92,6 +95,7 @@ def _pause(rt: Runtime, chat: str, prompt: str, models: list[ScriptedModel]) -> 
 
 def _resume(
     rt: Runtime,
+    user: Caller,
     chat: str,
     offer: dict[str, Any],
     payloads: dict[str, Any],
@@ -105,7 +109,7 @@ def _resume(
     def answer() -> TurnResult:
         return resume_turn(
             rt,
-            USER,
+            user,
             chat,
             interrupt_id=replies[0].interrupt_id,
             secret=offer["secret"],
@@ -224,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", help="a user's agent factory, package.module:factory")
     parser.add_argument("--path", help="a directory to import the agent from")
     parser.add_argument("--payloads", default=json.dumps({"*": APPROVE}))
+    parser.add_argument("--roles", help="the caller's roles, comma-separated")
     return parser
 
 

@@ -26,7 +26,12 @@ class Route:
 
 ROUTES: Final = (
     Route("POST", "/runs", "run", "Start a turn (AG-UI RunAgentInput); streams AG-UI events"),
-    Route("POST", "/resume", "resume", "Answer the open request (one ResumeEntry); streams"),
+    Route(
+        "POST",
+        "/resume",
+        "resume",
+        "Answer the open request (a ResumeEntry per interrupt); streams",
+    ),
     Route("GET", "/chats/{chat_id}/request", "requests", "The open request; issues a fresh secret"),
     Route("DELETE", "/chats/{chat_id}/request", "requests", "Cancel the open request"),
     Route("GET", "/chats/{chat_id}/turns", "requests", "The chat's saved turns"),
