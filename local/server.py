@@ -211,8 +211,11 @@ def _json(status: int, body: Any) -> Response:
     return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
-def configure(endpoint: str, table: str, bucket: str) -> None:
-    """Point the handlers' wiring at the emulator and the demo agent."""
+def configure(endpoint: str, table: str, bucket: str, agent: str | None = None) -> None:
+    """Point the handlers' wiring at the emulator and the agent (the demo analyst
+    unless `agent` or `INTERLOCK_AGENT` names another)."""
+    if agent:
+        os.environ["INTERLOCK_AGENT"] = agent
     os.environ.update(
         AWS_ENDPOINT_URL=endpoint,
         AWS_ACCESS_KEY_ID=os.environ.get("AWS_ACCESS_KEY_ID", "local"),
@@ -249,10 +252,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--aws-endpoint", help="use this moto server instead of an embedded one")
     parser.add_argument("--table", default=TABLE)
     parser.add_argument("--bucket", default=BUCKET)
+    parser.add_argument(
+        "--agent", help="the agent to serve, package.module:factory (default: the analyst)"
+    )
+    parser.add_argument(
+        "--roles", default="reporter", help="roles of the printed token, comma-separated"
+    )
     args = parser.parse_args(argv)
 
     emulator = None if args.aws_endpoint else Emulator().start()
-    configure(args.aws_endpoint or emulator.endpoint, args.table, args.bucket)  # type: ignore[union-attr]
+    endpoint = args.aws_endpoint or emulator.endpoint  # type: ignore[union-attr]
+    configure(endpoint, args.table, args.bucket, args.agent)
     create_storage_if_missing(args.table, args.bucket)
     key = (
         bytes.fromhex(os.environ["INTERLOCK_DEV_KEY"])
@@ -260,9 +270,13 @@ def main(argv: list[str] | None = None) -> None:
         else secrets.token_bytes(32)
     )
     app = LocalApi(key, static_dir=ROOT / "web")
+    # Build the agent once now: a broken agent module fails here, not on a first run.
+    from interlock.api import wiring
+
+    wiring.runtime()
     server = make_server(args.host, args.port, app, threaded=True)
     url = f"http://{server.host}:{server.port}"
-    _announce(url, key)
+    _announce(url, key, args.roles.split(","))
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -273,8 +287,9 @@ def main(argv: list[str] | None = None) -> None:
             emulator.stop()
 
 
-def _announce(url: str, key: bytes) -> None:
-    token = devtokens.issue(key, "alice", ["reporter"])
+def _announce(url: str, key: bytes, roles: list[str]) -> None:
+    token = devtokens.issue(key, "alice", roles)
+    agent = os.environ.get("INTERLOCK_AGENT", "examples.analyst:build")
     body = json.dumps(
         {
             "threadId": "demo",
@@ -284,8 +299,9 @@ def _announce(url: str, key: bytes) -> None:
             ],
         }
     )
-    print(f"Interlock is serving on {url}  (embedded moto, scripted demo agent)", flush=True)
-    print(f"Open {url}/ for the card page. A token for user alice (role reporter):", flush=True)
+    print(f"Interlock is serving {agent} on {url}  (embedded moto)", flush=True)
+    who = ", ".join(roles)
+    print(f"Open {url}/ for the card page. A token for user alice ({who}):", flush=True)
     print(f"  export TOKEN={token}", flush=True)
     print("Start a turn that pauses for approval:", flush=True)
     print(f"  curl -sN -H \"Authorization: Bearer $TOKEN\" -d '{body}' {url}/runs", flush=True)

@@ -55,12 +55,12 @@ def runtime() -> Runtime:
     configured model, the fetch transport."""
     from interlock.agent import load_factory
     from interlock.deps import DEFAULT_AGENT, Runtime, TurnLimits
-    from interlock.runtime.agent import ModelConfig, build_model
+    from interlock.runtime.agent import ModelConfig, build_model, check_agent
     from interlock.runtime.transport import transport_from_env
 
     settings = config()
     model = ModelConfig.parse(settings.model, os.environ.get("AWS_REGION"))
-    return Runtime(
+    built = Runtime(
         stores(),
         lambda: build_model(model),
         agent=load_factory(os.environ.get("INTERLOCK_AGENT", DEFAULT_AGENT)),
@@ -71,3 +71,7 @@ def runtime() -> Runtime:
         ),
         config=settings,
     )
+    # A broken agent fails this cold start (a policy naming an undeclared field, a
+    # missing import), not a person's first turn.
+    check_agent(built)
+    return built

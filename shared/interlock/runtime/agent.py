@@ -171,6 +171,21 @@ def build_agent(
     )
 
 
+def check_agent(rt: Runtime) -> None:
+    """Build the deployment's agent once for a caller with no roles, so a factory that
+    cannot build (a bad import, a policy that fails validation) fails at start.
+
+    Raises:
+        ValueError: the factory failed; the message names the agent's error.
+    """
+    from interlock.caller import Caller
+
+    try:
+        build_agent(rt, Caller("startup-check"), "startup-check", history=[])
+    except Exception as exc:
+        raise ValueError(f"the agent cannot be built: {type(exc).__name__}: {exc}") from exc
+
+
 def compose(
     spec: AgentSpec,
     *,
