@@ -1,11 +1,14 @@
-"""Interrupt-and-resume versus ending the turn and re-running it, on one scenario.
+"""Interrupt-and-resume versus ending the turn and re-running it, on two agents.
 
 The reference scenario does real work before it needs a person: it fetches an approved
 source, then a second source is refused, so it asks for approval; after the answer it
-fetches the second source and writes its answer. Both strategies run the same real
-Strands agent with the same scripted model (the stand-in for an LLM) against a moto
-server, and the figures count model calls, tokens and tool executions: how much of
-the work before the pause each strategy pays for twice. Prints JSON.
+fetches the second source and writes its answer. The Doorstep example (a user's agent,
+built through the public surface) gets a heat warning, pages the captain from inside a
+tool and asks to send a volunteer (a sign-off intervention), two cards in one pause.
+Both strategies run the same real Strands agent with the same scripted model (the
+stand-in for an LLM) against a moto server, and the figures count model calls, tokens,
+tool executions and outbox records: how much of the work before the pause each
+strategy pays for twice. Prints JSON.
 
     .venv/bin/python bench/resume_vs_rerun.py
 """
@@ -16,13 +19,18 @@ import dataclasses
 import json
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
-from interlock.outcomes import TurnResult  # noqa: E402
+from examples.doorstep.script import SCRIPT as DOORSTEP_SCRIPT  # noqa: E402
+from interlock.agent import load_factory  # noqa: E402
+from interlock.answers import Reply  # noqa: E402
+from interlock.inbox import cancel_request  # noqa: E402
+from interlock.outcomes import Offer, TurnResult  # noqa: E402
 from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_turn  # noqa: E402
@@ -79,11 +87,12 @@ REFERENCE = Scenario(
 
 
 class Models:
-    def __init__(self) -> None:
+    def __init__(self, scenarios: Sequence[Scenario] = (REFERENCE,)) -> None:
+        self.scenarios = scenarios
         self.built: list[ScriptedModel] = []
 
     def __call__(self) -> ScriptedModel:
-        model = ScriptedModel([REFERENCE])
+        model = ScriptedModel(self.scenarios)
         self.built.append(model)
         return model
 
@@ -112,7 +121,8 @@ def _figures(results: list[TurnResult], models: Models) -> dict[str, Any]:
 
 
 def _cancelled(call: dict[str, Any]) -> bool:
-    return call["result"].startswith("Not run:")
+    # A paused call has no result yet: its body has not run either.
+    return call["result"] is None or call["result"].startswith("Not run:")
 
 
 def interrupt_and_resume(stores: Stores) -> dict[str, Any]:
@@ -242,9 +252,125 @@ def main() -> None:
     server = Emulator().start()
     try:
         storage = local_storage(server.endpoint, "bench", "bench-data")
-        print(json.dumps(compare(storage.stores), indent=2))
+        figures = {**compare(storage.stores), "doorstep": compare_doorstep(storage.stores)}
+        print(json.dumps(figures, indent=2))
     finally:
         server.stop()
+
+
+# -- Doorstep ------------------------------------------------------------------------
+
+DISPATCHER = Caller("dina", frozenset({"dispatcher"}))
+HEAT = "heat warning for the block"
+CAPTAIN = {
+    "captain-escalation": {"follow_up": "send a volunteer"},
+    "doorstep:captain-sign-off": {"decision": "approve"},
+}
+
+
+def _doorstep(stores: Stores, models: Models, **changes: Any) -> Runtime:
+    return Runtime(
+        stores,
+        models,
+        limits=TurnLimits(heartbeat_s=60),
+        agent=load_factory("examples.doorstep:build"),
+        **changes,
+    )
+
+
+def _answer_all(rt: Runtime, chat: str, offer: Offer) -> TurnResult:
+    replies = [
+        Reply(a.interrupt_id, "resolved", CAPTAIN[a.card["interrupt_name"]])
+        for a in offer.request.asked
+    ]
+    return resume_turn(
+        rt,
+        DISPATCHER,
+        chat,
+        interrupt_id=replies[0].interrupt_id,
+        secret=offer.secret,
+        status="resolved",
+        payload=replies[0].payload,
+        more=replies[1:],
+    )
+
+
+def _outbox(stores: Stores, chat: str, results: list[TurnResult]) -> dict[str, int]:
+    """Volunteer tasks and case records in the outbox under this chat's calls."""
+    ids = {c["id"] for r in results for c in r.tool_calls}
+    tasks = sum(1 for i in ids if (stores.outbox.get(f"{chat}#{i}") or {}).get("to"))
+    cases = sum(1 for i in ids if stores.outbox.get(f"{chat}#{i}#case"))
+    return {"volunteer_tasks": tasks, "case_records": cases}
+
+
+def doorstep_resume(stores: Stores) -> dict[str, Any]:
+    models = Models(DOORSTEP_SCRIPT)
+    rt = _doorstep(stores, models)
+    paused = run_turn(rt, DISPATCHER, "d-resume", HEAT)
+    assert paused.offer is not None and len(paused.offer.request.asked) == 2
+    done = _answer_all(rt, "d-resume", paused.offer)
+    return {
+        **_figures([paused, done], models),
+        **_outbox(stores, "d-resume", [paused, done]),
+        "cards_in_the_pause": len(paused.offer.request.asked),
+        "answer": done.text,
+    }
+
+
+def doorstep_takeover(stores: Stores) -> dict[str, Any]:
+    """The worker that got the captain's answers sends the task and dies before storing
+    the run's end; its successor finishes from the journal."""
+    models = Models(DOORSTEP_SCRIPT)
+    rt = _doorstep(stores, models, worker_id="w1")
+    paused = run_turn(rt, DISPATCHER, "d-takeover", HEAT)
+    assert paused.offer is not None
+    dying = dataclasses.replace(stores, blobs=_DiesBeforeAnswer(stores.blobs))
+    try:
+        _answer_all(dataclasses.replace(rt, stores=dying), "d-takeover", paused.offer)
+        raise AssertionError("worker 1 was meant to die")
+    except Crash:
+        pass
+    later = _Later(stores.policy.lease_ms + 1)
+    successor = dataclasses.replace(rt, clock=later, worker_id="w2")
+    done = _answer_all(successor, "d-takeover", paused.offer)
+    return {
+        **_figures([paused, done], models),
+        **_outbox(stores, "d-takeover", [paused, done]),
+        "model_calls": sum(m.calls for m in models.built),
+        "repeated_tool_executions": done.usage.tool_executions,
+        "answer": done.text,
+    }
+
+
+def doorstep_rerun(stores: Stores) -> dict[str, Any]:
+    """Without a durable pause the turn ends when it needs the captain; once they have
+    answered, the same warning runs again from the start (and pauses again, as a run
+    that cannot keep its place must)."""
+    models = Models(DOORSTEP_SCRIPT)
+    rt = _doorstep(stores, models)
+    first = run_turn(rt, DISPATCHER, "d-rerun", HEAT)
+    cancel_request(stores, DISPATCHER, "d-rerun", _now())
+    second = run_turn(rt, DISPATCHER, "d-rerun", HEAT)
+    assert second.offer is not None
+    done = _answer_all(rt, "d-rerun", second.offer)
+    return {
+        **_figures([first, second, done], models),
+        **_outbox(stores, "d-rerun", [first, second, done]),
+        "answer": done.text,
+    }
+
+
+def compare_doorstep(stores: Stores) -> dict[str, Any]:
+    resumed = doorstep_resume(stores)
+    takeover = doorstep_takeover(stores)
+    rerun = doorstep_rerun(stores)
+    return {
+        "scenario": "heat warning: page the captain (in the tool) and sign off a volunteer "
+        "(intervention), two cards in one pause",
+        "interrupt_and_resume": resumed,
+        "takeover_after_crash": takeover,
+        "end_turn_and_rerun": rerun,
+    }
 
 
 def compare(stores: Stores) -> dict[str, Any]:

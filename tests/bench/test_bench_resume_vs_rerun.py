@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.resume_vs_rerun import compare
+from bench.resume_vs_rerun import compare, compare_doorstep
 from interlock.adapters.factory import Stores
 
 
@@ -26,3 +26,21 @@ def test_a_takeover_after_a_crash_repeats_nothing(server_stores: Stores) -> None
     assert takeover["repeated_tool_executions"] == 0
     assert all(count == 1 for count in takeover["fetches"].values())
     assert takeover["answer"] == "The method matches the reference table on every column."
+
+
+def test_on_doorstep_resume_and_takeover_send_one_task_and_repeat_nothing(
+    server_stores: Stores,
+) -> None:
+    figures = compare_doorstep(server_stores)
+
+    resumed, takeover = figures["interrupt_and_resume"], figures["takeover_after_crash"]
+    rerun = figures["end_turn_and_rerun"]
+    assert resumed["cards_in_the_pause"] == 2
+    for run in (resumed, takeover):
+        assert (run["repeated_model_calls"], run["repeated_tool_executions"]) == (0, 0)
+        assert (run["volunteer_tasks"], run["case_records"]) == (1, 1)
+    assert takeover["model_calls"] == resumed["model_calls"]
+    # Re-running pays for the step before the pause again, and upserts its case twice
+    assert rerun["repeated_model_calls"] == 1 and rerun["case_records"] == 2
+    assert rerun["model_calls"] > resumed["model_calls"]
+    assert resumed["answer"] == takeover["answer"] == rerun["answer"]
