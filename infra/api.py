@@ -137,19 +137,36 @@ class InterlockApiStack(Stack):
         settings = settings or Settings.from_context(self.node)
         self.allowed_origin = settings.allowed_origin or site.origin
         layer = InterlockLayer(self, "Layer").layer_version
+        # The user's agent ships as its own layer, beside Interlock's: only the functions
+        # that run it (run, resume, the sweeper) carry it.
+        agent_layer = InterlockLayer(
+            self,
+            "AgentLayer",
+            requirements=settings.agent.requirements,
+            package_dir=settings.agent.package_dir,
+            description=f"The agent {settings.agent.reference} and its requirements.",
+        ).layer_version
         self.functions = {
             name: InterlockFunction(
                 self,
                 name.capitalize(),
                 name=name,
                 layer=layer,
+                agent_layer=agent_layer,
                 storage=storage,
                 settings=settings,
                 allowed_origin=self.allowed_origin,
             )
             for name in FUNCTIONS
         }
-        self.sweeper = Sweeper(self, "Sweeper", layer=layer, storage=storage, settings=settings)
+        self.sweeper = Sweeper(
+            self,
+            "Sweeper",
+            layer=layer,
+            agent_layer=agent_layer,
+            storage=storage,
+            settings=settings,
+        )
         self.auth = Auth(self, "Auth", site_url=site.url, domain_prefix=sign_in_prefix)
         self.api = _rest_api(self, self.allowed_origin)
         _add_routes(self.api, self.functions, self.auth)

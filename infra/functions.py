@@ -77,6 +77,7 @@ class InterlockFunction(Construct):
         layer: lambda_.ILayerVersion,
         storage: StorageRefs,
         settings: Settings,
+        agent_layer: lambda_.ILayerVersion | None = None,
         allowed_origin: str | None = None,
     ) -> None:
         """Create the function.
@@ -89,6 +90,8 @@ class InterlockFunction(Construct):
             storage: The table and bucket, named to the handler in `INTERLOCK_TABLE` and
                 `INTERLOCK_BUCKET`.
             settings: The deployment's settings.
+            agent_layer: The layer carrying the user's agent, for the functions that run
+                it (`Access.invokes_model`); the others never load it.
             allowed_origin: The browser origin the handler's responses admit (CORS), for
                 a function behind the API; None for one that answers no browser.
         """
@@ -117,7 +120,7 @@ class InterlockFunction(Construct):
             handler=HANDLER,
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            layers=[layer],
+            layers=[layer, agent_layer] if agent_layer and access.invokes_model else [layer],
             memory_size=sizing.memory_mb,
             timeout=sizing.timeout,
             tracing=lambda_.Tracing.ACTIVE,
@@ -167,6 +170,7 @@ def environment(
         variables["INTERLOCK_ALLOWED_ORIGIN"] = allowed_origin
     if ACCESS[name].invokes_model:
         variables["INTERLOCK_MODEL"] = settings.model.spec
+        variables["INTERLOCK_AGENT"] = settings.agent.reference
     if settings.agent_config_parameter is not None:
         # Every function assembles its configuration at start-up, the per-agent document
         # included (`interlock.api.wiring.config`).

@@ -56,6 +56,7 @@ class InterlockLayer(Construct):
         *,
         requirements: Path = REQUIREMENTS,
         package_dir: Path = PACKAGE_DIR,
+        description: str = "The interlock package and its pinned runtime dependencies.",
     ) -> None:
         """Create the layer.
 
@@ -65,6 +66,7 @@ class InterlockLayer(Construct):
             requirements: A pip requirements file of pinned runtime dependencies. It is
                 hashed as bytes, so files it includes with `-r` are not tracked.
             package_dir: The package copied into the layer as `python/<name>`.
+            description: The layer version's description.
         """
         super().__init__(scope, construct_id)
         self.layer_version = lambda_.LayerVersion(
@@ -85,7 +87,7 @@ class InterlockLayer(Construct):
             ),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
-            description="The interlock package and its pinned runtime dependencies.",
+            description=description,
         )
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from constructs import Node
+from pydantic import ValidationError
 
+from interlock.config import DEFAULT_MODEL_ID, InterlockConfig, ModelSpec
+from interlock.errors import validation_message
 from interlock.timing import DAY_S, StorePolicy
 
 _STORE_DEFAULTS: Final = StorePolicy()
@@ -24,8 +28,16 @@ ALLOWED_ORIGIN_KEY: Final = "interlock:allowedOrigin"
 SWEEP_EVERY_KEY: Final = "interlock:sweepEveryMinutes"
 AGENT_CONFIG_KEY: Final = "interlock:agentConfigParameter"
 AUTH_DOMAIN_PREFIX_KEY: Final = "interlock:authDomainPrefix"
+AGENT_KEY: Final = "interlock:agent"
+AGENT_PACKAGE_KEY: Final = "interlock:agentPackage"
+AGENT_REQUIREMENTS_KEY: Final = "interlock:agentRequirements"
 
-DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+_REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+DEFAULT_AGENT: Final = "examples.analyst:build"
+DEFAULT_AGENT_PACKAGE: Final = _REPO_ROOT / "examples"
+DEFAULT_AGENT_REQUIREMENTS: Final = DEFAULT_AGENT_PACKAGE / "requirements.txt"
+_AGENT_REFERENCE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
 DEFAULT_MODEL: Final = f"bedrock:{DEFAULT_MODEL_ID}"
 # The store's own defaults (a day to answer a card, a 30 s lease), so a deployment that
 # sets nothing behaves like local mode and the tests.
@@ -45,9 +57,6 @@ ANY_ORIGIN: Final = "*"
 DEFAULT_SWEEP_EVERY_MINUTES: Final = 1
 MAX_SWEEP_EVERY_MINUTES: Final = 60
 
-# A Bedrock model or system-defined inference profile id, as `interlock.runtime.agent`
-# passes it to Bedrock: ids only, so the roles can be scoped to exactly one model.
-_MODEL_ID = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
 # An SSM parameter name in this account and region: a plain name, or a hierarchy that
 # starts with "/". Names only (no ARN, no wildcard), so each role reads exactly one.
 _PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.-]+|(/[A-Za-z0-9_.-]+)+")
@@ -57,39 +66,50 @@ _DOMAIN_PREFIX = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 _RESERVED_IN_PREFIX: Final = ("aws", "amazon", "cognito")
 
 
+# The model setting is read by the runtime's own parser, so both accept the same values.
+ModelChoice = ModelSpec
+
+
 @dataclass(frozen=True)
-class ModelChoice:
-    """The model the agent functions use, as `INTERLOCK_MODEL` names it.
+class AgentChoice:
+    """The user's agent: its factory, and the code and requirements shipped with it.
 
     Attributes:
-        provider: "bedrock", or "scripted" for the demo stand-in that calls no model.
-        model_id: The Bedrock model or inference profile id; empty when scripted.
+        reference: `package.module:factory`, as `INTERLOCK_AGENT` names it.
+        package_dir: The top-level package the reference starts with; it ships as its
+            own layer next to Interlock's.
+        requirements: Pinned pip requirements of that package, bundled into its layer.
     """
 
-    provider: str
-    model_id: str
+    reference: str
+    package_dir: Path
+    requirements: Path
 
     @classmethod
-    def parse(cls, spec: str) -> ModelChoice:
-        """Read `scripted`, `bedrock` (the default id) or `bedrock:<model id>`.
+    def from_context(cls, node: Node) -> AgentChoice:
+        """Read the agent's three settings, checking they agree with each other.
 
         Raises:
-            ValueError: an unknown provider or a model id Bedrock would not accept.
+            ValueError: a malformed reference, a missing directory or file, or a package
+                directory that is not the reference's top-level package.
         """
-        provider, _, model_id = spec.partition(":")
-        if provider == "scripted" and not model_id:
-            return cls("scripted", "")
-        if provider != "bedrock":
-            raise ValueError(f"{MODEL_KEY} must be 'scripted' or 'bedrock[:id]', not {spec!r}")
-        model_id = model_id or DEFAULT_MODEL_ID
-        if not _MODEL_ID.fullmatch(model_id):
-            raise ValueError(f"{MODEL_KEY}: {model_id!r} is not a Bedrock model id")
-        return cls("bedrock", model_id)
-
-    @property
-    def spec(self) -> str:
-        """The value of `INTERLOCK_MODEL`."""
-        return f"{self.provider}:{self.model_id}" if self.model_id else self.provider
+        reference = str(node.try_get_context(AGENT_KEY) or DEFAULT_AGENT)
+        if not _AGENT_REFERENCE.fullmatch(reference):
+            raise ValueError(f"{AGENT_KEY} must be 'package.module:factory', not {reference!r}")
+        package_dir = Path(str(node.try_get_context(AGENT_PACKAGE_KEY) or DEFAULT_AGENT_PACKAGE))
+        requirements = Path(
+            str(node.try_get_context(AGENT_REQUIREMENTS_KEY) or DEFAULT_AGENT_REQUIREMENTS)
+        )
+        if not (package_dir / "__init__.py").is_file():
+            raise ValueError(f"{AGENT_PACKAGE_KEY}: {package_dir} is not a Python package")
+        if package_dir.name != reference.split(".")[0].split(":")[0]:
+            raise ValueError(
+                f"{AGENT_PACKAGE_KEY} must be the package {reference!r} starts with, "
+                f"not {package_dir.name!r}"
+            )
+        if not requirements.is_file():
+            raise ValueError(f"{AGENT_REQUIREMENTS_KEY}: {requirements} is not a file")
+        return cls(reference, package_dir.resolve(), requirements.resolve())
 
 
 @dataclass(frozen=True)
@@ -107,6 +127,7 @@ class Settings:
             document, or None to run on the defaults and the environment alone.
         auth_domain_prefix: The prefix of the Cognito hosted sign-in domain, or None for
             one derived from the stack and the account (`infra.auth.domain_prefix`).
+        agent: The user's agent and the code shipped with it.
     """
 
     model: ModelChoice
@@ -116,6 +137,7 @@ class Settings:
     sweep_every_minutes: int
     agent_config_parameter: str | None
     auth_domain_prefix: str | None
+    agent: AgentChoice
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -124,19 +146,42 @@ class Settings:
         Raises:
             ValueError: a value that is present but unusable.
         """
+        model = _model(node.try_get_context(MODEL_KEY))
+        request_ttl_s = _positive(node, REQUEST_TTL_KEY, DEFAULT_REQUEST_TTL_S, MAX_REQUEST_TTL_S)
+        lease_ms = _positive(node, LEASE_KEY, DEFAULT_LEASE_MS)
+        # The runtime's own model holds the bounds: what it would refuse at cold start
+        # fails the synth instead.
+        _runtime_accepts(model=model.spec, request_ttl_s=request_ttl_s, lease_ms=lease_ms)
         return cls(
-            model=ModelChoice.parse(str(node.try_get_context(MODEL_KEY) or DEFAULT_MODEL)),
-            request_ttl_s=_positive(
-                node, REQUEST_TTL_KEY, DEFAULT_REQUEST_TTL_S, MAX_REQUEST_TTL_S
-            ),
-            lease_ms=_positive(node, LEASE_KEY, DEFAULT_LEASE_MS),
+            model=model,
+            request_ttl_s=request_ttl_s,
+            lease_ms=lease_ms,
             allowed_origin=_origin(node.try_get_context(ALLOWED_ORIGIN_KEY)),
             sweep_every_minutes=_positive(
                 node, SWEEP_EVERY_KEY, DEFAULT_SWEEP_EVERY_MINUTES, MAX_SWEEP_EVERY_MINUTES
             ),
             agent_config_parameter=_parameter(node.try_get_context(AGENT_CONFIG_KEY)),
             auth_domain_prefix=_domain_prefix(node.try_get_context(AUTH_DOMAIN_PREFIX_KEY)),
+            agent=AgentChoice.from_context(node),
         )
+
+
+_KEYS: Final = {"model": MODEL_KEY, "request_ttl_s": REQUEST_TTL_KEY, "lease_ms": LEASE_KEY}
+
+
+def _model(raw: object) -> ModelSpec:
+    try:
+        return ModelSpec.parse(str(raw or DEFAULT_MODEL))
+    except ValueError as exc:
+        raise ValueError(f"{MODEL_KEY}: {exc}") from None
+
+
+def _runtime_accepts(**values: object) -> None:
+    try:
+        InterlockConfig.model_validate(values)
+    except ValidationError as exc:
+        field, _, problem = validation_message(exc).partition(": ")
+        raise ValueError(f"{_KEYS.get(field, field)}: {problem} (the runtime's bound)") from None
 
 
 def _positive(node: Node, key: str, default: int, maximum: int | None = None) -> int:

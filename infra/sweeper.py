@@ -34,6 +34,7 @@ class Sweeper(InterlockFunction):
         construct_id: str,
         *,
         layer: lambda_.ILayerVersion,
+        agent_layer: lambda_.ILayerVersion,
         storage: StorageRefs,
         settings: Settings,
     ) -> None:
@@ -43,11 +44,18 @@ class Sweeper(InterlockFunction):
             scope: The parent construct.
             construct_id: The construct id.
             layer: The layer carrying `interlock` and its dependencies.
+            agent_layer: The layer carrying the user's agent (settling runs it).
             storage: The table and bucket.
             settings: The deployment's settings, the sweep interval included.
         """
         super().__init__(
-            scope, construct_id, name="sweeper", layer=layer, storage=storage, settings=settings
+            scope,
+            construct_id,
+            name="sweeper",
+            layer=layer,
+            agent_layer=agent_layer,
+            storage=storage,
+            settings=settings,
         )
         every = Duration.minutes(settings.sweep_every_minutes)
         # Neither Lambda nor EventBridge retries a sweep: the next scheduled one finds the

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from interlock import cards, interrupts, questions
 from interlock.egress import PACKAGE_PATTERN
-from interlock.errors import IncompleteResume, InvalidInput, UnknownRequest
+from interlock.errors import IncompleteResume, InvalidInput, UnknownRequest, validation_message
 from interlock.records import RequestRecord
 
 Status = Literal["resolved", "cancelled", "timed_out"]
@@ -166,11 +166,8 @@ def decide(card: Mapping[str, Any], status: Status, payload: Any) -> tuple[cards
     try:
         answer = ApprovalAnswer.model_validate(payload).model_dump(exclude_none=True)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error.get("loc", ()))
         raise InvalidInput(
-            f"the answer does not match the response schema: "
-            f"{where + ': ' if where else ''}{error.get('msg')}"
+            f"the answer does not match the response schema: {validation_message(exc)}"
         ) from None
     return cards.parse_decision(answer, card), answer
 

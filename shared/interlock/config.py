@@ -1,4 +1,9 @@
-"""Assembling the configuration: defaults → environment → per-agent → validated → frozen.
+"""The one source of settings: defaults → environment → per-agent → validated → frozen.
+
+`InterlockConfig` is the validated model that local mode, the Lambda handlers and the
+CDK app all read (the app validates a deployment's context with it, so a value the
+runtime would refuse at cold start fails `cdk synth` instead). `Env` names every
+`INTERLOCK_*` variable, and `ModelSpec` is the one parser of a model setting.
 
 The result is immutable and carries a version (a digest of its canonical form) that is
 recorded on every audit event, so any decision can be traced to the exact settings it
@@ -11,11 +16,74 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from interlock.errors import InvalidInput
+from interlock.errors import InvalidInput, validation_message
+from interlock.timing import StorePolicy
+
+
+class Env:
+    """The names of every `INTERLOCK_*` environment variable Interlock reads."""
+
+    TABLE: Final = "INTERLOCK_TABLE"
+    BUCKET: Final = "INTERLOCK_BUCKET"
+    AGENT: Final = "INTERLOCK_AGENT"
+    MODEL: Final = "INTERLOCK_MODEL"
+    REQUEST_TTL_S: Final = "INTERLOCK_REQUEST_TTL_S"
+    LEASE_MS: Final = "INTERLOCK_LEASE_MS"
+    MAX_MODEL_CALLS: Final = "INTERLOCK_MAX_MODEL_CALLS"
+    SAMPLE_RATE: Final = "INTERLOCK_SAMPLE_RATE"
+    AGENT_CONFIG_FILE: Final = "INTERLOCK_AGENT_CONFIG_FILE"
+    AGENT_CONFIG_PARAM: Final = "INTERLOCK_AGENT_CONFIG_PARAM"
+    FETCH: Final = "INTERLOCK_FETCH"
+    ALLOWED_ORIGIN: Final = "INTERLOCK_ALLOWED_ORIGIN"
+    DEV_KEY: Final = "INTERLOCK_DEV_KEY"
+
+
+DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+# A Bedrock model or system-defined inference profile id: ids only, so the deployed
+# roles can be scoped to exactly one model.
+_MODEL_ID: Final = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model setting: `scripted` (the stand-in where no LLM is reachable) or
+    `bedrock[:<model id>]`.
+
+    Attributes:
+        provider: "scripted" or "bedrock".
+        model_id: The Bedrock model or inference profile id; empty when scripted.
+    """
+
+    provider: Literal["scripted", "bedrock"]
+    model_id: str
+
+    @classmethod
+    def parse(cls, spec: str) -> ModelSpec:
+        """Read a model setting.
+
+        Raises:
+            ValueError: an unknown provider or a model id Bedrock would not accept.
+        """
+        provider, _, model_id = spec.partition(":")
+        if provider == "scripted" and not model_id:
+            return cls("scripted", "")
+        if provider != "bedrock":
+            raise ValueError(f"the model must be 'scripted' or 'bedrock[:id]', not {spec!r}")
+        model_id = model_id or DEFAULT_MODEL_ID
+        if not _MODEL_ID.fullmatch(model_id):
+            raise ValueError(f"{model_id!r} is not a Bedrock model id")
+        return cls("bedrock", model_id)
+
+    @property
+    def spec(self) -> str:
+        """The setting as text (the value of `INTERLOCK_MODEL`)."""
+        return f"{self.provider}:{self.model_id}" if self.model_id else self.provider
+
 
 KNOWN_TOOLS: Final = frozenset(
     {"request_approval", "fetch_url", "send_report", "ask_user", "request_info"}
@@ -24,11 +92,11 @@ Risk = Literal["low", "medium", "high"]
 Kind = Literal["approval", "question", "info"]
 _SECRET_KEY: Final = re.compile(r"secret|password|passwd|token|api_?key|credential", re.I)
 _ENV: Final = {
-    "INTERLOCK_MODEL": "model",
-    "INTERLOCK_REQUEST_TTL_S": "request_ttl_s",
-    "INTERLOCK_LEASE_MS": "lease_ms",
-    "INTERLOCK_MAX_MODEL_CALLS": "max_model_calls",
-    "INTERLOCK_SAMPLE_RATE": "sample_rate",
+    Env.MODEL: "model",
+    Env.REQUEST_TTL_S: "request_ttl_s",
+    Env.LEASE_MS: "lease_ms",
+    Env.MAX_MODEL_CALLS: "max_model_calls",
+    Env.SAMPLE_RATE: "sample_rate",
 }
 
 
@@ -73,7 +141,7 @@ class InterlockConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     agent_name: str = Field(default="interlock-demo", pattern=r"^[a-z0-9-]{1,64}$")
-    model: str = "bedrock"
+    model: str = f"bedrock:{DEFAULT_MODEL_ID}"
     tools: tuple[str, ...] = tuple(sorted(KNOWN_TOOLS))
     tool_policies: dict[str, ToolPolicy] = Field(
         default_factory=lambda: {
@@ -89,6 +157,20 @@ class InterlockConfig(BaseModel):
     max_model_calls: int = Field(default=12, ge=1, le=50)
     max_open_requests: int = Field(default=20, ge=1, le=1000)
     asks_per_minute: int = Field(default=10, ge=1, le=1000)
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, value: str) -> str:
+        return ModelSpec.parse(value).spec
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model setting, parsed."""
+        return ModelSpec.parse(self.model)
+
+    def store_policy(self) -> StorePolicy:
+        """The store's durations, as this deployment sets them."""
+        return StorePolicy(request_ttl_s=self.request_ttl_s, lease_ms=self.lease_ms)
 
     @model_validator(mode="after")
     def _allowlisted(self) -> InterlockConfig:
@@ -120,9 +202,7 @@ def assemble(env: Mapping[str, str], agent: Mapping[str, Any] | None = None) -> 
     try:
         return InterlockConfig.model_validate(merged)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error.get("loc", ()))
-        raise InvalidInput(f"configuration {where}: {error.get('msg')}") from None
+        raise InvalidInput(f"configuration {validation_message(exc)}") from None
 
 
 def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

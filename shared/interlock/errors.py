@@ -5,7 +5,7 @@ The store raises these and nothing from botocore, so callers never handle AWS er
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from interlock.records import RequestRecord
@@ -152,3 +152,11 @@ class Forbidden(InterlockError):
     """The caller may not act on this chat (it belongs to another user)."""
 
     code = "forbidden"
+
+
+def validation_message(exc: Any) -> str:
+    """The first problem of a pydantic `ValidationError`, as `where: what`: the one
+    formatter every refusal of a validated body, spec or setting uses."""
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error.get("loc", ()))
+    return f"{where}: {error.get('msg')}" if where else str(error.get("msg"))

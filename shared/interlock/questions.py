@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from interlock.errors import InvalidInput
+from interlock.errors import InvalidInput, validation_message
 
 QUESTION: Final = "question"
 INFO: Final = "info"
@@ -116,9 +116,7 @@ def parse_spec(model: type[QuestionSpec] | type[InfoSpec], data: Any) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error.get("loc", ()))
-        raise InvalidInput(f"{where + ': ' if where else ''}{error.get('msg')}") from None
+        raise InvalidInput(validation_message(exc)) from None
 
 
 def question_schema(card: Mapping[str, Any]) -> dict[str, Any]:

@@ -217,11 +217,19 @@ def test_function_runtime_size_and_tracing(
 ) -> None:
     construct = function_construct(stacks, name)
     properties = resource(stacks, api_template, construct.function)["Properties"]
-    (layer,) = api_template.find_resources("AWS::Lambda::LayerVersion")
+    layers = api_template.find_resources("AWS::Lambda::LayerVersion")
+    by_description = {
+        layer["Properties"]["Description"].split()[1]: key for key, layer in layers.items()
+    }
+    assert set(by_description) == {"interlock", "agent"}
     assert properties["Runtime"] == "python3.12"
     assert properties["Architectures"] == ["x86_64"]
     assert properties["Handler"] == "handler.lambda_handler"
-    assert properties["Layers"] == [{"Ref": layer}]
+    # Only the functions that run the agent carry its layer
+    expected = ["interlock"] if name == "requests" else ["interlock", "agent"]
+    assert sorted(ref["Ref"] for ref in properties["Layers"]) == sorted(
+        by_description[kind] for kind in expected
+    )
     assert properties["TracingConfig"] == {"Mode": "Active"}
     assert (properties["Timeout"], properties["MemorySize"]) == (timeout, memory)
 
@@ -247,6 +255,7 @@ def test_environment_names_storage_and_powertools(
         expected["INTERLOCK_ALLOWED_ORIGIN"] = SITE_ORIGIN
     if name != "requests":
         expected["INTERLOCK_MODEL"] = "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
+        expected["INTERLOCK_AGENT"] = "examples.analyst:build"
     # No per-agent configuration parameter was named, so none is read
     assert properties["Environment"]["Variables"] == expected
 
@@ -403,6 +412,14 @@ def test_model_specs_normalize(spec: str, expected: str | None) -> None:
         {"interlock:agentConfigParameter": "arn:aws:ssm:us-east-1:1:parameter/agent"},
         {"interlock:agentConfigParameter": "/interlock/*"},
         {"interlock:agentConfigParameter": "interlock/agent"},
+        # Values the runtime would refuse at cold start fail the synth instead
+        {"interlock:leaseMs": 1000},
+        {"interlock:requestTtlSeconds": 30},
+        # The agent: a factory reference, and the package it starts with
+        {"interlock:agent": "examples.analyst"},
+        {"interlock:agent": "other.agent:build"},
+        {"interlock:agentPackage": "shared"},
+        {"interlock:agentRequirements": "no-such-requirements.txt"},
     ],
 )
 def test_unusable_settings_fail_the_synth(context: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from interlock.adapters.chats import ChatStore
 from interlock.adapters.limits import LimitStore
 from interlock.adapters.outbox import Outbox
 from interlock.adapters.requests import RequestStore
+from interlock.config import Env
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
@@ -47,7 +48,7 @@ def stores_from_env(policy: StorePolicy | None = None) -> Stores:
     return build_stores(
         session.client("dynamodb"),
         session.client("s3"),
-        os.environ["INTERLOCK_TABLE"],
-        os.environ["INTERLOCK_BUCKET"],
+        os.environ[Env.TABLE],
+        os.environ[Env.BUCKET],
         policy,
     )

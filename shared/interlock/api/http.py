@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConf
 from interlock.api.errors import NotFound, Unauthorized, error_body
 from interlock.api.routes import Function, routes_of
 from interlock.caller import Caller
+from interlock.config import Env
 
 SSE = "text/event-stream"
 JSON = "application/json"
@@ -24,7 +25,7 @@ def cors_config() -> CORSConfig:
     handlers must add the headers for a browser to read them.
     """
     return CORSConfig(
-        allow_origin=os.environ.get("INTERLOCK_ALLOWED_ORIGIN", ""),
+        allow_origin=os.environ.get(Env.ALLOWED_ORIGIN, ""),
         allow_headers=["Authorization", "Content-Type"],
     )
 

@@ -15,7 +15,7 @@ from interlock import keys
 from interlock.answers import Reply
 from interlock.api.bodies import bounded_json
 from interlock.api.errors import BadRequest, IncompleteResume
-from interlock.errors import InvalidInput
+from interlock.errors import InvalidInput, validation_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +100,7 @@ def _run_input(body: str | None) -> RunAgentInput:
     try:
         return RunAgentInput.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInput(f"not an AG-UI RunAgentInput: {_first(exc)}") from None
+        raise InvalidInput(f"not an AG-UI RunAgentInput: {validation_message(exc)}") from None
 
 
 def _prompt(run_input: RunAgentInput) -> str:
@@ -112,9 +112,3 @@ def _prompt(run_input: RunAgentInput) -> str:
             texts = [getattr(part, "text", "") for part in content]
             return "\n".join(t for t in texts if t)
     raise InvalidInput("the input has no user message to answer")
-
-
-def _first(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(p) for p in error.get("loc", ()))
-    return f"{where}: {error.get('msg')}" if where else str(error.get("msg"))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
-from interlock.config import InterlockConfig, assemble
+from interlock.config import Env, InterlockConfig, assemble
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 
 def policy_from_env() -> StorePolicy:
     """Store policy with the deployment's request lifetime and lease length."""
-    settings = config()
-    return StorePolicy(request_ttl_s=settings.request_ttl_s, lease_ms=settings.lease_ms)
+    return config().store_policy()
 
 
 @cache
@@ -40,9 +39,9 @@ def config() -> InterlockConfig:
     named by `INTERLOCK_AGENT_CONFIG_FILE`, or the SSM parameter named by
     `INTERLOCK_AGENT_CONFIG_PARAM` when deployed), validated and frozen."""
     document = None
-    if path := os.environ.get("INTERLOCK_AGENT_CONFIG_FILE"):
+    if path := os.environ.get(Env.AGENT_CONFIG_FILE):
         document = json.loads(Path(path).read_text())
-    elif name := os.environ.get("INTERLOCK_AGENT_CONFIG_PARAM"):
+    elif name := os.environ.get(Env.AGENT_CONFIG_PARAM):
         import boto3
 
         document = load_json_parameter(boto3.client("ssm"), name)
@@ -59,11 +58,11 @@ def runtime() -> Runtime:
     from interlock.runtime.transport import transport_from_env
 
     settings = config()
-    model = ModelConfig.parse(settings.model, os.environ.get("AWS_REGION"))
+    model = ModelConfig(settings.model_spec, os.environ.get("AWS_REGION"))
     built = Runtime(
         stores(),
         lambda: build_model(model),
-        agent=load_factory(os.environ.get("INTERLOCK_AGENT", DEFAULT_AGENT)),
+        agent=load_factory(os.environ.get(Env.AGENT, DEFAULT_AGENT)),
         fetch=transport_from_env(os.environ),
         # Renew well inside the lease so one slow beat never lets it lapse.
         limits=TurnLimits(

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from strands import Agent
 from strands.models.model import Model
 from strands.tools.executors import SequentialToolExecutor
 
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
+from interlock.config import Env, ModelSpec
 from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook
 from interlock.runtime.model import Scenario, ScriptedModel
@@ -23,8 +24,6 @@ from interlock.runtime.scrub import UrlScrubbedModel
 if TYPE_CHECKING:
     from interlock.caller import Caller
     from interlock.deps import Runtime
-
-DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 
 
 def inputs_for(
@@ -92,30 +91,28 @@ def _with_roles(inputs: AgentInputs, roles: frozenset[str]) -> AgentInputs:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which model the agent uses: `scripted`, or `bedrock` with a model id.
+    """Which model the agent uses, and where.
 
     Attributes:
-        provider: "scripted" (the demo stand-in) or "bedrock".
-        model_id: The Bedrock model id.
+        spec: The model setting (`interlock.config.ModelSpec`).
         region: The Bedrock region; None uses the SDK's default chain.
     """
 
-    provider: str = "bedrock"
-    model_id: str = DEFAULT_MODEL_ID
+    spec: ModelSpec
     region: str | None = None
 
-    @classmethod
-    def parse(cls, spec: str, region: str | None = None) -> ModelConfig:
-        """Read a model setting: `scripted` or `bedrock[:<model id>]`."""
-        provider, _, model_id = spec.partition(":")
-        if provider not in ("scripted", "bedrock"):
-            raise ValueError(f"INTERLOCK_MODEL must be 'scripted' or 'bedrock[:id]', not {spec!r}")
-        return cls(provider, model_id or DEFAULT_MODEL_ID, region)
+    @property
+    def provider(self) -> str:
+        return self.spec.provider
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.model_id
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ModelConfig:
         """Read `INTERLOCK_MODEL` and `AWS_REGION`."""
-        return cls.parse(env.get("INTERLOCK_MODEL", "bedrock"), env.get("AWS_REGION"))
+        return cls(ModelSpec.parse(env.get(Env.MODEL, "bedrock")), env.get("AWS_REGION"))
 
 
 def build_model(config: ModelConfig, scripted: Sequence[Scenario] = ()) -> Model:

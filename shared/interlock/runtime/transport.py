@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urljoin, urlsplit
 
+from interlock.config import Env
 from interlock.context import FetchPort
 from interlock.egress import safe_url
 from interlock.errors import InvalidInput
@@ -200,4 +201,4 @@ def demo_fetch(url: str) -> str:
 
 def transport_from_env(env: Mapping[str, str]) -> FetchPort:
     """`INTERLOCK_FETCH=demo` selects the stand-in; anything else the real transport."""
-    return demo_fetch if env.get("INTERLOCK_FETCH") == "demo" else HttpFetch()
+    return demo_fetch if env.get(Env.FETCH) == "demo" else HttpFetch()
