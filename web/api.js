@@ -102,15 +102,18 @@ export class Api {
     return this.call("POST", "/runs", runInput(chat, [message]));
   }
 
-  /** Answer the open request with one resume entry carrying its secret. */
-  resume(chat, request, status, payload) {
-    const entry = {
-      interruptId: request.interruptId,
+  /**
+   * Answer the open request: one resume entry per interrupt it holds, each carrying
+   * the request's secret. `answers` is a list of { interruptId, status, payload }.
+   */
+  resume(chat, request, answers) {
+    const resume = answers.map(({ interruptId, status, payload }) => ({
+      interruptId,
       status,
       payload,
       metadata: { secret: request.secret },
-    };
-    return this.call("POST", "/resume", { ...runInput(chat, []), resume: [entry] });
+    }));
+    return this.call("POST", "/resume", { ...runInput(chat, []), resume });
   }
 
   request(chat) {
@@ -194,7 +197,7 @@ export function readRun(body) {
   return {
     tools: [...calls.values()],
     texts: [...messages.values()],
-    interrupt: outcome?.type === "interrupt" ? outcome.interrupts[0] : null,
+    interrupts: outcome?.type === "interrupt" ? outcome.interrupts : [],
     result: finished?.result ?? null,
   };
 }

@@ -4,7 +4,7 @@
 // request (GET request, which also issues a fresh secret) and the approvals again.
 
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
-import { Card, fromInterrupt } from "./card.js";
+import { cardFor, fromInterrupts } from "./card.js";
 import { h } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -99,7 +99,7 @@ function shorten(text, max) {
 function showRun(run) {
   activity(run.tools);
   for (const text of run.texts) say("agent", text);
-  if (run.interrupt) showCard(fromInterrupt(run.interrupt));
+  if (run.interrupts.length) showCard(fromInterrupts(run.interrupts));
   loadApprovals().catch(report);
 }
 
@@ -136,7 +136,7 @@ async function loadRequest() {
 
 function showCard(request) {
   retireCard();
-  card = new Card(request, { answer, settled: () => setWorking(working) });
+  card = cardFor(request, { answer, settled: () => setWorking(working) });
   $("card-slot").append(card.el);
   setWorking(working);
   card.el.focus();
@@ -156,7 +156,7 @@ async function answer(status, payload, retried = false) {
   shown.busy(true); // the card says "Sending your answer…"
   setWorking(true, "");
   try {
-    const run = await api.resume(chat, shown.request, status, payload);
+    const run = await api.resume(chat, shown.request, shown.answers(status, payload));
     if (run.result?.outcome === "replayed") {
       shown.finish(run.result, true);
       await loadThread(); // the answer was given elsewhere: show the stored thread

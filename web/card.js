@@ -23,17 +23,32 @@ const ENDED = {
   unknown: "This request no longer exists.",
 };
 
-/** The request view of an AG-UI interrupt (the same shape GET …/request returns). */
-export function fromInterrupt(interrupt) {
-  const metadata = interrupt.metadata || {};
+/**
+ * The request view of a run's AG-UI interrupts (the shape GET …/request returns): the
+ * first, with the others of the same pause in `alsoAsked`.
+ */
+export function fromInterrupts([first, ...others]) {
+  const metadata = first.metadata || {};
+  return {
+    ...asView(first),
+    state: metadata.state || "pending",
+    expiresAt: first.expiresAt,
+    secret: metadata.secret,
+    alsoAsked: others.map(asView),
+  };
+}
+
+function asView(interrupt) {
   return {
     interruptId: interrupt.id,
-    state: metadata.state || "pending",
-    card: metadata.card || { reason: interrupt.message },
+    card: interrupt.metadata?.card || { reason: interrupt.message },
     responseSchema: interrupt.responseSchema || { properties: {} },
-    expiresAt: interrupt.expiresAt,
-    secret: metadata.secret,
   };
+}
+
+/** A card, or a group of cards when one pause asked several things at once. */
+export function cardFor(request, callbacks) {
+  return request.alsoAsked?.length ? new CardGroup(request, callbacks) : new Card(request, callbacks);
 }
 
 export class Card {
@@ -137,7 +152,8 @@ export class Card {
       ),
       feedback,
     );
-    for (const name of ["reason", "suggestion"]) {
+    // The feedback fields this card's schema offers (a confirmation takes a reason only).
+    for (const name of ["reason", "suggestion"].filter((n) => schema.properties[n])) {
       const label = name === "reason" ? "Reason" : "Suggestion for the agent";
       this.add(field(name, schema.properties[name], false, label), feedback);
     }
@@ -148,6 +164,11 @@ export class Card {
 
   drawQuestion(schema) {
     const required = new Set(schema.required || []);
+    if (!schema.properties) {
+      // Any JSON value (an interrupt that declared no schema): answered as text.
+      this.freeText = true;
+      this.add(field("answer", { type: "string", maxLength: 4000 }, true, "Your answer"));
+    }
     for (const [name, property] of Object.entries(schema.properties || {})) {
       const label =
         property.title || (name === "answer" ? "Your answer" : name.replaceAll("_", " "));
@@ -185,7 +206,7 @@ export class Card {
 
   denyWithFeedback() {
     const payload = { decision: "reject" };
-    for (const name of ["reason", "suggestion"]) {
+    for (const name of ["reason", "suggestion"].filter((n) => this.fields.has(n))) {
       const value = this.fields.get(name).read();
       if (value !== undefined) payload[name] = value;
     }
@@ -196,6 +217,11 @@ export class Card {
   }
 
   sendForm() {
+    if (this.freeText) {
+      const text = this.fields.get("answer").read();
+      if (text === undefined) return this.fail("answer", "Write an answer.");
+      return this.answer("resolved", text);
+    }
     const payload = {};
     for (const [name, control] of this.fields) {
       const value = control.read();
@@ -244,6 +270,11 @@ export class Card {
     else if (!on) this.outcome.textContent = "";
   }
 
+  /** What this card's answer sends: one resume entry. */
+  answers(status, payload) {
+    return [{ interruptId: this.request.interruptId, status, payload }];
+  }
+
   /** The request is answered: by this window now, or earlier (`replayed`). */
   finish({ decision, answeredAt }, replayed = false) {
     const label = LABELS[decision] || "Answered";
@@ -282,9 +313,93 @@ export class Card {
   }
 }
 
+/**
+ * Several cards of one pause (parallel tool calls that each need a person). Each is
+ * answered on its own; once every one has an answer they go in one resume, as AG-UI
+ * asks. It behaves like a Card towards the page.
+ */
+export class CardGroup {
+  constructor(request, { answer, settled }) {
+    this.request = request;
+    this.chosen = new Map();
+    this.el = h("section", { class: "card-group", tabindex: -1 });
+    this.note = h("p", { class: "group-note", role: "status" });
+    this.cards = parts(request).map(
+      (part) =>
+        new Card(part, {
+          answer: (status, payload) => this.choose(part.interruptId, status, payload, answer),
+          settled,
+        }),
+    );
+    this.el.append(this.note, ...this.cards.map((card) => card.el));
+    this.remind();
+  }
+
+  choose(interruptId, status, payload, answer) {
+    this.chosen.set(interruptId, { interruptId, status, payload });
+    const card = this.cards.find((c) => c.request.interruptId === interruptId);
+    card.busy(true);
+    card.outcome.textContent = "Noted; it is sent with the other answers.";
+    this.remind();
+    if (this.chosen.size === this.cards.length) answer(status, payload);
+  }
+
+  remind() {
+    const left = this.cards.length - this.chosen.size;
+    this.note.textContent = left
+      ? `The agent asks ${this.cards.length} things at once; ${left} still to answer. ` +
+        "All answers are sent together."
+      : "Sending all answers…";
+  }
+
+  answers() {
+    return this.cards.map((card) => this.chosen.get(card.request.interruptId));
+  }
+
+  get answerable() {
+    return this.cards.some((card) => card.answerable);
+  }
+
+  show(view) {
+    this.request = view;
+    parts(view).forEach((part, i) => this.cards[i].show(part));
+  }
+
+  busy(on) {
+    if (!on) this.chosen.clear();
+    for (const card of this.cards) card.busy(on);
+    this.remind();
+  }
+
+  refused(message) {
+    this.chosen.clear();
+    for (const card of this.cards) card.refused(message);
+    this.remind();
+  }
+
+  finish(result, replayed = false) {
+    this.note.textContent = "";
+    for (const card of this.cards) card.finish(result, replayed);
+  }
+
+  end(reason) {
+    this.note.textContent = "";
+    for (const card of this.cards) card.end(reason);
+  }
+}
+
+/** Each interrupt of a request view, as a view of its own sharing its state and secret. */
+function parts(request) {
+  const shared = { state: request.state, expiresAt: request.expiresAt, secret: request.secret };
+  const first = { ...request, alsoAsked: undefined };
+  const others = (request.alsoAsked || []).map((one) => ({ ...shared, ...one }));
+  return [first, ...others];
+}
+
 function titleOf(card) {
   if (card.type === "download") return "Approve downloads?";
-  if (card.type === "action") return `Allow ${card.tool}?`;
+  if (card.type === "action" || card.type === "confirm") return `Allow ${card.tool}?`;
+  if (card.type === "interrupt") return card.tool ? `${card.tool} asks` : "The agent asks";
   if (card.type === "question") return "The agent asks";
   if (card.type === "info") return "The agent needs some details";
   return "The agent needs your decision";
@@ -302,7 +417,7 @@ function facts(card, packagesInForm) {
   if (card.sites?.length) rows.push(["Sites", list(card.sites)]);
   if (card.urls?.length) rows.push(["URLs", list(card.urls, (u) => h("code", {}, u))]);
   if (card.packages?.length && !packagesInForm) rows.push(["Packages", list(card.packages)]);
-  if (card.type === "action") {
+  if (["action", "confirm"].includes(card.type) || (card.type === "interrupt" && card.tool)) {
     rows.push(["Tool", h("code", {}, card.tool)]);
     const params = Object.entries(card.summary || {}).map(
       ([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`,

@@ -23,6 +23,13 @@ def refund(order: str, amount: int, tool_context: ToolContext) -> str:
     return f"{order} was already refunded."
 
 
+@tool(context=True)
+def add_note(order: str, tool_context: ToolContext) -> str:
+    """Add a note to an order, in the user's words."""
+    text = tool_context.interrupt("note-text", reason=f"What should the note on {order} say?")
+    return f"Noted on {order}: {text}"
+
+
 @tool
 def order_total(order: str) -> str:
     """The total of an order."""
@@ -40,13 +47,20 @@ def _report(results: list[str]) -> list[Block]:
     return [{"text": "Refunds: " + " | ".join(results)}]
 
 
-SCRIPT = [Scenario("refunds", [_two_refunds, _report])]
+def _note(results: list[str]) -> list[Block]:
+    return [{"tool": "add_note", "input": {"order": "A-1"}}]
+
+
+SCRIPT = [
+    Scenario("refunds", [_two_refunds, _report], keywords=("refund",)),
+    Scenario("note", [_note, _report], keywords=("note",)),
+]
 
 
 def build(inputs: AgentInputs) -> AgentSpec:
-    hitl: Any = HumanInTheLoop(allowed_tools=["order_total"])
+    hitl: Any = HumanInTheLoop(allowed_tools=["order_total", "add_note"])
     return AgentSpec(
-        tools=[refund, order_total],
+        tools=[refund, add_note, order_total],
         model=inputs.model(scripted=SCRIPT),
         interventions=[hitl],
     )

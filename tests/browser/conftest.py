@@ -66,9 +66,15 @@ def stores(storage: dict[str, Any]) -> Stores:
 
 @pytest.fixture(scope="module")
 def server(
-    storage: dict[str, Any], emulator: Emulator, tmp_path_factory: pytest.TempPathFactory
+    storage: dict[str, Any],
+    emulator: Emulator,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[str]:
-    """`local.server` serving the API and `web/`, as a child process; yields its URL."""
+    """`local.server` serving the API and `web/`, as a child process; yields its URL.
+
+    A test module may name the agent to serve in `SERVER_AGENT` (the analyst otherwise).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
     env.update(
         INTERLOCK_DEV_KEY=secrets.token_hex(32),
@@ -81,6 +87,8 @@ def server(
     argv = [sys.executable, "-m", "local.server", "--port", "0"]
     argv += ["--aws-endpoint", emulator.endpoint]
     argv += ["--table", storage["table"], "--bucket", storage["bucket"]]
+    if agent := getattr(request.module, "SERVER_AGENT", None):
+        argv += ["--agent", agent]
     log = tmp_path_factory.mktemp("server") / "server.log"
     with log.open("wb") as out:
         child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

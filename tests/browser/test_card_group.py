@@ -1,0 +1,72 @@
+"""Two cards of one pause on the page: each answered on its own, sent together once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Final
+
+import pytest
+from playwright.sync_api import BrowserContext, expect
+
+from interlock.adapters.factory import Stores
+from interlock.records import RequestState
+from tests.browser.pages import ChatPage
+from tests.browser.test_card_page import pointer
+
+pytestmark = pytest.mark.server
+
+# The server runs a user's agent whose batch holds two refunds, each confirmed.
+SERVER_AGENT: Final = "tests.api.twin_agent:build"
+
+
+@pytest.fixture
+def tab(context: BrowserContext, server: str) -> Iterator[ChatPage]:
+    opened = ChatPage.open(context, server, f"chat-{uuid.uuid4().hex[:12]}", "rita")
+    yield opened
+    assert opened.errors == []
+
+
+def test_both_cards_are_answered_and_sent_in_one_resume(tab: ChatPage, stores: Stores) -> None:
+    # Given the agent paused on two confirmations at once
+    tab.send("refund both orders")
+    group = tab.page.locator(".card-group")
+    cards = group.locator(".card")
+    expect(cards).to_have_count(2)
+    expect(group.locator(".group-note")).to_contain_text("2 still to answer")
+    first, second = cards.nth(0), cards.nth(1)
+    expect(first).to_contain_text("A-1")
+    expect(second).to_contain_text("B-2")
+
+    # When the person approves the first, nothing is sent yet
+    first.get_by_role("button", name="Approve", exact=True).click()
+    expect(group.locator(".group-note")).to_contain_text("1 still to answer")
+    assert tab.resumes == []
+
+    # And when they deny the second, both answers go in one resume
+    second.get_by_role("button", name="Deny", exact=True).click()
+    expect(tab.agent_says()).to_contain_text("Refunded A-1.")
+    assert len(tab.resumes) == 1
+    entries = tab.resumes[0].post_data_json["resume"]
+    assert [e["payload"]["decision"] for e in entries] == ["approve", "reject"]
+
+    # Then the run went on once: A-1 refunded, B-2 never ran
+    request = pointer(stores, tab.chat)
+    assert (request.state, request.claim_count) == (RequestState.DONE, 1)
+    keys = [f"{tab.chat}#{a.card['tool_use_id']}" for a in request.asked]
+    assert [stores.outbox.get(k) for k in keys] == [{"refund": "A-1", "amount": 40}, None]
+
+
+def test_a_question_without_a_schema_is_answered_in_words(tab: ChatPage) -> None:
+    # Given a tool asked inside its body and declared no answer schema
+    tab.send("add a note to the order")
+    expect(tab.card.get_by_role("heading")).to_have_text("add_note asks")
+    expect(tab.card).to_contain_text("What should the note on A-1 say?")
+
+    # When the person writes the answer and sends it
+    tab.card.get_by_label("Your answer").fill("Customer called twice.")
+    tab.button("Send answer").click()
+
+    # Then the tool received their words as they wrote them
+    expect(tab.agent_says()).to_contain_text("Noted on A-1: Customer called twice.")
+    assert tab.resumes[0].post_data_json["resume"][0]["payload"] == "Customer called twice."
