@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,9 +29,11 @@ import boto3
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
+from examples import analyst
 from examples.analyst.script import DOWNLOAD, INFO, REPORT
 from interlock import errors
 from interlock.adapters.factory import build_stores
+from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.caller import Caller
 from interlock.config import InterlockConfig
 from interlock.deps import Runtime, TurnLimits
@@ -39,7 +41,6 @@ from interlock.inbox import open_request
 from interlock.pause import PAUSE_FAILED
 from interlock.records import RequestState
 from interlock.resume import resume_turn
-from interlock.runtime import agent as agent_module
 from interlock.runtime.model import Scenario, ScriptedModel
 from interlock.sweeper import sweep
 from interlock.timing import DAY_S, StorePolicy, SystemClock
@@ -245,9 +246,6 @@ def child_main(spec: CellSpec) -> None:
     plan = FaultPlan(spec.at, spec.mode, work / "trace.jsonl" if spec.trace else None)
     plan.attach(*clients)
     stores = build_stores(clients[0], clients[1], spec.table, spec.bucket, StorePolicy())
-    for name, tool in list(agent_module.TOOLS.items()):
-        if not isinstance(tool, LoggedTool):
-            agent_module.TOOLS[name] = LoggedTool(tool, work / "tools.log")  # type: ignore[index]
     rt = Runtime(
         stores,
         lambda: LoggedModel(work / "models.log"),
@@ -256,11 +254,22 @@ def child_main(spec: CellSpec) -> None:
         limits=TurnLimits(heartbeat_s=120),
         worker_id=f"{spec.phase}-{os.getpid()}",
         config=InterlockConfig(),
+        agent=_logged_analyst(work / "tools.log"),
     )
     story = STORIES[spec.story]
     caller = Caller(spec.user, story.roles)
     outcome = PHASES[spec.phase](rt, caller, spec, story)
     _append(work / "outcomes.log", {"phase": spec.phase, "outcome": outcome})
+
+
+def _logged_analyst(log: Path) -> AgentFactory:
+    """The analyst, every tool of it logging each body that ran to its end."""
+
+    def build(inputs: AgentInputs) -> AgentSpec:
+        spec = analyst.build(inputs)
+        return replace(spec, tools=[LoggedTool(tool, log) for tool in spec.tools])
+
+    return build
 
 
 def _pause(rt: Runtime, caller: Caller, spec: CellSpec, story: Story) -> str:
