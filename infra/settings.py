@@ -15,7 +15,7 @@ from typing import Final
 from constructs import Node
 from pydantic import ValidationError
 
-from interlock.config import DEFAULT_MODEL_ID, InterlockConfig, ModelSpec
+from interlock.config import DEFAULT_AGENT, DEFAULT_MODEL_ID, InterlockConfig, ModelSpec
 from interlock.errors import validation_message
 from interlock.timing import DAY_S, StorePolicy
 
@@ -33,7 +33,6 @@ AGENT_PACKAGE_KEY: Final = "interlock:agentPackage"
 AGENT_REQUIREMENTS_KEY: Final = "interlock:agentRequirements"
 
 _REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-DEFAULT_AGENT: Final = "examples.analyst:build"
 DEFAULT_AGENT_PACKAGE: Final = _REPO_ROOT / "examples"
 DEFAULT_AGENT_REQUIREMENTS: Final = DEFAULT_AGENT_PACKAGE / "requirements.txt"
 _AGENT_REFERENCE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
 from interlock.api.routes import FUNCTIONS, ROUTES, Route  # noqa: E402
+from interlock.config import DEFAULT_AGENT, Env  # noqa: E402
 
 STAGE = "v1"
 SESSION_PATH = "/local/session"
@@ -215,16 +216,15 @@ def configure(endpoint: str, table: str, bucket: str, agent: str | None = None) 
     """Point the handlers' wiring at the emulator and the agent (the demo analyst
     unless `agent` or `INTERLOCK_AGENT` names another)."""
     if agent:
-        os.environ["INTERLOCK_AGENT"] = agent
+        os.environ[Env.AGENT] = agent
+    os.environ.setdefault(Env.MODEL, "scripted")
+    os.environ.setdefault(Env.FETCH, "demo")
     os.environ.update(
+        {Env.TABLE: table, Env.BUCKET: bucket},
         AWS_ENDPOINT_URL=endpoint,
         AWS_ACCESS_KEY_ID=os.environ.get("AWS_ACCESS_KEY_ID", "local"),
         AWS_SECRET_ACCESS_KEY=os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
         AWS_DEFAULT_REGION="us-east-1",
-        INTERLOCK_TABLE=table,
-        INTERLOCK_BUCKET=bucket,
-        INTERLOCK_MODEL=os.environ.get("INTERLOCK_MODEL", "scripted"),
-        INTERLOCK_FETCH=os.environ.get("INTERLOCK_FETCH", "demo"),
         POWERTOOLS_SERVICE_NAME="interlock",
         POWERTOOLS_METRICS_NAMESPACE="Interlock",
         POWERTOOLS_TRACE_DISABLED="true",
@@ -265,8 +265,8 @@ def main(argv: list[str] | None = None) -> None:
     configure(endpoint, args.table, args.bucket, args.agent)
     create_storage_if_missing(args.table, args.bucket)
     key = (
-        bytes.fromhex(os.environ["INTERLOCK_DEV_KEY"])
-        if "INTERLOCK_DEV_KEY" in os.environ
+        bytes.fromhex(os.environ[Env.DEV_KEY])
+        if Env.DEV_KEY in os.environ
         else secrets.token_bytes(32)
     )
     app = LocalApi(key, static_dir=ROOT / "web")
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _announce(url: str, key: bytes, roles: list[str]) -> None:
     token = devtokens.issue(key, "alice", roles)
-    agent = os.environ.get("INTERLOCK_AGENT", "examples.analyst:build")
+    agent = os.environ.get(Env.AGENT, DEFAULT_AGENT)
     body = json.dumps(
         {
             "threadId": "demo",

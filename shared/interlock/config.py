@@ -44,6 +44,8 @@ class Env:
 
 
 DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+# The demo analyst: served locally and deployed unless another agent is named.
+DEFAULT_AGENT: Final = "examples.analyst:build"
 # A Bedrock model or system-defined inference profile id: ids only, so the deployed
 # roles can be scoped to exactly one model.
 _MODEL_ID: Final = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
@@ -140,7 +142,6 @@ class InterlockConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    agent_name: str = Field(default="interlock-demo", pattern=r"^[a-z0-9-]{1,64}$")
     model: str = f"bedrock:{DEFAULT_MODEL_ID}"
     tools: tuple[str, ...] = tuple(sorted(KNOWN_TOOLS))
     tool_policies: dict[str, ToolPolicy] = Field(

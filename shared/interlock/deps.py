@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
 
 from strands.models.model import Model
 
 from interlock.agent import AgentFactory, load_factory
-from interlock.config import InterlockConfig
+from interlock.config import DEFAULT_AGENT, InterlockConfig
 from interlock.context import FetchPort
 from interlock.ports import Stores
 from interlock.timing import Clock, SystemClock
@@ -32,9 +31,6 @@ class TurnLimits:
     heartbeat_s: float = 10.0
     max_prompt_chars: int = 8000
     run_lease_ms: int = 6 * 60_000
-
-
-DEFAULT_AGENT: Final = "examples.analyst:build"
 
 
 def default_agent() -> AgentFactory:

@@ -34,6 +34,10 @@ PAUSE_FAILED: Final = (
     "I need a decision from you to go on, but this run could not be saved to wait for "
     "it, so I stopped here. Please ask again."
 )
+UNATTENDED: Final = (
+    "This run needs a person's answer to go on, but nobody can answer in this run, so it "
+    "stopped here without the answer."
+)
 
 
 def persist_pause(
@@ -104,6 +108,11 @@ def offer(
     """
     if not result.interrupts:
         raise PauseRefused(PAUSE_FAILED)
+    if not caller.can_ask_a_human:
+        # Interlock's own tools never ask in an unattended run; a user's tool, hook or
+        # intervention may still have: nobody could answer its card, so none is opened.
+        audit(rt, caller, chat_id, "pause_failed", reason="unattended")
+        raise PauseRefused(UNATTENDED)
     snapshot = take_snapshot(built.agent, {"chat_id": chat_id, "turn_seq": turn_seq})
     batch = paused_batch(snapshot)
     uses = {u["toolUseId"]: u for u in batch}

@@ -118,3 +118,11 @@ def test_a_volunteer_task_carries_only_standing_consented_facts(
 def test_the_captain_brief_carries_todays_call(resident: str) -> None:
     brief: Any = captain_brief(RESIDENTS[resident])
     assert TODAY[resident] in brief and RESIDENTS[resident].age_band in brief
+
+
+def test_an_unattended_run_opens_no_card_nobody_could_answer(rt: Runtime, stores: Stores) -> None:
+    unattended = Caller("alice", frozenset({"dispatcher"}), can_ask_a_human=False)
+    result = run_turn(rt, unattended, "night-chat", "heat warning")
+    assert result.outcome == "completed" and result.offer is None
+    assert "nobody can answer in this run" in (result.text or "")
+    assert stores.requests.get("night-chat", 0) is None

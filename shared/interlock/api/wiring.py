@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
-from interlock.config import Env, InterlockConfig, assemble
+from interlock.config import DEFAULT_AGENT, Env, InterlockConfig, assemble
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
@@ -53,7 +53,7 @@ def runtime() -> Runtime:
     """The service runtime: stores, the agent named by `INTERLOCK_AGENT`, the
     configured model, the fetch transport."""
     from interlock.agent import load_factory
-    from interlock.deps import DEFAULT_AGENT, Runtime, TurnLimits
+    from interlock.deps import Runtime, TurnLimits
     from interlock.runtime.agent import ModelConfig, build_model, check_agent
     from interlock.runtime.transport import transport_from_env
 

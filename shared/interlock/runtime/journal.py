@@ -54,7 +54,6 @@ class Journal:
         self.recorded = 0
         self.recorded_bytes = 0
         self.replayed_model_calls = 0
-        self.replayed_tools = 0
         self.failure: Exception | None = None
 
     def next_model_response(self) -> list[StreamEvent] | None:
@@ -203,7 +202,6 @@ class JournalHook(HookProvider):
             return
         recorded = self._journal.tool_result(event.tool_use["toolUseId"])
         if recorded is not None:
-            self._journal.replayed_tools += 1
             event.selected_tool = ReplayedTool(event.tool_use["name"], recorded)
 
     def _after_tool(self, event: AfterToolCallEvent) -> None:
