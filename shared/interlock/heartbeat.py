@@ -33,6 +33,7 @@ class Heartbeat:
         self._interval_s = interval_s
         self._stop = threading.Event()
         self.lost = threading.Event()
+        self.renewals = 0
         self._executor: ThreadPoolExecutor | None = None
 
     def start(self) -> Heartbeat:
@@ -51,6 +52,7 @@ class Heartbeat:
         while not self._stop.wait(self._interval_s):
             try:
                 self._renew()
+                self.renewals += 1
             except LeaseLost:
                 logger.warning("lease lost or past its deadline | heartbeat stopped")
                 self.lost.set()
