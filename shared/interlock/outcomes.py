@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from interlock.records import RequestRecord
 
-Outcome = Literal["completed", "interrupted", "replayed"]
+Outcome = Literal["completed", "interrupted", "replayed", "abandoned"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +36,9 @@ class TurnResult:
 
     Attributes:
         chat_id: The chat.
-        outcome: completed (final text), interrupted (an offer to show), or replayed
-            (the stored answer of a request that was already answered).
+        outcome: completed (final text), interrupted (an offer to show), replayed
+            (the stored answer of a request that was already answered), or abandoned
+            (a cancel of a request that had already ended: the thread moves on).
         text: The final or replayed answer.
         offer: The open request, when interrupted.
         tool_calls: The tool calls of this run, for the event stream.

@@ -69,7 +69,8 @@ def resume_turn(
         InvalidInput: the answer does not fit the card (the request stays answerable).
         IncompleteResume: an interrupt of the request is left unanswered.
         UnknownRequest, SecretRefused, Forbidden: refused; nothing changed.
-        RequestExpired, RequestCancelled: the request can no longer be answered.
+        RequestExpired, RequestCancelled: the request can no longer be answered (a
+            cancel of it is accepted instead, as `abandoned`, and changes nothing).
         SnapshotLost, IncompatibleSnapshot: the paused run cannot be restored; expired.
         LimitExceeded: no slot or budget now; the request stays answerable.
         ResumeInProgress: another worker holds the claim.
@@ -84,6 +85,10 @@ def resume_turn(
     problem = refusal(record, interrupt_id, secret, now)
     if isinstance(problem, errors.AlreadyAnswered):
         return replay(rt, problem.current)
+    if _abandons(problem, status, more):
+        # AG-UI's way past an interrupt nobody can answer any more: cancel it. The request
+        # already ended, so nothing is written; the client's thread is free again.
+        return TurnResult(chat_id, "abandoned", text=str(problem), decision="cancelled")
     if problem is not None:
         raise problem
     assert record is not None
@@ -124,6 +129,12 @@ def resume_turn(
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
+
+
+def _abandons(problem: errors.InterlockError | None, status: str, more: Sequence[Reply]) -> bool:
+    """A cancel of every interrupt of a request that expired or was cancelled."""
+    ended = isinstance(problem, errors.RequestExpired | errors.RequestCancelled)
+    return ended and status == "cancelled" and all(r.status == "cancelled" for r in more)
 
 
 def replay(rt: Runtime, done: RequestRecord) -> TurnResult:

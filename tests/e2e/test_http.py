@@ -263,6 +263,14 @@ def test_an_expired_request_cannot_be_approved(
     view = alice.get(f"/chats/{chat}/request")
     assert view["state"] == "expired"
     assert "secret" not in view
+
+    # And cancelling it, AG-UI's way past it, is a short finished run that changes nothing
+    before = pointer(http_stores, chat)
+    abandoned = alice.resume(chat, answer(interrupt, None, secret_of(interrupt), "cancelled"))
+    assert abandoned.result["outcome"] == "abandoned"
+    assert pointer(http_stores, chat) == before
+    # So the thread continues: a new turn runs
+    assert alice.run(chat, "Please download the reference table").interrupt is not None
     assert pointer(http_stores, chat).claim_count == 0
 
 
@@ -509,3 +517,6 @@ def test_cancelling_the_request(
     assert pointer(http_stores, chat).state is RequestState.CANCELLED
     late = alice.post_resume(chat, answer(interrupt, APPROVE, secret_of(interrupt)))
     assert late.error() == (410, "cancelled")
+    # A client's own cancel of it afterwards is accepted as abandoning it
+    gone = alice.resume(chat, answer(interrupt, None, secret_of(interrupt), "cancelled"))
+    assert gone.result["outcome"] == "abandoned"
