@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, CfnOutput, Duration, Fn, Stack, Validations
+from aws_cdk import Acknowledgment, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -169,6 +170,11 @@ class InterlockApiStack(Stack):
         )
         self.auth = Auth(self, "Auth", site_url=site.url, domain_prefix=sign_in_prefix)
         self.api = _rest_api(self, self.allowed_origin)
+        if settings.api_gateway_account_role:
+            # REST API access logs need the account's API Gateway CloudWatch role; in an
+            # account that never set one, the stage would fail to create without it.
+            account = _account_logging_role(self)
+            self.api.deployment_stage.node.add_dependency(account)
         _add_routes(self.api, self.functions, self.auth)
         # One URL output, under a name scripts can rely on, instead of the generated one.
         self.api.node.try_remove_child("Endpoint")
@@ -189,6 +195,53 @@ class InterlockApiStack(Stack):
         _acknowledge(self)
 
 
+# What API Gateway needs to write access logs to CloudWatch Logs (the actions of AWS's
+# managed policy for this role, written out so the role carries no managed policy).
+_API_GATEWAY_LOG_ACTIONS: Final = (
+    "logs:CreateLogGroup",
+    "logs:CreateLogStream",
+    "logs:DescribeLogGroups",
+    "logs:DescribeLogStreams",
+    "logs:PutLogEvents",
+    "logs:GetLogEvents",
+    "logs:FilterLogEvents",
+)
+
+
+def _account_logging_role(scope: Construct) -> apigw.CfnAccount:
+    """The account-wide role API Gateway logs with, and the setting that names it.
+
+    Retained when the stack is deleted: the account setting outlives the stack, and a
+    deleted role would break the access logs of every other API in the account.
+    """
+    role = iam.Role(
+        scope,
+        "ApiGatewayLogsRole",
+        assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
+        description="Lets API Gateway write this account's API access logs.",
+        inline_policies={
+            "Logs": iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(actions=list(_API_GATEWAY_LOG_ACTIONS), resources=["*"])
+                ]
+            )
+        },
+    )
+    role.apply_removal_policy(RemovalPolicy.RETAIN)
+    Validations.of(role).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-IAM5[Resource::*]",
+            reason=(
+                "The account's API Gateway logging role: API Gateway writes to log groups of "
+                "every API in the account, which no resource list can name in advance."
+            ),
+        )
+    )
+    account = apigw.CfnAccount(scope, "ApiGatewayAccount", cloud_watch_role_arn=role.role_arn)
+    account.apply_removal_policy(RemovalPolicy.RETAIN)
+    return account
+
+
 def _rest_api(scope: Construct, allowed_origin: str) -> apigw.RestApi:
     access_logs = logs.LogGroup(scope, "AccessLogs", retention=ACCESS_LOG_RETENTION)
     api = apigw.RestApi(
@@ -197,7 +250,8 @@ def _rest_api(scope: Construct, allowed_origin: str) -> apigw.RestApi:
         rest_api_name=Stack.of(scope).stack_name,
         description="Interlock: runs, resumes and open requests of agent chats.",
         endpoint_types=[apigw.EndpointType.REGIONAL],
-        # Execution logging needs the account-wide API Gateway role; this app owns none.
+        # The account-wide logging role is the stack's own (`_account_logging_role`), with
+        # an inline policy; CDK's would carry a managed one.
         cloud_watch_role=False,
         deploy_options=apigw.StageOptions(
             stage_name=STAGE_NAME,
@@ -305,9 +359,9 @@ def _acknowledge(stack: InterlockApiStack) -> None:
         Acknowledgment(
             id="AwsSolutions-APIG6",
             reason=(
-                "Execution logging requires the account-wide API Gateway CloudWatch role, "
-                "which one app should not own. JSON access logs record every request, and "
-                "the functions log and trace each call."
+                "JSON access logs record every request, and the functions log and trace "
+                "each call; execution logs would add a full copy of every request and "
+                "response body, resume secrets included."
             ),
         )
     )

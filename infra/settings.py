@@ -28,6 +28,7 @@ ALLOWED_ORIGIN_KEY: Final = "interlock:allowedOrigin"
 SWEEP_EVERY_KEY: Final = "interlock:sweepEveryMinutes"
 AGENT_CONFIG_KEY: Final = "interlock:agentConfigParameter"
 AUTH_DOMAIN_PREFIX_KEY: Final = "interlock:authDomainPrefix"
+API_GATEWAY_ACCOUNT_ROLE_KEY: Final = "interlock:apiGatewayAccountRole"
 AGENT_KEY: Final = "interlock:agent"
 AGENT_PACKAGE_KEY: Final = "interlock:agentPackage"
 AGENT_REQUIREMENTS_KEY: Final = "interlock:agentRequirements"
@@ -127,6 +128,9 @@ class Settings:
         auth_domain_prefix: The prefix of the Cognito hosted sign-in domain, or None for
             one derived from the stack and the account (`infra.auth.domain_prefix`).
         agent: The user's agent and the code shipped with it.
+        api_gateway_account_role: Whether the stack sets the account's API Gateway
+            CloudWatch role (access logs need one); turn off in an account that already
+            manages it.
     """
 
     model: ModelChoice
@@ -137,6 +141,7 @@ class Settings:
     agent_config_parameter: str | None
     auth_domain_prefix: str | None
     agent: AgentChoice
+    api_gateway_account_role: bool = True
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -162,6 +167,7 @@ class Settings:
             agent_config_parameter=_parameter(node.try_get_context(AGENT_CONFIG_KEY)),
             auth_domain_prefix=_domain_prefix(node.try_get_context(AUTH_DOMAIN_PREFIX_KEY)),
             agent=AgentChoice.from_context(node),
+            api_gateway_account_role=_flag(node, API_GATEWAY_ACCOUNT_ROLE_KEY, default=True),
         )
 
 
@@ -196,6 +202,15 @@ def _positive(node: Node, key: str, default: int, maximum: int | None = None) ->
     if maximum is not None and value > maximum:
         raise ValueError(f"{key} must be at most {maximum}, not {value}")
     return value
+
+
+def _flag(node: Node, key: str, *, default: bool) -> bool:
+    raw = node.try_get_context(key)
+    if raw is None or raw == "":
+        return default
+    if str(raw).lower() in ("true", "false"):
+        return str(raw).lower() == "true"
+    raise ValueError(f"{key} must be true or false, not {raw!r}")
 
 
 def _origin(raw: object) -> str | None:

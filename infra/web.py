@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, Aws, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
@@ -25,6 +25,9 @@ from infra.layer import REPO_ROOT
 WEB_DIR: Final = REPO_ROOT / "web"
 CONFIG_FILE: Final = "config.json"
 _HANDLER_ID: Final = "Custom::CDKBucketDeployment"
+# The context key `cdk bootstrap --qualifier` deployments set (the CLI and the default
+# synthesizer read it).
+BOOTSTRAP_QUALIFIER_CONTEXT: Final = "@aws-cdk/core:bootstrapQualifier"
 
 
 def site_config(api: ApiRefs) -> Mapping[str, str]:
@@ -103,7 +106,7 @@ def _acknowledge(stack: WebContentStack, site: SiteRefs) -> None:
         "AwsSolutions-IAM5[Action::s3:Abort*]": "s3 sync uploads large files in parts.",
         "AwsSolutions-IAM5[Action::s3:DeleteObject*]": "Removes files no longer in web/.",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::"
-        "cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]": (
+        f"cdk-{bootstrap_qualifier(stack)}-assets-<AWS::AccountId>-<AWS::Region>/*]": (
             "The bootstrap asset bucket, where the page's files are staged."
         ),
         f"AwsSolutions-IAM5[Resource::{_as_finding(stack, site.bucket_arn)}/*]": (
@@ -120,6 +123,13 @@ def _acknowledge(stack: WebContentStack, site: SiteRefs) -> None:
     }
     for finding, why in findings.items():
         Validations.of(handler).acknowledge(Acknowledgment(id=finding, reason=reason + why))
+
+
+def bootstrap_qualifier(stack: Stack) -> str:
+    """The qualifier of the bootstrap stack this app deploys with (its asset bucket's
+    name carries it): the synthesizer's, from context when set, else CDK's default."""
+    qualifier = stack.node.try_get_context(BOOTSTRAP_QUALIFIER_CONTEXT)
+    return str(qualifier) if qualifier else DefaultStackSynthesizer.DEFAULT_QUALIFIER
 
 
 def _as_finding(stack: Stack, value: str) -> str:

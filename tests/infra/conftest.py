@@ -18,7 +18,12 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.wiring import Stacks, build
-from tests.infra.support import AGENT_CONFIG_PARAMETER, CONFIGURED_AUTH_PREFIX, CONFIGURED_ORIGIN
+from tests.infra.support import (
+    AGENT_CONFIG_PARAMETER,
+    CONFIGURED_AUTH_PREFIX,
+    CONFIGURED_ORIGIN,
+    CONFIGURED_QUALIFIER,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the default app leaves unset or at its default.
@@ -27,6 +32,8 @@ CONFIGURED_CONTEXT = {
     "interlock:sweepEveryMinutes": "5",
     "interlock:allowedOrigin": CONFIGURED_ORIGIN,
     "interlock:authDomainPrefix": CONFIGURED_AUTH_PREFIX,
+    # An account bootstrapped with its own qualifier: the synth and its checks still pass.
+    "@aws-cdk/core:bootstrapQualifier": CONFIGURED_QUALIFIER,
 }
 
 

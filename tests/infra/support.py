@@ -26,6 +26,7 @@ SITE_URL = {"Fn::Join": ["", ["https://", SITE_DOMAIN, "/"]]}
 # What the configured app (see conftest) overrides.
 CONFIGURED_ORIGIN = "https://cards.example.com"
 CONFIGURED_AUTH_PREFIX = "interlock-cards"
+CONFIGURED_QUALIFIER = "team42abc"
 
 
 def function_construct(stacks: Stacks, name: FunctionName) -> InterlockFunction:

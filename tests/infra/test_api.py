@@ -7,9 +7,11 @@ import re
 from typing import Any
 
 import pytest
+from aws_cdk import App
 from aws_cdk.assertions import Match, Template
 
 from infra.api import path_parameters
+from infra.settings import Settings
 from infra.wiring import Stacks
 from interlock.api.routes import ROUTES, Route
 from tests.infra.support import CONFIGURED_AUTH_PREFIX, CONFIGURED_ORIGIN, SITE_ORIGIN, SITE_URL
@@ -229,11 +231,34 @@ def test_stage_v1_traces_throttles_and_logs_json(
     assert resources[group]["Properties"]["RetentionInDays"] == 90
 
 
-def test_api_is_regional_without_an_account_logging_role(api_template: Template) -> None:
+def test_api_is_regional_and_sets_the_account_logging_role_its_access_logs_need(
+    api_template: Template,
+) -> None:
     api_template.has_resource_properties(
         "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
     )
-    api_template.resource_count_is("AWS::ApiGateway::Account", 0)
+    # The account's API Gateway CloudWatch role, retained with the account setting
+    (account_id, account) = next(
+        iter(api_template.find_resources("AWS::ApiGateway::Account").items())
+    )
+    role_id = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
+    role = api_template.to_json()["Resources"][role_id]
+    assert (account["DeletionPolicy"], role["DeletionPolicy"]) == ("Retain", "Retain")
+    statement = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert statement["Principal"] == {"Service": "apigateway.amazonaws.com"}
+    (policy,) = role["Properties"]["Policies"]
+    actions = policy["PolicyDocument"]["Statement"][0]["Action"]
+    assert "logs:PutLogEvents" in actions and all(a.startswith("logs:") for a in actions)
+    # And the stage, whose access logs need it, is created after it
+    (stage,) = api_template.find_resources("AWS::ApiGateway::Stage").values()
+    assert account_id in stage["DependsOn"]
+
+
+def test_an_account_that_manages_its_own_logging_role_can_leave_it_out() -> None:
+    app = App(context={"interlock:apiGatewayAccountRole": "false"})
+    assert Settings.from_context(app.node).api_gateway_account_role is False
+    with pytest.raises(ValueError, match="apiGatewayAccountRole"):
+        Settings.from_context(App(context={"interlock:apiGatewayAccountRole": "maybe"}).node)
 
 
 def test_user_pool_is_invitation_only_with_strong_passwords_and_mfa(
