@@ -164,24 +164,33 @@ export function parseEvents(body) {
   return events;
 }
 
+// Every tool call the page saw start, by id: a later run may carry only its result.
+const started = new Map();
+
 /**
  * One run, summarised: tool calls (name, arguments, result), the agent's messages,
  * the interrupt it paused on (if any) and RUN_FINISHED.result (if it ended).
  */
 export function readRun(body) {
   const calls = new Map();
+  const result = (id) => {
+    // A call the run was paused in started in an earlier stream: only its result is new.
+    if (!calls.has(id)) calls.set(id, { ...(started.get(id) || { name: "tool", args: "" }) });
+    return calls.get(id);
+  };
   const messages = new Map();
   let finished = null;
   for (const event of parseEvents(body)) {
     switch (event.type) {
       case "TOOL_CALL_START":
         calls.set(event.toolCallId, { name: event.toolCallName, args: "", result: null });
+        started.set(event.toolCallId, calls.get(event.toolCallId));
         break;
       case "TOOL_CALL_ARGS":
         calls.get(event.toolCallId).args += event.delta;
         break;
       case "TOOL_CALL_RESULT":
-        calls.get(event.toolCallId).result = event.content;
+        result(event.toolCallId).result = event.content;
         break;
       case "TEXT_MESSAGE_CONTENT":
         messages.set(event.messageId, (messages.get(event.messageId) || "") + event.delta);

@@ -46,6 +46,7 @@ class TurnResult:
         decision: On a resume or replay, what the person decided.
         answered_at: On a replay, when the request was answered (epoch s).
         waited_ms: On a resume, how long the request waited for its answer.
+        message_id: The id of the final message, the same when it is replayed.
     """
 
     chat_id: str
@@ -57,3 +58,4 @@ class TurnResult:
     decision: str | None = None
     answered_at: int | None = None
     waited_ms: int | None = None
+    message_id: str | None = None

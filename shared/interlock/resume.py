@@ -41,6 +41,7 @@ from interlock.records import RequestRecord, RequestState, refusal
 from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
 from interlock.runtime.journal import Journal
 from interlock.runtime.snapshot import load_snapshot
+from interlock.transcript import answer_message_id
 from interlock.turns import request_context, settle
 
 logger = logging.getLogger(__name__)
@@ -153,6 +154,7 @@ def replay(rt: Runtime, done: RequestRecord) -> TurnResult:
         decision=done.decision,
         answered_at=done.answered_at,
         tool_calls=list((stored or {}).get("tool_calls", [])),
+        message_id=answer_message_id(done.chat_id, done.turn_seq, done.interrupt_id),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Final
 
 from strands.agent.agent_result import AgentResult
@@ -27,6 +28,13 @@ def history(stores: Stores, chat_id: str) -> list[Any]:
     return messages
 
 
+def answer_message_id(chat_id: str, turn_seq: int, interrupt_id: str | None) -> str:
+    """The id of a run's final message: derived from where it ends, so a replay sends the
+    stored answer under the id the first stream gave it."""
+    digest = hashlib.sha256(f"{chat_id}\0{turn_seq}\0{interrupt_id or ''}".encode())
+    return f"msg_{digest.hexdigest()[:32]}"
+
+
 def answer_turn(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """The assistant turn saved for a run's answer, with a summary of its tool activity
     so a reloaded thread can show it."""
@@ -49,6 +57,13 @@ def summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[
         for block in message["content"]
         if "toolResult" in block
     }
+    # Calls the run was paused in: the client saw them start in the earlier stream.
+    earlier = {
+        block["toolUse"]["toolUseId"]
+        for message in messages[:started]
+        for block in message["content"]
+        if "toolUse" in block
+    }
     calls = []
     for message in messages[started:]:
         for block in message["content"]:
@@ -64,6 +79,7 @@ def summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[
                         **_call(names[done["toolUseId"]]),
                         "status": done.get("status"),
                         "result": text,
+                        "resumed": done["toolUseId"] in earlier,
                     }
                 )
     tokens = result.metrics.accumulated_usage

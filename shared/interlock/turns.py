@@ -26,7 +26,7 @@ from interlock.pause import offer
 from interlock.ports import OutboxStore
 from interlock.records import Fence, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent, build_agent
-from interlock.transcript import answer_turn, history, summary
+from interlock.transcript import answer_message_id, answer_turn, history, summary
 
 __all__ = ["PAUSE_FAILED", "Caller", "Runtime", "TurnLimits", "run_turn", "settle"]
 
@@ -167,5 +167,11 @@ def settle(
         rt.stores.turns.complete(fence, turn_seq, turn, now)
     audit(rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls)
     return TurnResult(
-        chat_id, "completed", text=text, tool_calls=calls, usage=usage, decision=decision
+        chat_id,
+        "completed",
+        text=text,
+        tool_calls=calls,
+        usage=usage,
+        decision=decision,
+        message_id=answer_message_id(chat_id, turn_seq, claim.interrupt_id if claim else None),
     )

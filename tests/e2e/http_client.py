@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from ag_ui.core import (
     RunStartedEvent,
     TextMessageContentEvent,
     ToolCallResultEvent,
+    ToolCallStartEvent,
     UserMessage,
 )
 from pydantic import BaseModel, TypeAdapter
@@ -72,11 +73,12 @@ class Reply:
         assert isinstance(error["message"], str) and error["message"], self.describe()
         return self.status, error["code"]
 
-    def stream(self, thread_id: str, run_id: str) -> Stream:
-        """The AG-UI run this reply streams, checked and parsed."""
+    def stream(self, thread_id: str, run_id: str, known: Collection[str] = frozenset()) -> Stream:
+        """The AG-UI run this reply streams, checked and parsed; `known` are the tool
+        calls earlier runs of the thread started."""
         assert self.status == 200, self.describe()
         assert self.content_type.startswith("text/event-stream"), self.describe()
-        return Stream(check_run(parse_sse(self.body.decode()), thread_id, run_id))
+        return Stream(check_run(parse_sse(self.body.decode()), thread_id, run_id, known))
 
     def describe(self) -> str:
         return f"HTTP {self.status} {self.content_type}: {self.body[:600]!r}"
@@ -148,8 +150,15 @@ def _assert_known_fields(value: Any) -> None:
             _assert_known_fields(item)
 
 
-def check_run(events: list[BaseEvent], thread_id: str, run_id: str) -> list[BaseEvent]:
-    """One run: started first, finished last, messages and tool calls opened and closed."""
+def check_run(
+    events: list[BaseEvent], thread_id: str, run_id: str, known: Collection[str] = frozenset()
+) -> list[BaseEvent]:
+    """One run: started first, finished last, messages and tool calls opened and closed.
+
+    A call an earlier run of the thread started (`known`) is never started again (AG-UI
+    appends argument deltas: a second start would break the client's stored arguments);
+    this run may only give it its result. A replay re-sends the run it replays.
+    """
     assert events, "empty stream"
     first, last = events[0], events[-1]
     assert isinstance(first, RunStartedEvent), first
@@ -174,9 +183,12 @@ def check_run(events: list[BaseEvent], thread_id: str, run_id: str) -> list[Base
         EventType.TOOL_CALL_END,
         inside={EventType.TOOL_CALL_ARGS},
     )
+    # A replay re-sends a stored run whole (with its ids), for a client that missed it
+    replayed = isinstance(last.result, dict) and last.result.get("outcome") == "replayed"
+    assert replayed or not ended & set(known), f"calls started again: {ended & set(known)}"
     for event in middle:
         if isinstance(event, ToolCallResultEvent):
-            assert event.tool_call_id in ended, f"a result for an unfinished call: {event!r}"
+            assert event.tool_call_id in ended | set(known), f"a result for no call: {event!r}"
     return events
 
 
@@ -232,6 +244,10 @@ def secret_of(interrupt: Interrupt) -> str:
     return secret
 
 
+# Tool calls started per thread, across every client of the session.
+_THREAD_CALLS: dict[str, set[str]] = {}
+
+
 class Client:
     """One user's HTTP client for the local server."""
 
@@ -241,6 +257,17 @@ class Client:
         self.host, self.port = parts.hostname, parts.port
         self.token = token
         self.user = user
+
+    def known(self, chat: str) -> frozenset[str]:
+        """The tool calls earlier runs of `chat` started, whichever client read them (a
+        thread is one conversation, whoever answers its card)."""
+        return frozenset(_THREAD_CALLS.get(chat, set()))
+
+    def _seen(self, chat: str, stream: Stream) -> Stream:
+        _THREAD_CALLS.setdefault(chat, set()).update(
+            e.tool_call_id for e in stream.events if isinstance(e, ToolCallStartEvent)
+        )
+        return stream
 
     def call(self, method: str, path: str, body: str | bytes | None = None) -> Reply:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -259,14 +286,15 @@ class Client:
 
     def run(self, chat: str, prompt: str) -> Stream:
         run_id = _run_id()
-        return self.post_run(chat, prompt, run_id).stream(chat, run_id)
+        return self._seen(chat, self.post_run(chat, prompt, run_id).stream(chat, run_id))
 
     def post_resume(self, chat: str, entry: ResumeEntry, run_id: str | None = None) -> Reply:
         return self.call("POST", "/resume", resume_body(chat, run_id or _run_id(), [entry]))
 
     def resume(self, chat: str, entry: ResumeEntry) -> Stream:
         run_id = _run_id()
-        return self.post_resume(chat, entry, run_id).stream(chat, run_id)
+        reply = self.post_resume(chat, entry, run_id)
+        return self._seen(chat, reply.stream(chat, run_id, self.known(chat)))
 
     def get(self, path: str) -> Any:
         reply = self.call("GET", path)

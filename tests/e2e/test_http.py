@@ -166,6 +166,10 @@ def test_reading_the_request_rotates_the_secret(
     assert done.result["outcome"] == "completed"
 
 
+def message_ids(stream: Any) -> list[str]:
+    return [e.message_id for e in stream.events if e.type == "TEXT_MESSAGE_START"]
+
+
 def test_approving_resumes_once_and_a_repeat_replays(
     alice: Client, chat: str, http_stores: Stores
 ) -> None:
@@ -190,6 +194,17 @@ def test_approving_resumes_once_and_a_repeat_replays(
     assert again.result["decision"] == "approved"
     assert again.text == first.text
     assert calls(again) == calls(first)  # the stored calls, not new ones
+    # And each stream carried only what was new: the paused call got its result without
+    # starting again, and the replay sent the answer under the message id it first had
+    paused_call = interrupt.tool_call_id
+    for stream in (first, again):
+        assert paused_call not in {
+            e.tool_call_id for e in stream.events if e.type == "TOOL_CALL_START"
+        }
+        assert paused_call in {
+            e.tool_call_id for e in stream.events if e.type == "TOOL_CALL_RESULT"
+        }
+    assert message_ids(again) == message_ids(first)
     stored = pointer(http_stores, chat)
     assert (stored.state, stored.claim_count) == (RequestState.DONE, 1)
 
@@ -216,7 +231,7 @@ def test_two_simultaneous_approvals_resume_once(
     assert len(replies) == 2, "a resume did not return in time"
 
     # Then exactly one resumed the run; the other replayed it or was told to retry
-    streams = [r.stream(chat, "run-twin") for r in replies if r.status == 200]
+    streams = [r.stream(chat, "run-twin", alice.known(chat)) for r in replies if r.status == 200]
     outcomes = sorted(s.result["outcome"] for s in streams)
     conflicts = [r.error() for r in replies if r.status != 200]
     assert outcomes in (["completed", "replayed"], ["completed"]), (outcomes, conflicts)

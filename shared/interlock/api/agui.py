@@ -38,7 +38,7 @@ def run_events(thread_id: str, run_id: str, result: TurnResult) -> list[BaseEven
     for call in result.tool_calls:
         events += _tool_call(call)
     if result.text:
-        message_id = f"msg_{uuid.uuid4().hex}"
+        message_id = result.message_id or f"msg_{uuid.uuid4().hex}"
         events += [
             TextMessageStartEvent(message_id=message_id, role="assistant"),
             TextMessageContentEvent(message_id=message_id, delta=result.text),
@@ -74,11 +74,15 @@ def interrupts_of(offer: Offer) -> list[Interrupt]:
 
 def _tool_call(call: dict[str, Any]) -> list[BaseEvent]:
     call_id = call["id"]
-    events: list[BaseEvent] = [
-        ToolCallStartEvent(tool_call_id=call_id, tool_call_name=call["name"]),
-        ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(call["input"])),
-        ToolCallEndEvent(tool_call_id=call_id),
-    ]
+    events: list[BaseEvent] = []
+    # A call the run was paused in started in the earlier stream (its arguments are the
+    # client's already: AG-UI appends argument deltas): only its result is new.
+    if not call.get("resumed"):
+        events += [
+            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=call["name"]),
+            ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(call["input"])),
+            ToolCallEndEvent(tool_call_id=call_id),
+        ]
     if call["result"] is not None:  # a paused call has no result yet
         events.append(
             ToolCallResultEvent(
