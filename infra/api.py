@@ -147,8 +147,10 @@ class InterlockApiStack(Stack):
             package_dir=settings.agent.package_dir,
             description=f"The agent {settings.agent.reference} and its requirements.",
         ).layer_version
-        self.functions = {
-            name: InterlockFunction(
+        self.functions: dict[Function, InterlockFunction] = {}
+        # Resume first: the run function hands it the resumes posted to the one endpoint.
+        for name in sorted(FUNCTIONS, key=lambda n: n != "resume"):
+            self.functions[name] = InterlockFunction(
                 self,
                 name.capitalize(),
                 name=name,
@@ -157,9 +159,8 @@ class InterlockApiStack(Stack):
                 storage=storage,
                 settings=settings,
                 allowed_origin=self.allowed_origin,
+                forward_to=self.functions["resume"].function if name == "run" else None,
             )
-            for name in FUNCTIONS
-        }
         self.sweeper = Sweeper(
             self,
             "Sweeper",

@@ -23,12 +23,14 @@ from infra.permissions import (
     FunctionName,
     config_statements,
     data_statements,
+    forward_statements,
     model_statements,
     runtime_statements,
     wildcard_findings,
 )
 from infra.settings import Settings
 from infra.storage import StorageRefs
+from interlock.config import Env
 
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 HANDLER: Final = "handler.lambda_handler"
@@ -79,6 +81,7 @@ class InterlockFunction(Construct):
         settings: Settings,
         agent_layer: lambda_.ILayerVersion | None = None,
         allowed_origin: str | None = None,
+        forward_to: lambda_.IFunction | None = None,
     ) -> None:
         """Create the function.
 
@@ -92,6 +95,8 @@ class InterlockFunction(Construct):
             settings: The deployment's settings.
             agent_layer: The layer carrying the user's agent, for the functions that run
                 it (`Access.invokes_model`); the others never load it.
+            forward_to: The resume function, for the run function: a run body that
+                answers interrupts is handed to it (only it may claim a request).
             allowed_origin: The browser origin the handler's responses admit (CORS), for
                 a function behind the API; None for one that answers no browser.
         """
@@ -103,6 +108,7 @@ class InterlockFunction(Construct):
             *(model_statements(Stack.of(self), settings.model) if access.invokes_model else []),
             *config_statements(Stack.of(self), settings.agent_config_parameter),
             *runtime_statements(self.log_group),
+            *(forward_statements(forward_to) if forward_to else []),
         ]
         self.role = iam.Role(
             self,
@@ -128,7 +134,10 @@ class InterlockFunction(Construct):
             # Frozen: anything CDK would add (such as X-Ray statements in a default policy)
             # is already in the inline policy above, and nothing else may slip in.
             role=self.role.without_policy_updates(),
-            environment=environment(name, storage, settings, allowed_origin),
+            environment={
+                **environment(name, storage, settings, allowed_origin),
+                **({Env.RESUME_FUNCTION: forward_to.function_name} if forward_to else {}),
+            },
             description=f"Interlock {name}: thin handler over the interlock layer.",
         )
         for finding, reason in wildcard_findings(Stack.of(self), statements).items():

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from infra.settings import ModelChoice
@@ -243,6 +244,18 @@ def runtime_statements(log_group: logs.ILogGroup) -> list[iam.PolicyStatement]:
         ),
         # X-Ray has no resource-level permissions for segment uploads.
         iam.PolicyStatement(sid="Tracing", actions=list(TRACE_ACTIONS), resources=["*"]),
+    ]
+
+
+def forward_statements(resume: lambda_.IFunction) -> list[iam.PolicyStatement]:
+    """The run function's one way to the resume function: invoking it, and nothing else
+    (it hands over a resume posted to the one endpoint; the claim stays the resume's)."""
+    return [
+        iam.PolicyStatement(
+            sid="HandOverResumes",
+            actions=["lambda:InvokeFunction"],
+            resources=[resume.function_arn],
+        )
     ]
 
 

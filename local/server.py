@@ -32,7 +32,7 @@ from local.emulator import Emulator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
-from interlock.api.routes import FUNCTIONS, ROUTES, Route  # noqa: E402
+from interlock.api.routes import FUNCTIONS, ROUTES, Function, Route  # noqa: E402
 from interlock.config import DEFAULT_AGENT, Env  # noqa: E402
 
 STAGE = "v1"
@@ -88,6 +88,8 @@ class LocalApi:
         self.key = key
         self._modules = {name: _load(name) for name in FUNCTIONS}
         self._static = static_dir
+        # Deployed, the run function invokes the resume function; here it is a call.
+        wiring.use_local_forward(lambda event: self._invoke("resume", event))
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -112,13 +114,19 @@ class LocalApi:
         if claims is None:
             return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
         event = _proxy_event(request, route, path, found.groupdict(), claims)
-        context = LambdaContext(f"interlock-{route.function}", event["requestContext"]["requestId"])
-        module = self._modules[route.function]
-        result = module.lambda_handler(event, context)
-        # Powertools keeps unpublished metrics when publishing is disabled (as it is
-        # locally); a long-running server must drop them or they pile up forever.
-        module.metrics.clear_metrics()
-        return _from_proxy_result(result)
+        return _from_proxy_result(self._invoke(route.function, event))
+
+    def _invoke(self, function: Function, event: dict[str, Any]) -> dict[str, Any]:
+        """Call one function's handler with a proxy event, as Lambda would."""
+        context = LambdaContext(f"interlock-{function}", event["requestContext"]["requestId"])
+        module = self._modules[function]
+        try:
+            result: dict[str, Any] = module.lambda_handler(event, context)
+        finally:
+            # Powertools keeps unpublished metrics when publishing is disabled (as it is
+            # locally); a long-running server must drop them or they pile up forever.
+            module.metrics.clear_metrics()
+        return result
 
     def _claims(self, request: Request) -> dict[str, Any] | None:
         header = request.headers.get("Authorization", "")

@@ -10,9 +10,10 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock.api.agui import encode, run_events
-from interlock.api.http import bind, caller_from, cors_config, sse_response
-from interlock.api.models import parse_run
-from interlock.api.wiring import runtime
+from interlock.api.forward import as_resume
+from interlock.api.http import bind, caller_from, cors_config, proxy_response, sse_response
+from interlock.api.models import carries_resume, parse_run
+from interlock.api.wiring import resume_forward, runtime
 from interlock.turns import run_turn
 
 logger = Logger()
@@ -22,6 +23,11 @@ app = APIGatewayRestResolver(cors=cors_config())
 
 
 def start_run() -> Response[str]:
+    """Start a turn; a body that answers interrupts goes to the resume function, so a
+    client needs one URL for both (AG-UI's `HttpAgent` posts every run to one)."""
+    if carries_resume(app.current_event.body):
+        metrics.add_metric(name="ResumesForwarded", unit=MetricUnit.Count, value=1)
+        return proxy_response(resume_forward()(as_resume(app.current_event.raw_event)))
     request = parse_run(app.current_event.body)
     result = run_turn(
         runtime(), caller_from(app.current_event.raw_event), request.chat_id, request.prompt

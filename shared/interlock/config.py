@@ -41,6 +41,7 @@ class Env:
     FETCH: Final = "INTERLOCK_FETCH"
     ALLOWED_ORIGIN: Final = "INTERLOCK_ALLOWED_ORIGIN"
     DEV_KEY: Final = "INTERLOCK_DEV_KEY"
+    RESUME_FUNCTION: Final = "INTERLOCK_RESUME_FUNCTION"
 
 
 DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"

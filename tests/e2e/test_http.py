@@ -408,7 +408,7 @@ def bad_requests(chat: str, interrupt: Interrupt) -> list[Bad]:
         thread_id=chat,
         run_id="run-bad",
         messages=[UserMessage(id="m1", role="user", content=DOWNLOAD)],
-        resume=[answer(interrupt, APPROVE, secret)],
+        resume=[answer(interrupt, APPROVE, "not-the-secret")],
     )
     good_run, good_resume = run_body(chat, "run-bad", DOWNLOAD), answering(APPROVE, secret=secret)
     other = ResumeEntry(interrupt_id="v1:other", status="resolved", payload=APPROVE)
@@ -436,7 +436,9 @@ def bad_requests(chat: str, interrupt: Interrupt) -> list[Bad]:
         Bad("resume: no threadId", invalid, "POST", resume, '{"runId":"r","messages":[]}'),
         Bad("run: not a RunAgentInput", invalid, "POST", run, '{"prompt":"hi"}'),
         Bad("resume: not a RunAgentInput", invalid, "POST", resume, '{"answer":"yes"}'),
-        Bad("run: carries a resume", invalid, "POST", run, carrying.model_dump_json(by_alias=True)),
+        # A run that carries `resume` is handed to the resume function, refused as there
+        Bad("run: a resume with a wrong secret", (403, "refused"), "POST", run,
+            carrying.model_dump_json(by_alias=True)),
         Bad("run: no user message", invalid, "POST", run, bare.model_dump_json(by_alias=True)),
         Bad("run: unsafe threadId", invalid, "POST", run, run_body("a#b", "r", DOWNLOAD)),
         Bad("resume: no entries", (422, "incomplete_resume"), "POST", resume,

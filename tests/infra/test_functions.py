@@ -29,6 +29,7 @@ from tests.infra.support import (
 )
 
 EXPECTED_ACTIONS = {
+    # Invoking the resume function: answers posted to the one endpoint are handed over
     "run": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
@@ -38,6 +39,7 @@ EXPECTED_ACTIONS = {
         "dynamodb:PutItem",
         "dynamodb:Query",
         "dynamodb:UpdateItem",
+        "lambda:InvokeFunction",
         "logs:CreateLogStream",
         "logs:PutLogEvents",
         "s3:PutObject",
@@ -257,6 +259,12 @@ def test_environment_names_storage_and_powertools(
     if name != "requests":
         expected["INTERLOCK_MODEL"] = "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
         expected["INTERLOCK_AGENT"] = "examples.analyst:build"
+    if name == "run":
+        # The function it hands resumes to, and which it alone may invoke
+        resume = stacks.api.functions["resume"].function
+        expected["INTERLOCK_RESUME_FUNCTION"] = {
+            "Ref": stacks.api.get_logical_id(resume.node.default_child)
+        }
     # No per-agent configuration parameter was named, so none is read
     assert properties["Environment"]["Variables"] == expected
 

@@ -68,6 +68,27 @@ def sse_response(body: str) -> Response[str]:
     return Response(200, SSE, body, headers={"Cache-Control": "no-store"})
 
 
+def proxy_response(result: Mapping[str, Any]) -> Response[str]:
+    """A Lambda proxy result (another function's answer), returned as it is."""
+    # A REST proxy result may carry its headers in either field (Powertools uses the
+    # multi-value one); CORS headers are this function's own to add.
+    multi = result.get("multiValueHeaders") or {}
+    headers = {name: values[-1] for name, values in multi.items() if values}
+    headers.update(result.get("headers") or {})
+    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+    kept = {
+        k: v
+        for k, v in headers.items()
+        if k.lower() != "content-type" and not k.lower().startswith("access-control-")
+    }
+    return Response(
+        int(result.get("statusCode", 500)),
+        content_type,
+        str(result.get("body") or ""),
+        headers=kept,
+    )
+
+
 def bind(
     app: APIGatewayRestResolver,
     function: Function,

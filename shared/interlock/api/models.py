@@ -15,7 +15,7 @@ from interlock import keys
 from interlock.answers import Reply
 from interlock.api.bodies import bounded_json
 from interlock.api.errors import BadRequest, IncompleteResume
-from interlock.errors import InvalidInput, validation_message
+from interlock.errors import InterlockError, InvalidInput, validation_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,15 @@ class ResumeRequest:
     replies: tuple[Reply, ...]
     secret: str
     input: RunAgentInput
+
+
+def carries_resume(body: str | None) -> bool:
+    """Whether a valid `RunAgentInput` answers interrupts (a malformed body is left to
+    the parse that follows, which names its problem)."""
+    try:
+        return bool(_run_input(body).resume)
+    except InterlockError:
+        return False
 
 
 def parse_run(body: str | None) -> RunRequest:

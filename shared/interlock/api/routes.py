@@ -25,7 +25,12 @@ class Route:
 
 
 ROUTES: Final = (
-    Route("POST", "/runs", "run", "Start a turn (AG-UI RunAgentInput); streams AG-UI events"),
+    Route(
+        "POST",
+        "/runs",
+        "run",
+        "Start a turn, or answer its interrupts (AG-UI RunAgentInput, with `resume`); streams",
+    ),
     Route(
         "POST",
         "/resume",
