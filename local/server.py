@@ -15,9 +15,10 @@ import importlib.util
 import json
 import os
 import re
-import secrets
 import sys
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -28,6 +29,7 @@ from werkzeug.wrappers import Request, Response
 
 from local import devtokens
 from local.emulator import Emulator
+from local.persist import LocalState, dev_key
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
@@ -38,6 +40,8 @@ from interlock.config import DEFAULT_AGENT, Env  # noqa: E402
 STAGE = "v1"
 SESSION_PATH = "/local/session"
 OPENAPI_PATH = "/openapi.json"
+# Local state and the development signing key, beside the checkout (ignored by git).
+STATE_DIR = ".interlock"
 TABLE = "interlock"
 BUCKET = "interlock-data"
 
@@ -77,7 +81,12 @@ class LocalApi:
         static_dir: Served at `/` (the card page), if it exists.
     """
 
-    def __init__(self, key: bytes, static_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        key: bytes,
+        static_dir: Path | None = None,
+        on_write: Callable[[], None] | None = None,
+    ) -> None:
         from interlock.api import wiring
 
         # The handlers build their stores from the environment once per process, as in
@@ -88,6 +97,8 @@ class LocalApi:
         self.key = key
         self._modules = {name: _load(name) for name in FUNCTIONS}
         self._static = static_dir
+        self._on_write = on_write
+        self._saving = threading.Lock()
         # Deployed, the run function invokes the resume function; here it is a call.
         wiring.use_local_forward(lambda event: self._invoke("resume", event))
 
@@ -114,7 +125,12 @@ class LocalApi:
         if claims is None:
             return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
         event = _proxy_event(request, route, path, found.groupdict(), claims)
-        return _from_proxy_result(self._invoke(route.function, event))
+        try:
+            return _from_proxy_result(self._invoke(route.function, event))
+        finally:
+            if self._on_write is not None and request.method != "GET":
+                with self._saving:
+                    self._on_write()
 
     def _invoke(self, function: Function, event: dict[str, Any]) -> dict[str, Any]:
         """Call one function's handler with a proxy event, as Lambda would."""
@@ -266,18 +282,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--roles", default="reporter", help="roles of the printed token, comma-separated"
     )
+    parser.add_argument(
+        "--state", type=Path, default=ROOT / STATE_DIR, help="where local state is kept"
+    )
+    parser.add_argument("--fresh", action="store_true", help="start with no saved state")
     args = parser.parse_args(argv)
 
     emulator = None if args.aws_endpoint else Emulator().start()
     endpoint = args.aws_endpoint or emulator.endpoint  # type: ignore[union-attr]
     configure(endpoint, args.table, args.bucket, args.agent)
     create_storage_if_missing(args.table, args.bucket)
+    state = None
+    if emulator is not None:
+        # The embedded emulator forgets everything when the process ends: keep it on disk.
+        import boto3
+
+        state = LocalState(
+            args.state, boto3.client("dynamodb"), boto3.client("s3"), args.table, args.bucket
+        )
+        if args.fresh:
+            state.path.unlink(missing_ok=True)
+        restored = state.restore()
+        if restored:
+            print(f"Restored {restored} items from {args.state} (--fresh starts over)", flush=True)
     key = (
-        bytes.fromhex(os.environ[Env.DEV_KEY])
-        if Env.DEV_KEY in os.environ
-        else secrets.token_bytes(32)
+        bytes.fromhex(os.environ[Env.DEV_KEY]) if Env.DEV_KEY in os.environ else dev_key(args.state)
     )
-    app = LocalApi(key, static_dir=ROOT / "web")
+    app = LocalApi(key, static_dir=ROOT / "web", on_write=state.save if state else None)
     # Build the agent once now: a broken agent module fails here, not on a first run.
     from interlock.api import wiring
 
@@ -313,6 +344,8 @@ def _announce(url: str, key: bytes, roles: list[str]) -> None:
     print(f"  export TOKEN={token}", flush=True)
     print("Start a turn that pauses for approval:", flush=True)
     print(f"  curl -sN -H \"Authorization: Bearer $TOKEN\" -d '{body}' {url}/runs", flush=True)
+    print("Answer it (any time, even after restarting this server):", flush=True)
+    print(f"  .venv/bin/python -m local.answer demo approve --url {url}", flush=True)
     print(f"READY {url}", flush=True)
 
 

@@ -1,0 +1,92 @@
+"""Local mode's state on disk, so a restart of `./dev serve` loses nothing.
+
+The embedded emulator keeps everything in memory. After every request that may have
+written, the local server saves the table's items and the bucket's objects to one JSON
+file (written whole, then renamed, so a kill never leaves half a file); at start it
+puts them back. A server killed mid-request restarts from the last request that
+finished, as a Lambda function killed mid-run restarts from what it had stored. The
+development signing key is kept beside it, so a printed token stays valid.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Final
+
+STATE_FILE: Final = "state.json"
+KEY_FILE: Final = "dev-key"
+
+
+class LocalState:
+    """The table and bucket of local mode, saved to and restored from `directory`.
+
+    Args:
+        directory: Where the state lives (created if missing).
+        dynamodb: A boto3 DynamoDB client of the emulator.
+        s3: A boto3 S3 client of the emulator.
+        table: The table's name.
+        bucket: The bucket's name.
+    """
+
+    def __init__(self, directory: Path, dynamodb: Any, s3: Any, table: str, bucket: str) -> None:
+        self._dir = directory
+        self._dynamodb = dynamodb
+        self._s3 = s3
+        self._table = table
+        self._bucket = bucket
+        # Objects are written once under keys that name their writer: read each once.
+        self._objects: dict[str, tuple[str, str]] = {}
+
+    @property
+    def path(self) -> Path:
+        return self._dir / STATE_FILE
+
+    def save(self) -> None:
+        """Write the whole table and bucket to the state file."""
+        items = [
+            item
+            for page in self._dynamodb.get_paginator("scan").paginate(TableName=self._table)
+            for item in page["Items"]
+        ]
+        listed = {
+            entry["Key"]: entry["ETag"]
+            for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket)
+            for entry in page.get("Contents", [])
+        }
+        for key, etag in listed.items():
+            if self._objects.get(key, ("", ""))[0] != etag:
+                body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+                self._objects[key] = (etag, base64.b64encode(body).decode())
+        objects = {key: self._objects[key][1] for key in listed}
+        self._dir.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps({"items": items, "objects": objects}))
+        partial.replace(self.path)
+
+    def restore(self) -> int:
+        """Put the saved items and objects back; returns how many items there were."""
+        if not self.path.is_file():
+            return 0
+        saved = json.loads(self.path.read_text())
+        for item in saved["items"]:
+            self._dynamodb.put_item(TableName=self._table, Item=item)
+        for key, body in saved["objects"].items():
+            self._s3.put_object(Bucket=self._bucket, Key=key, Body=base64.b64decode(body))
+        return len(saved["items"])
+
+
+def dev_key(directory: Path) -> bytes:
+    """The development signing key kept in `directory` (made on first use, owner-only)."""
+    path = directory / KEY_FILE
+    if path.is_file():
+        return bytes.fromhex(path.read_text().strip())
+    directory.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(key.hex())
+    return key
