@@ -29,6 +29,9 @@ SWEEP_EVERY_KEY: Final = "interlock:sweepEveryMinutes"
 AGENT_CONFIG_KEY: Final = "interlock:agentConfigParameter"
 AUTH_DOMAIN_PREFIX_KEY: Final = "interlock:authDomainPrefix"
 API_GATEWAY_ACCOUNT_ROLE_KEY: Final = "interlock:apiGatewayAccountRole"
+STAGE_KEY: Final = "interlock:stage"
+# A stage names its stacks (`Interlock<Stage>Api`): lowercase, short, starting with a letter.
+_STAGE = re.compile(r"[a-z][a-z0-9]{0,11}")
 AGENT_KEY: Final = "interlock:agent"
 AGENT_PACKAGE_KEY: Final = "interlock:agentPackage"
 AGENT_REQUIREMENTS_KEY: Final = "interlock:agentRequirements"
@@ -131,6 +134,8 @@ class Settings:
         api_gateway_account_role: Whether the stack sets the account's API Gateway
             CloudWatch role (access logs need one); turn off in an account that already
             manages it.
+        stage: Names this deployment's stacks, so several share an account and region;
+            empty for the default names.
     """
 
     model: ModelChoice
@@ -142,6 +147,7 @@ class Settings:
     auth_domain_prefix: str | None
     agent: AgentChoice
     api_gateway_account_role: bool = True
+    stage: str = ""
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -168,7 +174,12 @@ class Settings:
             auth_domain_prefix=_domain_prefix(node.try_get_context(AUTH_DOMAIN_PREFIX_KEY)),
             agent=AgentChoice.from_context(node),
             api_gateway_account_role=_flag(node, API_GATEWAY_ACCOUNT_ROLE_KEY, default=True),
+            stage=_stage(node.try_get_context(STAGE_KEY)),
         )
+
+    def stack_id(self, part: str) -> str:
+        """The id (and name) of one of this deployment's stacks: `Interlock<Stage><part>`."""
+        return f"Interlock{self.stage.capitalize()}{part}"
 
 
 _KEYS: Final = {"model": MODEL_KEY, "request_ttl_s": REQUEST_TTL_KEY, "lease_ms": LEASE_KEY}
@@ -202,6 +213,17 @@ def _positive(node: Node, key: str, default: int, maximum: int | None = None) ->
     if maximum is not None and value > maximum:
         raise ValueError(f"{key} must be at most {maximum}, not {value}")
     return value
+
+
+def _stage(raw: object) -> str:
+    if raw is None or raw == "":
+        return ""
+    if not _STAGE.fullmatch(str(raw)):
+        raise ValueError(
+            f"{STAGE_KEY} must be 1-12 lowercase letters and digits, starting with a letter, "
+            f"not {raw!r}"
+        )
+    return str(raw)
 
 
 def _flag(node: Node, key: str, *, default: bool) -> bool:

@@ -14,11 +14,6 @@ from infra.settings import Settings
 from infra.storage import StorageStack
 from infra.web import WebContentStack
 
-STORAGE_STACK_ID = "InterlockStorage"
-WEB_STACK_ID = "InterlockWeb"
-API_STACK_ID = "InterlockApi"
-WEB_CONTENT_STACK_ID = "InterlockWebContent"
-
 
 @dataclass(frozen=True)
 class Stacks:
@@ -50,19 +45,21 @@ def build(app: App) -> Stacks:
         The stacks, for tests and for stacks that need their resources.
     """
     settings = Settings.from_context(app.node)
+    # A stage names every stack, so several deployments share an account and region.
+    ids = {part: settings.stack_id(part) for part in ("Storage", "Web", "Api", "WebContent")}
     # Computed once: the hosting stack's CSP must name the domain the API stack creates.
-    sign_in_prefix = domain_prefix(settings.auth_domain_prefix, API_STACK_ID)
-    storage = StorageStack(app, STORAGE_STACK_ID)
-    web = WebHostingStack(app, WEB_STACK_ID, sign_in_url=hosted_ui_url(sign_in_prefix))
+    sign_in_prefix = domain_prefix(settings.auth_domain_prefix, ids["Api"])
+    storage = StorageStack(app, ids["Storage"])
+    web = WebHostingStack(app, ids["Web"], sign_in_url=hosted_ui_url(sign_in_prefix))
     api = InterlockApiStack(
         app,
-        API_STACK_ID,
+        ids["Api"],
         storage=storage.refs,
         site=web.refs,
         sign_in_prefix=sign_in_prefix,
         settings=settings,
     )
-    content = WebContentStack(app, WEB_CONTENT_STACK_ID, site=web.refs, api=api.refs)
+    content = WebContentStack(app, ids["WebContent"], site=web.refs, api=api.refs)
     # Named output references carry no dependency of their own: the order is explicit.
     api.add_stack_dependency(storage, "reads the table and bucket from the storage stack's outputs")
     api.add_stack_dependency(web, "names the card page's URL as its CORS origin and callback")

@@ -344,3 +344,32 @@ def test_outputs_give_the_url_pool_client_and_sign_in(
 
 def test_api_stack_deploys_after_storage_and_the_page_hosting(stacks: Stacks) -> None:
     assert {stacks.storage, stacks.web} <= set(stacks.api.dependencies)
+
+
+def test_a_stage_names_every_stack_so_deployments_share_an_account(
+    cdk_context: dict[str, Any],
+) -> None:
+    from infra.wiring import build
+
+    app = App(context={**cdk_context, "interlock:stage": "qa"})
+    stacks = build(app)
+
+    names = [s.stack_name for s in (stacks.storage, stacks.web, stacks.api, stacks.web_content)]
+    assert names == [
+        "InterlockQaStorage",
+        "InterlockQaWeb",
+        "InterlockQaApi",
+        "InterlockQaWebContent",
+    ]
+    # The API reads the table from its own stage's storage stack
+    functions = Template.from_stack(stacks.api).find_resources("AWS::Lambda::Function")
+    tables = {
+        f["Properties"]["Environment"]["Variables"]["INTERLOCK_TABLE"]["Fn::GetStackOutput"][
+            "StackName"
+        ]
+        for f in functions.values()
+        if "INTERLOCK_TABLE" in f["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert tables == {"InterlockQaStorage"}
+    with pytest.raises(ValueError, match="interlock:stage"):
+        build(App(context={**cdk_context, "interlock:stage": "QA-1"}))
