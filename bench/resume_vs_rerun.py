@@ -33,7 +33,7 @@ from interlock.inbox import cancel_request  # noqa: E402
 from interlock.outcomes import Offer, TurnResult  # noqa: E402
 from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402
-from interlock.resume import resume_turn  # noqa: E402
+from interlock.resume import resume_replies, resume_turn  # noqa: E402
 from interlock.runtime.model import Block, Scenario, ScriptedModel  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
@@ -283,16 +283,7 @@ def _answer_all(rt: Runtime, chat: str, offer: Offer) -> TurnResult:
         Reply(a.interrupt_id, "resolved", CAPTAIN[a.card["interrupt_name"]])
         for a in offer.request.asked
     ]
-    return resume_turn(
-        rt,
-        DISPATCHER,
-        chat,
-        interrupt_id=replies[0].interrupt_id,
-        secret=offer.secret,
-        status="resolved",
-        payload=replies[0].payload,
-        more=replies[1:],
-    )
+    return resume_replies(rt, DISPATCHER, chat, secret=offer.secret, replies=replies)
 
 
 def _outbox(stores: Stores, chat: str, results: list[TurnResult]) -> dict[str, int]:

@@ -14,7 +14,7 @@ from interlock.api.http import bind, caller_from, cors_config, sse_response
 from interlock.api.models import parse_resume
 from interlock.api.wiring import runtime
 from interlock.errors import ResumeInProgress
-from interlock.resume import resume_turn
+from interlock.resume import resume_replies
 
 logger = Logger()
 tracer = Tracer()
@@ -25,15 +25,12 @@ app = APIGatewayRestResolver(cors=cors_config())
 def resume() -> Response[str]:
     request = parse_resume(app.current_event.body)
     try:
-        result = resume_turn(
+        result = resume_replies(
             runtime(),
             caller_from(app.current_event.raw_event),
             request.chat_id,
-            interrupt_id=request.replies[0].interrupt_id,
             secret=request.secret,
-            status=request.replies[0].status,
-            payload=request.replies[0].payload,
-            more=request.replies[1:],
+            replies=request.replies,
         )
     except ResumeInProgress:
         metrics.add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)

@@ -22,13 +22,20 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
 from interlock.admission import expire_and_release, release_ask_slot, reserved
-from interlock.answers import Answers, Reply, agent_response, decide_all, recorded_answers
+from interlock.answers import (
+    Answers,
+    Reply,
+    Status,
+    agent_response,
+    decide_all,
+    recorded_answers,
+)
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects
@@ -46,7 +53,6 @@ from interlock.turns import request_context, settle
 
 logger = logging.getLogger(__name__)
 
-Status = Literal["resolved", "cancelled"]
 Caused = TypeVar("Caused", bound=errors.InterlockError)
 
 
@@ -130,6 +136,25 @@ def resume_turn(
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
+
+
+def resume_replies(
+    rt: Runtime, caller: Caller, chat_id: str, *, secret: str, replies: Sequence[Reply]
+) -> TurnResult:
+    """`resume_turn` for a resume as AG-UI sends it: one entry per open interrupt."""
+    if not replies:
+        raise errors.IncompleteResume("a resume must answer the open interrupts")
+    first, *more = replies
+    return resume_turn(
+        rt,
+        caller,
+        chat_id,
+        interrupt_id=first.interrupt_id,
+        secret=secret,
+        status=first.status,
+        payload=first.payload,
+        more=more,
+    )
 
 
 def _abandons(problem: errors.InterlockError | None, status: str, more: Sequence[Reply]) -> bool:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from interlock.adapters.factory import Stores
 from interlock.agent import AgentInputs, AgentSpec
 from interlock.config import InterlockConfig
-from interlock.resume import resume_turn
+from interlock.errors import IncompleteResume
+from interlock.resume import resume_replies, resume_turn
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, run_turn
 from tests.api import twin_agent
@@ -63,3 +66,9 @@ def test_two_confirmations_are_asked_one_after_the_other(
     )
     assert done.outcome == "completed"
     assert "Refunded A-1." in (done.text or "") and "Refunded B-2." in (done.text or "")
+
+
+def test_a_resume_with_no_entries_is_refused_before_anything_is_read(stores: Stores) -> None:
+    rt = Runtime(stores, lambda: None, agent=one_at_a_time)  # type: ignore[arg-type, return-value]
+    with pytest.raises(IncompleteResume):
+        resume_replies(rt, ALICE, "nothing-asked", secret="s", replies=[])

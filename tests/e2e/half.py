@@ -38,7 +38,7 @@ from interlock.answers import Reply  # noqa: E402
 from interlock.config import InterlockConfig  # noqa: E402
 from interlock.deps import default_agent  # noqa: E402
 from interlock.outcomes import TurnResult  # noqa: E402
-from interlock.resume import resume_turn  # noqa: E402
+from interlock.resume import resume_replies  # noqa: E402
 from interlock.runtime.model import ScriptedModel  # noqa: E402
 from interlock.timing import StorePolicy  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
@@ -107,16 +107,7 @@ def _resume(
     ]
 
     def answer() -> TurnResult:
-        return resume_turn(
-            rt,
-            user,
-            chat,
-            interrupt_id=replies[0].interrupt_id,
-            secret=offer["secret"],
-            status="resolved",
-            payload=replies[0].payload,
-            more=replies[1:],
-        )
+        return resume_replies(rt, user, chat, secret=offer["secret"], replies=replies)
 
     first = answer()
     model_calls, built = sum(m.calls for m in models), len(models)

@@ -25,7 +25,7 @@ from interlock.answers import Reply
 from interlock.config import InterlockConfig
 from interlock.outcomes import TurnResult
 from interlock.records import RequestState
-from interlock.resume import resume_turn
+from interlock.resume import resume_replies
 from interlock.turns import Runtime, TurnLimits, run_turn
 from tests.e2e.support import ALICE, TIMEOUT_S, outbox_records, pointer
 from tests.e2e.test_processes import CRASH_LEASE, Lab, wait_for_lapse
@@ -139,17 +139,7 @@ def replies(result: TurnResult) -> list[Reply]:
 
 
 def answer_all(rt: Runtime, chat: str, given: list[Reply], secret: str) -> TurnResult:
-    first, *more = given
-    return resume_turn(
-        rt,
-        ALICE,
-        chat,
-        interrupt_id=first.interrupt_id,
-        secret=secret,
-        status=first.status,
-        payload=first.payload,
-        more=more,
-    )
+    return resume_replies(rt, ALICE, chat, secret=secret, replies=given)
 
 
 def assert_each_effect_once(aws: dict[str, Any], chat: str) -> None:

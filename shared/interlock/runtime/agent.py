@@ -78,15 +78,15 @@ def lost_tools(
 
     Both sets come from the user's own factory, given the roles of then and of now. A
     tool the user never had was refused before any card was offered (it was never in
-    their agent), so losing it is not a reason to expire the request.
+    their agent), so losing it is not a reason to expire the request. The factory
+    builds the same agent for the same inputs, so unchanged roles lose nothing: the
+    common resume builds nothing here.
     """
+    if inputs.roles == roles_then:
+        return []
     permitted = tool_names(factory(inputs))
-    had = tool_names(factory(_with_roles(inputs, roles_then)))
+    had = tool_names(factory(replace(inputs, roles=roles_then)))
     return sorted(name for name in batch if name in had and name not in permitted)
-
-
-def _with_roles(inputs: AgentInputs, roles: frozenset[str]) -> AgentInputs:
-    return replace(inputs, roles=roles)
 
 
 @dataclass(frozen=True)
