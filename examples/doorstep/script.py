@@ -7,10 +7,12 @@ to send the nearest volunteer; it then reports what happened. Set
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from interlock.agent import Block, Scenario
 
 
-def _page_and_assign(volunteer: str):  # type: ignore[no-untyped-def]
+def _page_and_assign(volunteer: str) -> Callable[[list[str]], list[Block]]:
     def step(results: list[str]) -> list[Block]:
         return [
             {"text": "Heat warning: paging the captain and lining up a volunteer for Ada."},

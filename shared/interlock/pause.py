@@ -26,7 +26,7 @@ from interlock.outcomes import Offer
 from interlock.ports import Stores
 from interlock.records import Asked, Kind, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent
-from interlock.runtime.snapshot import paused_batch, take_snapshot
+from interlock.runtime.snapshot import paused_batch, paused_batch_tools, take_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def offer(
     # The roles check on resume reads which tools the paused batch holds.
     first = Asked(
         asked[0].interrupt_id,
-        {**asked[0].card, "batch_tools": sorted({u["name"] for u in batch})},
+        {**asked[0].card, "batch_tools": paused_batch_tools(snapshot)},
     )
     now = rt.clock.now_ms()
     if claim is not None:
