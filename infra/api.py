@@ -24,20 +24,21 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.auth import Auth
-from infra.functions import InterlockFunction
+from infra.functions import SIZING, InterlockFunction
 from infra.hosting import SiteRefs
 from infra.layer import InterlockLayer
-from infra.settings import Settings
+from infra.settings import Settings, check_model_region
 from infra.storage import StorageRefs
 from infra.sweeper import Sweeper
-from interlock.api.routes import FUNCTIONS, ROUTES, Function, Route
+from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route
 
 STAGE_NAME: Final = "v1"
-# REST APIs stop waiting for an integration after 29 s unless the account's quota was
-# raised; an agent turn can take longer (the function may run 5 minutes and finishes its
-# work either way). Longer turns need the raised quota, or response streaming with the
-# Lambda Web Adapter, the planned path for real SSE.
+# A buffered REST integration may wait at most 29 s: enough for the requests function.
 INTEGRATION_TIMEOUT: Final = Duration.seconds(29)
+# A streaming one may wait up to 15 minutes for the stream to end: the run and resume
+# methods wait as long as their function may run, so a turn is bounded by the function's
+# timeout, not by the gateway's.
+STREAM_TIMEOUT: Final = SIZING["run"].timeout
 # Per stage, across all callers: generous for a team, yet a runaway client cannot run up
 # a Bedrock bill faster than this.
 THROTTLE_RATE_PER_S: Final = 25
@@ -136,6 +137,7 @@ class InterlockApiStack(Stack):
         """
         super().__init__(scope, construct_id, **kwargs)
         settings = settings or Settings.from_context(self.node)
+        check_model_region(settings.model, self.region)
         self.allowed_origin = settings.allowed_origin or site.origin
         layer = InterlockLayer(self, "Layer").layer_version
         # The user's agent ships as its own layer, beside Interlock's: only the functions
@@ -169,7 +171,13 @@ class InterlockApiStack(Stack):
             storage=storage,
             settings=settings,
         )
-        self.auth = Auth(self, "Auth", site_url=site.url, domain_prefix=sign_in_prefix)
+        self.auth = Auth(
+            self,
+            "Auth",
+            site_url=site.url,
+            domain_prefix=sign_in_prefix,
+            retain=settings.retain_data,
+        )
         self.api = _rest_api(self, self.allowed_origin)
         if settings.api_gateway_account_role:
             # REST API access logs need the account's API Gateway CloudWatch role; in an
@@ -297,7 +305,12 @@ def _add_routes(
         name: apigw.LambdaIntegration(
             construct.function,
             proxy=True,
-            timeout=INTEGRATION_TIMEOUT,
+            timeout=STREAM_TIMEOUT if name in STREAMED else INTEGRATION_TIMEOUT,
+            response_transfer_mode=(
+                apigw.ResponseTransferMode.STREAM
+                if name in STREAMED
+                else apigw.ResponseTransferMode.BUFFERED
+            ),
             # The console's test button bypasses the authorizer: no permission for it.
             allow_test_invoke=False,
         )

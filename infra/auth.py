@@ -58,7 +58,13 @@ class Auth(Construct):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, site_url: str, domain_prefix: str
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        site_url: str,
+        domain_prefix: str,
+        retain: bool = True,
     ) -> None:
         """Create the pool, its domain, its client and its groups.
 
@@ -68,9 +74,10 @@ class Auth(Construct):
             site_url: The card page's URL (`https://<host>/`): the only place the hosted
                 UI sends people back to, after signing in or out.
             domain_prefix: The hosted UI's domain prefix (`domain_prefix`).
+            retain: Whether the pool outlives the stack (and is protected from deletion).
         """
         super().__init__(scope, construct_id)
-        self.user_pool = _user_pool(self)
+        self.user_pool = _user_pool(self, retain)
         self.domain = self.user_pool.add_domain(
             "SignIn",
             cognito_domain=cognito.CognitoDomainOptions(domain_prefix=domain_prefix),
@@ -107,7 +114,7 @@ class Auth(Construct):
             )
 
 
-def _user_pool(scope: Construct) -> cognito.UserPool:
+def _user_pool(scope: Construct, retain: bool) -> cognito.UserPool:
     pool = cognito.UserPool(
         scope,
         "Users",
@@ -130,9 +137,10 @@ def _user_pool(scope: Construct) -> cognito.UserPool:
         mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
         feature_plan=cognito.FeaturePlan.ESSENTIALS,
         # Users' `sub`s key their approvals and audit trail in the table: a replaced pool
-        # would orphan them, so the pool outlives the stack like the table does.
-        deletion_protection=True,
-        removal_policy=RemovalPolicy.RETAIN,
+        # would orphan them, so the pool outlives the stack like the table does (unless
+        # the stage is torn down with its data).
+        deletion_protection=retain,
+        removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
     )
     Validations.of(pool).acknowledge(
         Acknowledgment(

@@ -1,8 +1,10 @@
 """One Lambda function per handler folder, each with its own role and log group.
 
 The handler code is only `functions/<name>/`; the `interlock` package and every
-dependency come from the shared layer, so the four functions run the same library
-build and a handler change uploads a few kilobytes.
+dependency come from the shared layer, so the functions run the same library build and a
+handler change uploads a few kilobytes. The two functions that stream (run and resume,
+`interlock.api.routes.STREAMED`) share `functions/stream/`: the ASGI app of
+`interlock.api.stream` under the AWS Lambda Web Adapter, which AWS publishes as a layer.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from aws_cdk import Acknowledgment, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, Duration, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -30,10 +32,23 @@ from infra.permissions import (
 )
 from infra.settings import Settings
 from infra.storage import StorageRefs
+from interlock.api.routes import STREAMED
 from interlock.config import Env
 
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 HANDLER: Final = "handler.lambda_handler"
+STREAM_DIR: Final = FUNCTIONS_DIR / "stream"
+# The Web Adapter runs the handler as a program: the script that starts the ASGI server.
+STREAM_HANDLER: Final = "run.sh"
+# AWS's published Lambda Web Adapter layer (v0.9.1, the newest release that is not a
+# release candidate), in the function's region; `interlock:webAdapterLayer` names another.
+WEB_ADAPTER_ACCOUNT: Final = "753240598075"
+WEB_ADAPTER_VERSION: Final = 25
+WEB_ADAPTER_LAYER_NAMES: Final = {
+    lambda_.Architecture.X86_64.name: "LambdaAdapterLayerX86",
+    lambda_.Architecture.ARM_64.name: "LambdaAdapterLayerArm64",
+}
+WEB_ADAPTER_PORT: Final = "8080"
 # Long enough to look back over a month of incidents; Lambda logs hold chat excerpts, so
 # they should not outlive the data they describe by much.
 LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
@@ -117,16 +132,21 @@ class InterlockFunction(Construct):
             description=f"Runs the Interlock {name} function.",
             inline_policies={"Access": iam.PolicyDocument(statements=statements)},
         )
+        streams = name in STREAMED
+        layers = [layer, agent_layer] if agent_layer and access.invokes_model else [layer]
+        if streams:
+            layers.append(web_adapter_layer(self, settings))
         self.function = lambda_.Function(
             self,
             "Function",
             code=lambda_.Code.from_asset(
-                str(FUNCTIONS_DIR / name), exclude=["__pycache__", "*.pyc"]
+                str(STREAM_DIR if streams else FUNCTIONS_DIR / name),
+                exclude=["__pycache__", "*.pyc"],
             ),
-            handler=HANDLER,
+            handler=STREAM_HANDLER if streams else HANDLER,
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            layers=[layer, agent_layer] if agent_layer and access.invokes_model else [layer],
+            layers=layers,
             memory_size=sizing.memory_mb,
             timeout=sizing.timeout,
             tracing=lambda_.Tracing.ACTIVE,
@@ -136,6 +156,7 @@ class InterlockFunction(Construct):
             role=self.role.without_policy_updates(),
             environment={
                 **environment(name, storage, settings, allowed_origin),
+                **(STREAM_ENVIRONMENT | {Env.FUNCTION: name} if streams else {}),
                 **({Env.RESUME_FUNCTION: forward_to.function_name} if forward_to else {}),
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
@@ -152,6 +173,29 @@ class InterlockFunction(Construct):
                 ),
             )
         )
+
+
+STREAM_ENVIRONMENT: Final = {
+    # The adapter starts first (the runtime's exec wrapper), runs `run.sh`, waits for the
+    # app to listen, then turns each invocation into an HTTP request to it.
+    "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+    # Answers stream back through API Gateway as they are written.
+    "AWS_LWA_INVOKE_MODE": "response_stream",
+    "AWS_LWA_PORT": WEB_ADAPTER_PORT,
+    # The X-Ray SDK traces one invocation per process, which a long-lived web server is
+    # not; the function's active tracing still records every invocation.
+    "POWERTOOLS_TRACE_DISABLED": "true",
+}
+
+
+def web_adapter_layer(scope: Construct, settings: Settings) -> lambda_.ILayerVersion:
+    """The Lambda Web Adapter layer: the setting's ARN, or AWS's published one for the
+    stack's region and the functions' architecture."""
+    arn = settings.web_adapter_layer or (
+        f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{WEB_ADAPTER_ACCOUNT}:layer:"
+        f"{WEB_ADAPTER_LAYER_NAMES[ARCHITECTURE.name]}:{WEB_ADAPTER_VERSION}"
+    )
+    return lambda_.LayerVersion.from_layer_version_arn(scope, "WebAdapter", arn)
 
 
 def environment(

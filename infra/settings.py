@@ -32,6 +32,13 @@ API_GATEWAY_ACCOUNT_ROLE_KEY: Final = "interlock:apiGatewayAccountRole"
 STAGE_KEY: Final = "interlock:stage"
 # A stage names its stacks (`Interlock<Stage>Api`): lowercase, short, starting with a letter.
 _STAGE = re.compile(r"[a-z][a-z0-9]{0,11}")
+REMOVAL_POLICY_KEY: Final = "interlock:removalPolicy"
+# Stages whose data outlives their stacks unless told otherwise; any other named stage
+# (dev, test, a pull request's) is torn down with its data.
+RETAINING_STAGES: Final = frozenset({"", "prod"})
+WEB_ADAPTER_LAYER_KEY: Final = "interlock:webAdapterLayer"
+# A published Lambda layer version: arn:<partition>:lambda:<region>:<account>:layer:<name>:<n>
+_LAYER_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+")
 AGENT_KEY: Final = "interlock:agent"
 AGENT_PACKAGE_KEY: Final = "interlock:agentPackage"
 AGENT_REQUIREMENTS_KEY: Final = "interlock:agentRequirements"
@@ -136,6 +143,10 @@ class Settings:
             manages it.
         stage: Names this deployment's stacks, so several share an account and region;
             empty for the default names.
+        retain_data: Whether the table, buckets and user pool outlive the stacks (on
+            by default for the unnamed and `prod` stages, off for any other stage).
+        web_adapter_layer: The Lambda Web Adapter layer's ARN, or None for the published
+            one of this region and architecture (`infra.functions`).
     """
 
     model: ModelChoice
@@ -148,6 +159,8 @@ class Settings:
     agent: AgentChoice
     api_gateway_account_role: bool = True
     stage: str = ""
+    retain_data: bool = True
+    web_adapter_layer: str | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -174,7 +187,9 @@ class Settings:
             auth_domain_prefix=_domain_prefix(node.try_get_context(AUTH_DOMAIN_PREFIX_KEY)),
             agent=AgentChoice.from_context(node),
             api_gateway_account_role=_flag(node, API_GATEWAY_ACCOUNT_ROLE_KEY, default=True),
-            stage=_stage(node.try_get_context(STAGE_KEY)),
+            stage=(stage := _stage(node.try_get_context(STAGE_KEY))),
+            retain_data=_removal(node.try_get_context(REMOVAL_POLICY_KEY), stage),
+            web_adapter_layer=_layer_arn(node.try_get_context(WEB_ADAPTER_LAYER_KEY)),
         )
 
     def stack_id(self, part: str) -> str:
@@ -224,6 +239,57 @@ def _stage(raw: object) -> str:
             f"not {raw!r}"
         )
     return str(raw)
+
+
+def _removal(raw: object, stage: str) -> bool:
+    if raw is None or raw == "":
+        return stage in RETAINING_STAGES
+    if str(raw).lower() in ("retain", "destroy"):
+        return str(raw).lower() == "retain"
+    raise ValueError(f"{REMOVAL_POLICY_KEY} must be retain or destroy, not {raw!r}")
+
+
+def _layer_arn(raw: object) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not _LAYER_ARN.fullmatch(str(raw)):
+        raise ValueError(f"{WEB_ADAPTER_LAYER_KEY} must be a layer version ARN, not {raw!r}")
+    return str(raw)
+
+
+# Where each geographic inference profile may be called from, by region prefix. A
+# profile is called in the stack's region; Bedrock refuses one of another geography.
+_PROFILE_REGIONS: Final = {
+    "us": ("us-east-", "us-west-"),
+    "us-gov": ("us-gov-",),
+    "ca": ("ca-",),
+    "eu": ("eu-",),
+    "apac": ("ap-",),
+    "jp": ("ap-northeast-1", "ap-northeast-3"),
+    "au": ("ap-southeast-2", "ap-southeast-4"),
+}
+
+
+def check_model_region(model: ModelSpec, region: str) -> None:
+    """Refuse, at synth, a geographic inference profile the stack's region cannot call.
+
+    `global.` profiles and plain model ids are left to Bedrock; so is a region that is
+    not known at synth (an environment-agnostic stack).
+
+    Raises:
+        ValueError: the profile belongs to another geography.
+    """
+    geography = model.model_id.partition(".")[0]
+    prefixes = _PROFILE_REGIONS.get(geography)
+    if model.provider != "bedrock" or prefixes is None or not re.fullmatch(r"[a-z0-9-]+", region):
+        return
+    if geography == "us" and region.startswith("us-gov-"):
+        prefixes = ()
+    if not region.startswith(prefixes):
+        raise ValueError(
+            f"{MODEL_KEY}: {model.model_id} is a {geography!r} inference profile, which "
+            f"{region} cannot call; use its own geography's profile or a global. one"
+        )
 
 
 def _flag(node: Node, key: str, *, default: bool) -> bool:

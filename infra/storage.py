@@ -261,6 +261,8 @@ def _private_bucket(
             ),
         ],
         removal_policy=removal_policy,
+        # CloudFormation deletes only empty buckets: a stage torn down empties its own.
+        auto_delete_objects=removal_policy == RemovalPolicy.DESTROY,
         **kwargs,
     )
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, Aws, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, DefaultStackSynthesizer, Stack, Token, Validations
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
@@ -105,8 +105,7 @@ def _acknowledge(stack: WebContentStack, site: SiteRefs) -> None:
         "AwsSolutions-IAM5[Action::s3:List*]": "s3 sync lists the source and the bucket.",
         "AwsSolutions-IAM5[Action::s3:Abort*]": "s3 sync uploads large files in parts.",
         "AwsSolutions-IAM5[Action::s3:DeleteObject*]": "Removes files no longer in web/.",
-        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::"
-        f"cdk-{bootstrap_qualifier(stack)}-assets-<AWS::AccountId>-<AWS::Region>/*]": (
+        f"AwsSolutions-IAM5[Resource::{_asset_bucket(stack)}/*]": (
             "The bootstrap asset bucket, where the page's files are staged."
         ),
         f"AwsSolutions-IAM5[Resource::{_as_finding(stack, site.bucket_arn)}/*]": (
@@ -130,6 +129,15 @@ def bootstrap_qualifier(stack: Stack) -> str:
     name carries it): the synthesizer's, from context when set, else CDK's default."""
     qualifier = stack.node.try_get_context(BOOTSTRAP_QUALIFIER_CONTEXT)
     return str(qualifier) if qualifier else DefaultStackSynthesizer.DEFAULT_QUALIFIER
+
+
+def _asset_bucket(stack: Stack) -> str:
+    """The bootstrap asset bucket's ARN as a finding names it: with the account and
+    region the stack is deployed to, or their placeholders for an agnostic stack."""
+    partition = "aws" if not Token.is_unresolved(stack.partition) else "<AWS::Partition>"
+    account = stack.account if not Token.is_unresolved(stack.account) else "<AWS::AccountId>"
+    region = stack.region if not Token.is_unresolved(stack.region) else "<AWS::Region>"
+    return f"arn:{partition}:s3:::cdk-{bootstrap_qualifier(stack)}-assets-{account}-{region}"
 
 
 def _as_finding(stack: Stack, value: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import App, Validations
+from aws_cdk import App, Environment, RemovalPolicy, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.api import InterlockApiStack
@@ -32,7 +32,7 @@ class Stacks:
     web_content: WebContentStack
 
 
-def build(app: App) -> Stacks:
+def build(app: App, env: Environment | None = None) -> Stacks:
     """Add the Interlock stacks to `app` and register the AWS Solutions checks.
 
     The checks run as a validation plugin during synthesis: an unacknowledged finding,
@@ -40,6 +40,8 @@ def build(app: App) -> Stacks:
 
     Args:
         app: The app to add to, carrying the `cdk.json` context.
+        env: The account and region to deploy to, when known at synth: then the model
+            is checked against the region. None leaves the stacks environment-agnostic.
 
     Returns:
         The stacks, for tests and for stacks that need their resources.
@@ -49,8 +51,10 @@ def build(app: App) -> Stacks:
     ids = {part: settings.stack_id(part) for part in ("Storage", "Web", "Api", "WebContent")}
     # Computed once: the hosting stack's CSP must name the domain the API stack creates.
     sign_in_prefix = domain_prefix(settings.auth_domain_prefix, ids["Api"])
-    storage = StorageStack(app, ids["Storage"])
-    web = WebHostingStack(app, ids["Web"], sign_in_url=hosted_ui_url(sign_in_prefix))
+    # Named stages other than prod are torn down with their data (`interlock:removalPolicy`).
+    removal = RemovalPolicy.RETAIN if settings.retain_data else RemovalPolicy.DESTROY
+    storage = StorageStack(app, ids["Storage"], removal_policy=removal, env=env)
+    web = WebHostingStack(app, ids["Web"], sign_in_url=hosted_ui_url(sign_in_prefix), env=env)
     api = InterlockApiStack(
         app,
         ids["Api"],
@@ -58,8 +62,9 @@ def build(app: App) -> Stacks:
         site=web.refs,
         sign_in_prefix=sign_in_prefix,
         settings=settings,
+        env=env,
     )
-    content = WebContentStack(app, ids["WebContent"], site=web.refs, api=api.refs)
+    content = WebContentStack(app, ids["WebContent"], site=web.refs, api=api.refs, env=env)
     # Named output references carry no dependency of their own: the order is explicit.
     api.add_stack_dependency(storage, "reads the table and bucket from the storage stack's outputs")
     api.add_stack_dependency(web, "names the card page's URL as its CORS origin and callback")

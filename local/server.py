@@ -1,9 +1,11 @@
 """Interlock on one machine: an embedded moto, the real handlers, the demo agent.
 
-Every request is turned into the API Gateway REST proxy event the deployed API would
-send, with the authorizer's claims filled from a signed development token, and given
-to the same `functions/<name>/handler.py` that runs in Lambda. Routes come from the
-same table the CDK stack is built from.
+Every request carries the API Gateway request context the deployed API would make, with
+the authorizer's claims filled from a signed development token. The streaming routes
+(run, resume) go to the same ASGI app the deployed functions run under the Lambda Web
+Adapter, with that context in the adapter's header; the others become the REST proxy
+event the deployed API sends and go to the same `functions/<name>/handler.py` that runs
+in Lambda. Routes come from the same table the CDK stack is built from.
 
     .venv/bin/python -m local.server            # or: ./dev serve
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from a2wsgi import ASGIMiddleware
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
@@ -34,7 +37,7 @@ from local.persist import LocalState, dev_key
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
-from interlock.api.routes import FUNCTIONS, ROUTES, Function, Route  # noqa: E402
+from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route  # noqa: E402
 from interlock.config import DEFAULT_AGENT, Env  # noqa: E402
 
 STAGE = "v1"
@@ -62,6 +65,7 @@ def _pattern(route: Route) -> re.Pattern[str]:
 
 _ROUTES = [(route, _pattern(route)) for route in ROUTES]
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+WSGIApp = Callable[[dict[str, Any], Any], Any]
 
 
 def _load(function: str) -> ModuleType:
@@ -87,7 +91,7 @@ class LocalApi:
         static_dir: Path | None = None,
         on_write: Callable[[], None] | None = None,
     ) -> None:
-        from interlock.api import wiring
+        from interlock.api import stream, wiring
 
         # The handlers build their stores from the environment once per process, as in
         # Lambda; a new local API may follow a `configure` with another endpoint.
@@ -95,18 +99,19 @@ class LocalApi:
         wiring.stores.cache_clear()
         wiring.runtime.cache_clear()
         self.key = key
-        self._modules = {name: _load(name) for name in FUNCTIONS}
+        self._modules = {name: _load(name) for name in FUNCTIONS if name not in STREAMED}
+        # One process serves both streaming functions (no hand-over between them).
+        os.environ.pop(Env.FUNCTION, None)
+        self._stream: Any = ASGIMiddleware(stream.create_app())  # type: ignore[arg-type]
         self._static = static_dir
         self._on_write = on_write
         self._saving = threading.Lock()
-        # Deployed, the run function invokes the resume function; here it is a call.
-        wiring.use_local_forward(lambda event: self._invoke("resume", event))
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
         return self.respond(request)(environ, start_response)
 
-    def respond(self, request: Request) -> Response:
+    def respond(self, request: Request) -> WSGIApp:
         path = request.path.removeprefix(f"/{STAGE}") or "/"
         if path == SESSION_PATH:
             return self._session(request)
@@ -124,13 +129,39 @@ class LocalApi:
         claims = self._claims(request)
         if claims is None:
             return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
-        event = _proxy_event(request, route, path, found.groupdict(), claims)
+        context = _request_context(request, route, path, claims)
+        if route.function in STREAMED:
+            return self._streamed(path, context, saves=request.method != "GET")
+        event = _proxy_event(request, route, path, found.groupdict(), context)
         try:
             return _from_proxy_result(self._invoke(route.function, event))
         finally:
-            if self._on_write is not None and request.method != "GET":
-                with self._saving:
-                    self._on_write()
+            if request.method != "GET":
+                self._save()
+
+    def _streamed(self, path: str, context: dict[str, Any], *, saves: bool) -> WSGIApp:
+        """The streaming app, given the request context as the Web Adapter gives it (in
+        its header, replacing any the client sent); saved once the stream has ended."""
+
+        def app(environ: dict[str, Any], start_response: Any) -> Any:
+            environ = {
+                **environ,
+                "PATH_INFO": path,
+                "HTTP_X_AMZN_REQUEST_CONTEXT": json.dumps(context),
+            }
+            chunks = self._stream(environ, start_response)
+            try:
+                yield from chunks
+            finally:
+                if saves:
+                    self._save()
+
+        return app
+
+    def _save(self) -> None:
+        if self._on_write is not None:
+            with self._saving:
+                self._on_write()
 
     def _invoke(self, function: Function, event: dict[str, Any]) -> dict[str, Any]:
         """Call one function's handler with a proxy event, as Lambda would."""
@@ -189,8 +220,23 @@ class LocalApi:
         return Response(target.read_bytes(), mimetype=types.get(target.suffix, "text/plain"))
 
 
+def _request_context(
+    request: Request, route: Route, path: str, claims: dict[str, Any]
+) -> dict[str, Any]:
+    """The request context API Gateway makes, the authorizer's claims included."""
+    return {
+        "resourcePath": route.path,
+        "httpMethod": request.method,
+        "path": f"/{STAGE}{path}",
+        "stage": STAGE,
+        "requestId": str(uuid.uuid4()),
+        "identity": {"sourceIp": request.remote_addr},
+        "authorizer": {"claims": claims},
+    }
+
+
 def _proxy_event(
-    request: Request, route: Route, path: str, params: dict[str, str], claims: dict[str, Any]
+    request: Request, route: Route, path: str, params: dict[str, str], context: dict[str, Any]
 ) -> dict[str, Any]:
     headers = dict(request.headers.items())
     query = request.args.to_dict() or None
@@ -205,15 +251,7 @@ def _proxy_event(
         or None,
         "pathParameters": params or None,
         "stageVariables": None,
-        "requestContext": {
-            "resourcePath": route.path,
-            "httpMethod": request.method,
-            "path": f"/{STAGE}{path}",
-            "stage": STAGE,
-            "requestId": str(uuid.uuid4()),
-            "identity": {"sourceIp": request.remote_addr},
-            "authorizer": {"claims": claims},
-        },
+        "requestContext": context,
         "body": request.get_data(as_text=True) or None,
         "isBase64Encoded": False,
     }

@@ -42,9 +42,13 @@ class Env:
     ALLOWED_ORIGIN: Final = "INTERLOCK_ALLOWED_ORIGIN"
     DEV_KEY: Final = "INTERLOCK_DEV_KEY"
     RESUME_FUNCTION: Final = "INTERLOCK_RESUME_FUNCTION"
+    FUNCTION: Final = "INTERLOCK_FUNCTION"
+    HEARTBEAT_S: Final = "INTERLOCK_HEARTBEAT_S"
 
 
-DEFAULT_MODEL_ID: Final = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+# A global cross-region inference profile: callable from any commercial region that
+# offers it, so the default fits wherever a stack is deployed.
+DEFAULT_MODEL_ID: Final = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
 # The demo analyst: served locally and deployed unless another agent is named.
 DEFAULT_AGENT: Final = "examples.analyst:build"
 # A Bedrock model or system-defined inference profile id: ids only, so the deployed

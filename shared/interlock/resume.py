@@ -22,6 +22,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, TypeVar
 
 from strands.types.interrupt import InterruptResponseContent
@@ -44,11 +45,13 @@ from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
 from interlock.ports import Entry
+from interlock.progress import Progress, Started, ignore
 from interlock.records import RequestRecord, RequestState, refusal
 from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
 from interlock.runtime.journal import Journal
+from interlock.runtime.progress import ProgressRelay
 from interlock.runtime.snapshot import load_snapshot
-from interlock.transcript import answer_message_id
+from interlock.transcript import answer_message_id, text_message_id
 from interlock.turns import request_context, settle
 
 logger = logging.getLogger(__name__)
@@ -66,11 +69,13 @@ def resume_turn(
     status: Status,
     payload: Any,
     more: Sequence[Reply] = (),
+    progress: Progress = ignore,
 ) -> TurnResult:
     """Answer the chat's open request and continue the paused run, exactly once.
 
     `interrupt_id`, `status` and `payload` answer one interrupt; a run that paused on
     several at once is answered in one resume, the others in `more` (AG-UI 1.0).
+    `progress` hears `Started` once this worker holds the claim, then the run.
 
     Raises:
         InvalidInput: the answer does not fit the card (the request stays answerable).
@@ -112,6 +117,7 @@ def resume_turn(
                 rt.clock.now_ms(),
                 answer=_recordable(answers),
             )
+            progress(Started())
             answers = _recorded(claim, answers)
             decision = answers.decisions[record.interrupt_id]
             audit(
@@ -131,7 +137,7 @@ def resume_turn(
                 worker=rt.worker_id,
                 takeover=record.state is RequestState.CLAIMED,
             )
-            result = continue_claimed(rt, caller, claim, answers)
+            result = continue_claimed(rt, caller, claim, answers, progress)
             return replace(result, waited_ms=waited_ms)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
@@ -139,7 +145,13 @@ def resume_turn(
 
 
 def resume_replies(
-    rt: Runtime, caller: Caller, chat_id: str, *, secret: str, replies: Sequence[Reply]
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    *,
+    secret: str,
+    replies: Sequence[Reply],
+    progress: Progress = ignore,
 ) -> TurnResult:
     """`resume_turn` for a resume as AG-UI sends it: one entry per open interrupt."""
     if not replies:
@@ -154,6 +166,7 @@ def resume_replies(
         status=first.status,
         payload=first.payload,
         more=more,
+        progress=progress,
     )
 
 
@@ -179,12 +192,17 @@ def replay(rt: Runtime, done: RequestRecord) -> TurnResult:
         decision=done.decision,
         answered_at=done.answered_at,
         tool_calls=list((stored or {}).get("tool_calls", [])),
-        message_id=answer_message_id(done.chat_id, done.turn_seq, done.interrupt_id),
+        message_id=(stored or {}).get("message_id")
+        or answer_message_id(done.chat_id, done.turn_seq, done.interrupt_id),
     )
 
 
 def continue_claimed(
-    rt: Runtime, caller: Caller, claim: RequestRecord, answers: Answers
+    rt: Runtime,
+    caller: Caller,
+    claim: RequestRecord,
+    answers: Answers,
+    progress: Progress = ignore,
 ) -> TurnResult:
     """Continue a claimed request's paused run with `answers`, and store its end.
 
@@ -205,7 +223,10 @@ def continue_claimed(
     try:
         _apply_approvals(rt, caller, claim, answers)
         snapshot = rt.stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
-        built = build_agent(rt, caller, claim.chat_id, journal=journal)
+        relay = ProgressRelay(
+            progress, partial(text_message_id, claim.chat_id, claim.turn_seq, claim.interrupt_id)
+        )
+        built = build_agent(rt, caller, claim.chat_id, journal=journal, progress=relay)
         load_snapshot(built.agent, snapshot)
         result, started = _run(rt, caller, claim, built, answers)
         return settle(

@@ -10,6 +10,7 @@ from strands.agent.agent_result import AgentResult
 from interlock.outcomes import Usage
 from interlock.ports import Stores
 from interlock.runtime.agent import BuiltAgent
+from interlock.runtime.progress import result_text
 
 HISTORY_TURNS: Final = 50
 
@@ -33,6 +34,18 @@ def answer_message_id(chat_id: str, turn_seq: int, interrupt_id: str | None) -> 
     stored answer under the id the first stream gave it."""
     digest = hashlib.sha256(f"{chat_id}\0{turn_seq}\0{interrupt_id or ''}".encode())
     return f"msg_{digest.hexdigest()[:32]}"
+
+
+def text_message_id(chat_id: str, turn_seq: int, interrupt_id: str | None, index: int) -> str:
+    """The id of the model's `index`-th message of a run (a run starts a turn, or
+    resumes from `interrupt_id`): the id its text streamed under, and the id a replay
+    of that text uses."""
+    return f"{answer_message_id(chat_id, turn_seq, interrupt_id)}_{index}"
+
+
+def model_messages(built: BuiltAgent, started: int) -> int:
+    """How many messages the model wrote in this run (from message `started` on)."""
+    return sum(1 for m in built.agent.messages[started:] if m["role"] == "assistant")
 
 
 def answer_turn(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,7 +86,7 @@ def summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[
             if use and use["toolUseId"] not in results:
                 calls.append({**_call(use), "status": "pending", "result": None})
             elif done and done["toolUseId"] in names:
-                text = " ".join(c.get("text", "") for c in done.get("content", []))
+                text = result_text(done)
                 calls.append(
                     {
                         **_call(names[done["toolUseId"]]),

@@ -9,6 +9,7 @@ run's by its claim.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from strands.agent.agent_result import AgentResult
@@ -24,15 +25,28 @@ from interlock.outcomes import TurnResult
 from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
 from interlock.ports import OutboxStore
+from interlock.progress import Progress, Started, ignore
 from interlock.records import Fence, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent, build_agent
-from interlock.transcript import answer_message_id, answer_turn, history, summary
+from interlock.runtime.progress import ProgressRelay
+from interlock.transcript import (
+    answer_message_id,
+    answer_turn,
+    history,
+    model_messages,
+    summary,
+    text_message_id,
+)
 
 __all__ = ["PAUSE_FAILED", "Caller", "Runtime", "TurnLimits", "run_turn", "settle"]
 
 
-def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResult:
+def run_turn(
+    rt: Runtime, caller: Caller, chat_id: str, prompt: str, progress: Progress = ignore
+) -> TurnResult:
     """Run one turn of the chat; pause durably if a tool asks a person.
+
+    `progress` hears `Started` once the turn is admitted, then the run as it goes.
 
     Raises:
         InvalidInput: empty or oversized prompt, bad chat id.
@@ -61,7 +75,9 @@ def run_turn(rt: Runtime, caller: Caller, chat_id: str, prompt: str) -> TurnResu
         fence, turn_seq = admit_turn(rt, caller, seen, prompt, now)
         try:
             audit(rt, caller, chat_id, "turn_started", turn=turn_seq)
-            built = build_agent(rt, caller, chat_id, history=earlier)
+            progress(Started())
+            relay = ProgressRelay(progress, partial(text_message_id, chat_id, turn_seq, None))
+            built = build_agent(rt, caller, chat_id, history=earlier, progress=relay)
             context = request_context(rt, caller, chat_id, fence=fence)
             # The agent appends to the list it was given: measure where this turn starts now.
             started = len(built.agent.messages)
@@ -133,7 +149,15 @@ def settle(
     calls, usage = summary(built, result, started)
     if built.limit.tripped:
         audit(rt, caller, chat_id, "model_call_limit", limit=built.limit.max_calls)
-    text = str(result).strip() or "(no answer)"
+    interrupt_id = claim.interrupt_id if claim else None
+    # The model's last message streamed under its own id; a note of Interlock's own
+    # (no answer, a pause refused) has the run's answer id.
+    text = str(result).strip()
+    message_id = text_message_id(
+        chat_id, turn_seq, interrupt_id, model_messages(built, started) - 1
+    )
+    if not text:
+        text, message_id = "(no answer)", answer_message_id(chat_id, turn_seq, interrupt_id)
     if result.stop_reason == "interrupt":
         try:
             made = offer(rt, caller, chat_id, built, result, turn_seq, fence=fence, claim=claim)
@@ -141,7 +165,7 @@ def settle(
                 chat_id, "interrupted", offer=made, tool_calls=calls, usage=usage, decision=decision
             )
         except PauseRefused as refused:
-            text = refused.message
+            text, message_id = refused.message, answer_message_id(chat_id, turn_seq, interrupt_id)
     now = rt.clock.now_ms()
     turn = answer_turn(text, calls)
     if claim is not None:
@@ -150,7 +174,7 @@ def settle(
         answer_key = rt.stores.blobs.put_answer(
             chat_id,
             claim.interrupt_id,
-            {"text": text, "tool_calls": calls},
+            {"text": text, "tool_calls": calls, "message_id": message_id},
             version=claim.fence.token,
         )
         rt.stores.requests.finish(
@@ -173,5 +197,5 @@ def settle(
         tool_calls=calls,
         usage=usage,
         decision=decision,
-        message_id=answer_message_id(chat_id, turn_seq, claim.interrupt_id if claim else None),
+        message_id=message_id,
     )

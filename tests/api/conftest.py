@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -11,6 +12,15 @@ from werkzeug.test import Client
 
 from local.server import LocalApi
 from tests.conftest import _clients
+
+
+class BufferedClient(Client):
+    """Reads every response whole, as an HTTP client would, so a run has ended when a
+    call returns (a WSGI response that is never read never runs its stream)."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("buffered", True)
+        return super().open(*args, **kwargs)
 
 
 @pytest.fixture
@@ -32,4 +42,4 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
         clients = _clients(endpoint=None)
         create_storage(clients["dynamodb"], clients["s3"], "api-table", "api-bucket")
         key = secrets.token_bytes(32)
-        yield Client(LocalApi(key)), key
+        yield BufferedClient(LocalApi(key)), key

@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match, Template
 from infra.api import path_parameters
 from infra.settings import Settings
 from infra.wiring import Stacks
-from interlock.api.routes import ROUTES, Route
+from interlock.api.routes import ROUTES, STREAMED, Route
 from tests.infra.support import CONFIGURED_AUTH_PREFIX, CONFIGURED_ORIGIN, SITE_ORIGIN, SITE_URL
 
 Resources = dict[str, dict[str, Any]]
@@ -91,10 +91,29 @@ def test_route_is_authorized_and_proxies_to_its_function(
     ]
     integration = method["Integration"]
     assert (integration["Type"], integration["IntegrationHttpMethod"]) == ("AWS_PROXY", "POST")
-    assert integration["TimeoutInMillis"] == 29_000
     assert _function_of(integration) == _logical_id(
         stacks, stacks.api.functions[route.function].function
     )
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+def test_run_and_resume_stream_for_as_long_as_their_function_runs(
+    stacks: Stacks, methods: dict[tuple[str, str], Any], route: Route
+) -> None:
+    integration = methods[(route.method, route.path)]["Integration"]
+    uri = "".join(p for p in integration["Uri"]["Fn::Join"][1] if isinstance(p, str))
+    if route.function in STREAMED:
+        # API Gateway writes the function's stream to the client as it comes, through
+        # Lambda's streaming invoke, and waits for it as long as the function may run.
+        assert integration["ResponseTransferMode"] == "STREAM"
+        assert uri.endswith("/response-streaming-invocations")
+        function = stacks.api.functions[route.function].function
+        timeout_s = stacks.api.resolve(function.timeout.to_seconds())
+        assert integration["TimeoutInMillis"] == timeout_s * 1000 > 29_000
+    else:
+        assert integration.get("ResponseTransferMode", "BUFFERED") == "BUFFERED"
+        assert uri.endswith("/invocations") and "streaming" not in uri
+        assert integration["TimeoutInMillis"] == 29_000
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")

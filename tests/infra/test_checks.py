@@ -25,7 +25,7 @@ _SNAPSHOTS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/snapshots/*]"
 _ANSWERS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/answers/*]"
 _MODEL_REGIONS = (
     "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::"
-    "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0]"
+    "foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0]"
 )
 _TRACING = "AwsSolutions-IAM5[Resource::*]"
 _SITE = '{"Fn::GetStackOutput":{"StackName":"InterlockWeb","OutputName":"SiteBucketArn"}}'

@@ -14,6 +14,7 @@ from infra.permissions import FunctionName, config_statements, model_statements,
 from infra.settings import ModelChoice, Settings
 from infra.storage import StorageRefs
 from infra.wiring import Stacks
+from interlock.api.routes import STREAMED
 from tests.infra.support import (
     AGENT_CONFIG_PARAMETER,
     ALL_FUNCTIONS,
@@ -180,11 +181,12 @@ def test_model_access_is_one_profile_and_its_model(
     found = by_sid(statements(stacks, api_template, name))
     profile = found["InvokeProfile"]["Resource"]
     assert profile["Fn::Join"][1][-1] == (
-        ":inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0"
+        ":inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0"
     )
     routed = found["InvokeModelThroughProfile"]
+    # Any region, or none (a global profile's models are named without one)
     assert routed["Resource"]["Fn::Join"][1][-1] == (
-        ":bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0"
+        ":bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0"
     )
     assert routed["Condition"] == {"StringEquals": {"bedrock:InferenceProfileArn": profile}}
 
@@ -227,12 +229,20 @@ def test_function_runtime_size_and_tracing(
     assert set(by_description) == {"interlock", "agent"}
     assert properties["Runtime"] == "python3.12"
     assert properties["Architectures"] == ["x86_64"]
-    assert properties["Handler"] == "handler.lambda_handler"
+    streams = name in STREAMED
+    assert properties["Handler"] == ("run.sh" if streams else "handler.lambda_handler")
     # Only the functions that run the agent carry its layer
     expected = ["interlock"] if name == "requests" else ["interlock", "agent"]
-    assert sorted(ref["Ref"] for ref in properties["Layers"]) == sorted(
-        by_description[kind] for kind in expected
-    )
+    own = [ref["Ref"] for ref in properties["Layers"] if isinstance(ref, dict) and "Ref" in ref]
+    assert sorted(own) == sorted(by_description[kind] for kind in expected)
+    # and only the streaming ones the Web Adapter, AWS's layer in the stack's region
+    adapter = [ref for ref in properties["Layers"] if not (isinstance(ref, dict) and "Ref" in ref)]
+    if streams:
+        (arn,) = adapter
+        text = "".join(p if isinstance(p, str) else "|" for p in arn["Fn::Join"][1])
+        assert text == "arn:|:lambda:|:753240598075:layer:LambdaAdapterLayerX86:25"
+    else:
+        assert adapter == []
     assert properties["TracingConfig"] == {"Mode": "Active"}
     assert (properties["Timeout"], properties["MemorySize"]) == (timeout, memory)
 
@@ -257,8 +267,17 @@ def test_environment_names_storage_and_powertools(
         # Unset in context: the card page's own CloudFront URL
         expected["INTERLOCK_ALLOWED_ORIGIN"] = SITE_ORIGIN
     if name != "requests":
-        expected["INTERLOCK_MODEL"] = "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
+        expected["INTERLOCK_MODEL"] = "bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0"
         expected["INTERLOCK_AGENT"] = "examples.analyst:build"
+    if name in STREAMED:
+        # The Web Adapter runs the app and streams its answers; the app serves this one
+        expected |= {
+            "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+            "AWS_LWA_INVOKE_MODE": "response_stream",
+            "AWS_LWA_PORT": "8080",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "INTERLOCK_FUNCTION": name,
+        }
     if name == "run":
         # The function it hands resumes to, and which it alone may invoke
         resume = stacks.api.functions["resume"].function
@@ -395,7 +414,7 @@ def test_a_scripted_model_gets_no_model_access() -> None:
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("bedrock", "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"),
+        ("bedrock", "bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
         ("bedrock:anthropic.claude-3-haiku-20240307-v1:0", None),
         ("scripted", None),
     ],

@@ -1,4 +1,5 @@
-"""Rendering a turn's result as AG-UI 1.0 events, with the protocol's own models."""
+"""A run as AG-UI 1.0 events, with the protocol's own models: live as it happens
+(`RunStream`), or at once from a stored outcome (`run_events`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
+    RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
@@ -26,6 +28,13 @@ from ag_ui.encoder import EventEncoder
 from interlock.answers import kind_of, response_schema
 from interlock.api.views import iso
 from interlock.outcomes import Offer, TurnResult
+from interlock.progress import (
+    ProgressEvent,
+    Started,
+    TextDelta,
+    TextEnd,
+    ToolStarted,
+)
 
 PROTOCOL_VERSION = "1.0"
 
@@ -38,14 +47,72 @@ def run_events(thread_id: str, run_id: str, result: TurnResult) -> list[BaseEven
     for call in result.tool_calls:
         events += _tool_call(call)
     if result.text:
-        message_id = result.message_id or f"msg_{uuid.uuid4().hex}"
-        events += [
-            TextMessageStartEvent(message_id=message_id, role="assistant"),
-            TextMessageContentEvent(message_id=message_id, delta=result.text),
-            TextMessageEndEvent(message_id=message_id),
-        ]
+        events += _text(result.message_id, result.text)
     events.append(_finished(thread_id, run_id, result))
     return events
+
+
+class RunStream:
+    """One run's events as its progress arrives: started, the model's text as it
+    streams, each tool call as the model makes it and its result when it has one, then
+    finished (or an error, once the run had started).
+
+    A result that arrives without any progress (a replay of a stored answer, a cancel
+    of a request that had already ended) is sent whole, as `run_events` tells it.
+    """
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.started = False
+        self._open: str | None = None
+        self._texts: set[str] = set()
+
+    def progress(self, event: ProgressEvent) -> list[BaseEvent]:
+        """The events one progress report becomes."""
+        if isinstance(event, Started):
+            self.started = True
+            return [self._run_started()]
+        if isinstance(event, TextDelta):
+            events: list[BaseEvent] = []
+            if event.message_id != self._open:
+                events += self._close_text()
+                self._open = event.message_id
+                self._texts.add(event.message_id)
+                events.append(TextMessageStartEvent(message_id=event.message_id, role="assistant"))
+            events.append(TextMessageContentEvent(message_id=event.message_id, delta=event.delta))
+            return events
+        if isinstance(event, TextEnd):
+            return self._close_text()
+        if isinstance(event, ToolStarted):
+            return [*self._close_text(), *_tool_start(event.call_id, event.name, event.input)]
+        return [*self._close_text(), _tool_result(event.call_id, event.content)]
+
+    def finished(self, result: TurnResult) -> list[BaseEvent]:
+        """The run's end: its answer, unless it already streamed, and `RUN_FINISHED`."""
+        if not self.started:
+            self.started = True
+            return run_events(self.thread_id, self.run_id, result)
+        events = self._close_text()
+        if result.text and result.message_id not in self._texts:
+            events += _text(result.message_id, result.text)
+        return [*events, _finished(self.thread_id, self.run_id, result)]
+
+    def failed(self, code: str, message: str) -> list[BaseEvent]:
+        """A failure after the run started: it ends the run, as AG-UI's `RUN_ERROR`."""
+        events = [*self._close_text(), RunErrorEvent(message=message, code=code)]
+        return events if self.started else [self._run_started(), *events]
+
+    def _run_started(self) -> RunStartedEvent:
+        return RunStartedEvent(
+            thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION
+        )
+
+    def _close_text(self) -> list[BaseEvent]:
+        if self._open is None:
+            return []
+        closed, self._open = self._open, None
+        return [TextMessageEndEvent(message_id=closed)]
 
 
 def encode(events: list[BaseEvent]) -> str:
@@ -78,18 +145,31 @@ def _tool_call(call: dict[str, Any]) -> list[BaseEvent]:
     # A call the run was paused in started in the earlier stream (its arguments are the
     # client's already: AG-UI appends argument deltas): only its result is new.
     if not call.get("resumed"):
-        events += [
-            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=call["name"]),
-            ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(call["input"])),
-            ToolCallEndEvent(tool_call_id=call_id),
-        ]
+        events += _tool_start(call_id, call["name"], call["input"])
     if call["result"] is not None:  # a paused call has no result yet
-        events.append(
-            ToolCallResultEvent(
-                message_id=f"msg_{call_id}", tool_call_id=call_id, content=call["result"]
-            )
-        )
+        events.append(_tool_result(call_id, call["result"]))
     return events
+
+
+def _tool_start(call_id: str, name: str, arguments: Any) -> list[BaseEvent]:
+    return [
+        ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name),
+        ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(arguments)),
+        ToolCallEndEvent(tool_call_id=call_id),
+    ]
+
+
+def _tool_result(call_id: str, content: str) -> ToolCallResultEvent:
+    return ToolCallResultEvent(message_id=f"msg_{call_id}", tool_call_id=call_id, content=content)
+
+
+def _text(message_id: str | None, text: str) -> list[BaseEvent]:
+    message_id = message_id or f"msg_{uuid.uuid4().hex}"
+    return [
+        TextMessageStartEvent(message_id=message_id, role="assistant"),
+        TextMessageContentEvent(message_id=message_id, delta=text),
+        TextMessageEndEvent(message_id=message_id),
+    ]
 
 
 def _finished(thread_id: str, run_id: str, result: TurnResult) -> RunFinishedEvent:

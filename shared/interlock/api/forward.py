@@ -1,39 +1,56 @@
 """One AG-UI endpoint: a run whose body carries `resume` is handed to the resume function.
 
 Only the resume function may claim a request (its role alone holds the claim's
-permissions), so the run function never answers a resume itself. It hands the request,
-as API Gateway gave it, to the resume function and returns that function's response
-unchanged. Deployed, the hand-over is a synchronous Lambda invoke; the local server
-plugs in the resume handler it has already loaded.
+permissions), so the run function never answers a resume itself. Deployed, it invokes
+the resume function with response streaming, giving it the request as API Gateway would
+(the authorizer's verdict included), and relays the answer as it streams. Locally one
+process serves both routes, so there is nothing to hand over.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from interlock import errors
-
-Forward = Callable[[dict[str, Any]], dict[str, Any]]
-"""Hands an API Gateway proxy event (already addressed by `as_resume`) to the resume
-function; returns its proxy result."""
+from interlock.api.live import Opened
 
 RESUME_PATH: Final = "/resume"
+# The Lambda HTTP integration response format: a JSON prelude (status and headers),
+# eight NUL bytes, then the body as it streams. The Web Adapter writes it.
+_PRELUDE_END: Final = b"\0" * 8
+_MAX_PRELUDE: Final = 64 * 1024
 
 
-def as_resume(event: dict[str, Any]) -> dict[str, Any]:
-    """The same request, addressed to the resume route."""
-    context = dict(event.get("requestContext") or {})
+def resume_event(context: Mapping[str, Any], body: str) -> dict[str, Any]:
+    """The API Gateway proxy event of a resume: the same caller, the same body."""
     stage = context.get("stage")
-    context.update(
-        resourcePath=RESUME_PATH, path=f"/{stage}{RESUME_PATH}" if stage else RESUME_PATH
-    )
-    return {**event, "resource": RESUME_PATH, "path": RESUME_PATH, "requestContext": context}
+    request_context = {
+        **context,
+        "resourcePath": RESUME_PATH,
+        "httpMethod": "POST",
+        "path": f"/{stage}{RESUME_PATH}" if stage else RESUME_PATH,
+    }
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    return {
+        "resource": RESUME_PATH,
+        "path": RESUME_PATH,
+        "httpMethod": "POST",
+        "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": request_context,
+        "body": body,
+        "isBase64Encoded": False,
+    }
 
 
 class LambdaForward:
-    """The hand-over as a synchronous invoke of the resume function.
+    """The hand-over as an `InvokeWithResponseStream` of the resume function.
 
     Args:
         client: A boto3 Lambda client (injected).
@@ -44,17 +61,55 @@ class LambdaForward:
         self._client = client
         self._function = function_name
 
-    def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, event: dict[str, Any]) -> Opened:
+        """Invoke; returns the answer's status, headers and body chunks as they stream.
+
+        Raises:
+            StoreError: the invoke failed, or the function failed before it answered.
+        """
         try:
-            response = self._client.invoke(
-                FunctionName=self._function,
-                InvocationType="RequestResponse",
-                Payload=json.dumps(event).encode(),
+            response = self._client.invoke_with_response_stream(
+                FunctionName=self._function, Payload=json.dumps(event).encode()
             )
         except Exception as exc:  # botocore's errors: the hand-over itself failed
             raise errors.StoreError(f"the resume could not be handed over: {exc}") from exc
-        payload = response["Payload"].read()
-        if response.get("FunctionError"):
+        return split_prelude(_payload(response["EventStream"]))
+
+
+def _payload(stream: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    for event in stream:
+        if chunk := event.get("PayloadChunk"):
+            yield chunk["Payload"]
+        elif (done := event.get("InvokeComplete")) and done.get("ErrorCode"):
             raise errors.StoreError("the resume function failed before it answered")
-        result: dict[str, Any] = json.loads(payload)
-        return result
+
+
+def split_prelude(chunks: Iterator[bytes]) -> Opened:
+    """Read the prelude off a streamed HTTP integration response.
+
+    Raises:
+        StoreError: the stream ended, or grew too long, before its prelude did.
+    """
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if _PRELUDE_END in head:
+            break
+        if len(head) > _MAX_PRELUDE:
+            raise errors.StoreError("the resume function's answer has no prelude")
+    prelude, found, rest = head.partition(_PRELUDE_END)
+    if not found:
+        raise errors.StoreError("the resume function ended before it answered")
+    meta = json.loads(prelude)
+    headers = [
+        (name.lower().encode(), str(value).encode())
+        for name, value in (meta.get("headers") or {}).items()
+        if not name.lower().startswith("access-control-")  # the run function's own
+    ]
+
+    def body() -> Iterator[bytes]:
+        if rest:
+            yield rest
+        yield from chunks
+
+    return int(meta.get("statusCode", 500)), headers, body()

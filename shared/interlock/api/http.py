@@ -14,8 +14,8 @@ from interlock.api.routes import Function, routes_of
 from interlock.caller import Caller
 from interlock.config import Env
 
-SSE = "text/event-stream"
 JSON = "application/json"
+ALLOWED_HEADERS = ("Authorization", "Content-Type")
 
 
 def cors_config() -> CORSConfig:
@@ -26,7 +26,7 @@ def cors_config() -> CORSConfig:
     """
     return CORSConfig(
         allow_origin=os.environ.get(Env.ALLOWED_ORIGIN, ""),
-        allow_headers=["Authorization", "Content-Type"],
+        allow_headers=list(ALLOWED_HEADERS),
     )
 
 
@@ -61,31 +61,6 @@ def json_response(body: Any, status: int = 200) -> Response[str]:
     """A JSON response. Never cached: every body is one user's, some carry a secret."""
     return Response(
         status, JSON, json.dumps(body, separators=(",", ":")), headers={"Cache-Control": "no-store"}
-    )
-
-
-def sse_response(body: str) -> Response[str]:
-    return Response(200, SSE, body, headers={"Cache-Control": "no-store"})
-
-
-def proxy_response(result: Mapping[str, Any]) -> Response[str]:
-    """A Lambda proxy result (another function's answer), returned as it is."""
-    # A REST proxy result may carry its headers in either field (Powertools uses the
-    # multi-value one); CORS headers are this function's own to add.
-    multi = result.get("multiValueHeaders") or {}
-    headers = {name: values[-1] for name, values in multi.items() if values}
-    headers.update(result.get("headers") or {})
-    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
-    kept = {
-        k: v
-        for k, v in headers.items()
-        if k.lower() != "content-type" and not k.lower().startswith("access-control-")
-    }
-    return Response(
-        int(result.get("statusCode", 500)),
-        content_type,
-        str(result.get("body") or ""),
-        headers=kept,
     )
 
 

@@ -47,6 +47,9 @@ ROUTES: Final = (
     Route("DELETE", "/admin/approvals/{kind}/{name}", "requests", "Remove a pre-approval (admin)"),
 )
 FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests")
+STREAMED: Final[frozenset[Function]] = frozenset({"run", "resume"})
+"""The functions that stream their answers: an ASGI app under the Lambda Web Adapter
+(`interlock.api.stream`), behind API Gateway methods in STREAM transfer mode."""
 
 
 def routes_of(function: Function) -> tuple[Route, ...]:

@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING
 
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
-from interlock.api.forward import Forward, LambdaForward
 from interlock.config import DEFAULT_AGENT, Env, InterlockConfig, assemble
-from interlock.errors import InvalidInput
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
@@ -48,29 +46,6 @@ def config() -> InterlockConfig:
 
         document = load_json_parameter(boto3.client("ssm"), name)
     return assemble(os.environ, document)
-
-
-_local_forward: Forward | None = None
-
-
-def use_local_forward(forward: Forward | None) -> None:
-    """Let the local server hand resumes to the resume handler it loaded."""
-    global _local_forward
-    _local_forward = forward
-    resume_forward.cache_clear()
-
-
-@cache
-def resume_forward() -> Forward:
-    """How the run function hands a resume to the resume function: a Lambda invoke of
-    the function named by `INTERLOCK_RESUME_FUNCTION`, or the local server's handler."""
-    if name := os.environ.get(Env.RESUME_FUNCTION):
-        import boto3
-
-        return LambdaForward(boto3.client("lambda"), name)
-    if _local_forward is None:
-        raise InvalidInput("this deployment takes answers at /resume")
-    return _local_forward
 
 
 @cache

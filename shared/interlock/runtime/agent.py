@@ -19,6 +19,7 @@ from interlock.config import Env, ModelSpec
 from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook
 from interlock.runtime.model import Scenario, ScriptedModel
+from interlock.runtime.progress import ProgressRelay
 from interlock.runtime.scrub import UrlScrubbedModel
 
 if TYPE_CHECKING:
@@ -153,10 +154,12 @@ def build_agent(
     *,
     history: list[Any] | None = None,
     journal: Journal | None = None,
+    progress: ProgressRelay | None = None,
 ) -> BuiltAgent:
     """The deployment's agent for this caller, with everything Interlock owns.
 
-    With `journal` (a resumed run), recorded steps are replayed and new ones recorded.
+    With `journal` (a resumed run), recorded steps are replayed and new ones recorded;
+    with `progress`, the run reports as it goes.
     """
     spec = rt.agent(inputs_for(rt, caller, chat_id, history))
     return compose(
@@ -165,6 +168,7 @@ def build_agent(
         messages=history,
         max_model_calls=rt.limits.max_model_calls,
         journal=journal,
+        progress=progress,
     )
 
 
@@ -190,6 +194,7 @@ def compose(
     messages: list[Any] | None = None,
     max_model_calls: int = 12,
     journal: Journal | None = None,
+    progress: ProgressRelay | None = None,
 ) -> BuiltAgent:
     """Wrap the user's agent in the hooks and model wrappers Interlock owns."""
     limit = ModelCallLimit(max_model_calls)
@@ -208,7 +213,7 @@ def compose(
         interventions=list(spec.interventions),
         system_prompt=spec.system_prompt,
         messages=messages or [],
-        callback_handler=None,
+        callback_handler=progress,
         tool_executor=SequentialToolExecutor() if spec.one_card_at_a_time else None,
     )
     if journal is not None:

@@ -1,0 +1,213 @@
+"""Serving a run live over ASGI: events as they happen, heartbeats while a step is silent.
+
+The run works on a thread of its own and reports into a queue; the response reads the
+queue. Two rules follow from AG-UI and from running in Lambda:
+
+- **Refusal or failure.** Until the run reports `Started` (the turn admitted, the
+  request claimed), nothing is stored and no event was sent: a refusal is an HTTP error
+  with the JSON error body, as every other route answers. From `Started` on, the 200 and
+  `RUN_STARTED` are already on the wire, so a failure is `RUN_ERROR` with the same code.
+- **The run outlives its client.** A client that goes away stops being written to, but
+  the response keeps draining the queue until the run ends, so the run finishes and
+  stores its outcome inside the same invocation (a Lambda function whose response ended
+  would be frozen mid-run). The stored outcome is there to read on reconnect.
+
+Written by hand rather than with a streaming-response helper: those stop the producer
+when the client disconnects, which is exactly what a run must not do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from interlock.api.agui import RunStream, encode
+from interlock.api.errors import error_body
+from interlock.outcomes import TurnResult
+from interlock.progress import Progress, ProgressEvent
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Work = Callable[[Progress], TurnResult]
+"""The run: given where to report, runs to its result (or raises)."""
+
+HEARTBEAT: Final = b": keepalive\n\n"
+"""An SSE comment: clients ignore it, proxies and gateways see the stream is alive."""
+SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-store"),
+    # Proxies that buffer (nginx and friends) would hold events back.
+    (b"x-accel-buffering", b"no"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    result: TurnResult
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
+
+
+_Item = ProgressEvent | _Done | _Failed
+
+
+async def respond_live(
+    send: Send,
+    work: Work,
+    stream: RunStream,
+    *,
+    heartbeat_s: float,
+    observe: Callable[[TurnResult | BaseException], None] = lambda _: None,
+) -> None:
+    """Run `work` and answer with its events as they come (see the module's rules).
+
+    `observe` hears the run's result or failure (for metrics), once.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[_Item] = asyncio.Queue()
+
+    def put(item: _Item) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def run() -> None:
+        try:
+            put(_Done(work(put)))
+        except BaseException as exc:  # handed to the response, which reports it
+            put(_Failed(exc))
+
+    threading.Thread(target=run, name="interlock-run", daemon=True).start()
+    item = await queue.get()
+    if isinstance(item, _Failed):
+        observe(item.error)
+        await send_json(send, *error_body(_exception(item.error)))
+        return
+    client = _Client(send)
+    await client.start()
+    while True:
+        if isinstance(item, _Done):
+            observe(item.result)
+            await client.write(encode(stream.finished(item.result)).encode())
+            break
+        if isinstance(item, _Failed):
+            observe(item.error)
+            _, body = error_body(_exception(item.error))
+            detail = body["error"]
+            await client.write(encode(stream.failed(detail["code"], detail["message"])).encode())
+            break
+        await client.write(encode(stream.progress(item)).encode())
+        item = await _next(queue, client, heartbeat_s)
+    await client.end()
+
+
+async def _next(queue: asyncio.Queue[_Item], client: _Client, heartbeat_s: float) -> _Item:
+    while True:
+        try:
+            return await asyncio.wait_for(queue.get(), heartbeat_s)
+        except TimeoutError:
+            await client.write(HEARTBEAT)
+
+
+async def send_json(send: Send, status: int, body: Any) -> None:
+    """A whole JSON response (never cached: every body is one user's)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-store")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+
+class _Client:
+    """The response as the run sees it: writes after the client left are dropped."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.gone = False
+
+    async def start(
+        self, status: int = 200, headers: list[tuple[bytes, bytes]] = SSE_HEADERS
+    ) -> None:
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def write(self, chunk: bytes) -> None:
+        await self._message({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def end(self) -> None:
+        await self._message({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _message(self, message: Message) -> None:
+        if self.gone:
+            return
+        try:
+            await self._send(message)
+        except OSError:  # the client disconnected (ASGI servers raise an OSError)
+            self.gone = True
+
+
+def _exception(error: BaseException) -> Exception:
+    # KeyboardInterrupt and friends are not the run's fault to describe.
+    return error if isinstance(error, Exception) else RuntimeError(type(error).__name__)
+
+
+Opened = tuple[int, list[tuple[bytes, bytes]], Any]
+"""Another function's answer: status, headers and an iterator of body chunks."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    pass
+
+
+async def relay(send: Send, open_answer: Callable[[], Opened]) -> None:
+    """Relay another function's streamed answer as it arrives, reading it to its end
+    even when the client has gone (the other function's run ends its own way)."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[_Head | _Chunk | _End | _Failed] = asyncio.Queue()
+
+    def put(item: _Head | _Chunk | _End | _Failed) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def read() -> None:
+        try:
+            status, headers, chunks = open_answer()
+            put(_Head(status, headers))
+            for chunk in chunks:
+                put(_Chunk(chunk))
+            put(_End())
+        except BaseException as exc:  # handed to the response, which reports it
+            put(_Failed(exc))
+
+    threading.Thread(target=read, name="interlock-relay", daemon=True).start()
+    head = await queue.get()
+    if isinstance(head, _Failed):
+        await send_json(send, *error_body(_exception(head.error)))
+        return
+    assert isinstance(head, _Head)
+    client = _Client(send)
+    await client.start(head.status, head.headers)
+    while not isinstance(item := await queue.get(), _End | _Failed):
+        assert isinstance(item, _Chunk)
+        await client.write(item.data)
+    await client.end()

@@ -1,0 +1,279 @@
+"""The run and resume functions: one ASGI app that streams AG-UI events as they happen.
+
+Deployed, each of the two functions runs this app under the AWS Lambda Web Adapter
+(`functions/stream/run.sh` starts `uvicorn --factory interlock.api.stream:create_app`)
+behind an API Gateway method whose responses stream. The
+adapter turns the invocation into an HTTP request and puts the API Gateway request
+context, the authorizer's claims included, in the `x-amzn-request-context` header,
+replacing any header of that name a client sent; identity is read from there only.
+`INTERLOCK_FUNCTION` names which of the two this process is; unset (the local server),
+it serves both.
+
+    POST /runs     a new turn; a body that answers interrupts is a resume (AG-UI's
+                   `HttpAgent` posts every run to one URL)
+    POST /resume   the answer to a chat's open request
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, Final
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from interlock import errors
+from interlock.api.agui import RunStream
+from interlock.api.errors import BadRequest, Unauthorized, error_body
+from interlock.api.forward import LambdaForward, resume_event
+from interlock.api.http import ALLOWED_HEADERS, caller_from
+from interlock.api.live import Work, relay, respond_live, send_json
+from interlock.api.models import carries_resume, parse_resume, parse_run
+from interlock.api.routes import Function, routes_of
+from interlock.api.wiring import runtime
+from interlock.caller import Caller
+from interlock.config import Env
+from interlock.outcomes import TurnResult
+
+logger = Logger()
+metrics = Metrics()
+
+CONTEXT_HEADER: Final = "x-amzn-request-context"
+DEFAULT_HEARTBEAT_S: Final = 10.0
+"""Well inside the idle timeouts of API Gateway (which cuts a stream silent for 5
+minutes), CloudFront and common proxies."""
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class Live(Response):
+    """A response that runs `work` and streams it (see `interlock.api.live`)."""
+
+    def __init__(
+        self,
+        work: Work,
+        stream: RunStream,
+        observe: Callable[[TurnResult | BaseException], None],
+    ) -> None:
+        super().__init__()
+        self._work, self._stream, self._observe = work, stream, observe
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await respond_live(
+            send, self._work, self._stream, heartbeat_s=heartbeat_s(), observe=self._published
+        )
+
+    def _published(self, outcome: TurnResult | BaseException) -> None:
+        # Published before the last event is written: once a client has read the end
+        # of the run, its metrics are out.
+        self._observe(outcome)
+        _publish()
+
+
+class Relayed(Response):
+    """The resume function's streamed answer, relayed as it arrives."""
+
+    def __init__(self, forward: LambdaForward, event: dict[str, Any]) -> None:
+        super().__init__()
+        self._open = partial(forward, event)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        _publish()
+        await relay(send, self._open)
+
+
+class Refusal(Response):
+    """An HTTP error with the JSON error body, before anything started."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__()
+        self._status, self._body = error_body(exc)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_json(send, self._status, self._body)
+
+
+def heartbeat_s() -> float:
+    """Seconds of silence after which the stream sends a heartbeat."""
+    raw = os.environ.get(Env.HEARTBEAT_S)
+    return float(raw) if raw else DEFAULT_HEARTBEAT_S
+
+
+def _answering(endpoint: Endpoint) -> Endpoint:
+    """Refuse with the JSON error body whatever the endpoint raises before it streams."""
+
+    async def answer(request: Request) -> Response:
+        context = _request_context(request)
+        logger.append_keys(correlation_id=context.get("requestId") if context else None)
+        try:
+            return await endpoint(request)
+        except Exception as exc:
+            return Refusal(exc)
+
+    return answer
+
+
+@_answering
+async def start_run(request: Request) -> Response:
+    """A new turn, or (its body answers interrupts) the resume of one."""
+    caller, body = _caller(request), await _body(request)
+    if carries_resume(body):
+        metrics.add_metric(name="ResumesForwarded", unit=MetricUnit.Count, value=1)
+        return await _forward(request, caller, body)
+    run = parse_run(body)
+    work = partial(run_turn_for, caller, run.chat_id, run.prompt)
+    return Live(work, RunStream(run.chat_id, run.run_id), _count_turn)
+
+
+@_answering
+async def resume(request: Request) -> Response:
+    """The answer to a chat's open request; the paused run continues."""
+    return _resume(_caller(request), await _body(request))
+
+
+def _resume(caller: Caller, body: str) -> Response:
+    answer = parse_resume(body)
+    from interlock.resume import resume_replies
+
+    def work(progress: Any) -> TurnResult:
+        return resume_replies(
+            runtime(),
+            caller,
+            answer.chat_id,
+            secret=answer.secret,
+            replies=answer.replies,
+            progress=progress,
+        )
+
+    return Live(work, RunStream(answer.chat_id, answer.run_id), _count_resume)
+
+
+def run_turn_for(caller: Caller, chat_id: str, prompt: str, progress: Any) -> TurnResult:
+    from interlock.turns import run_turn
+
+    return run_turn(runtime(), caller, chat_id, prompt, progress)
+
+
+async def _forward(request: Request, caller: Caller, body: str) -> Response:
+    """Hand a resume to the function that may claim; in one process, answer it here."""
+    if name := os.environ.get(Env.RESUME_FUNCTION):
+        import boto3
+
+        context = _request_context(request) or {}
+        return Relayed(LambdaForward(boto3.client("lambda"), name), resume_event(context, body))
+    if "resume" in serving():
+        return _resume(caller, body)
+    raise errors.InvalidInput("this deployment takes answers at /resume")
+
+
+def _request_context(request: Request) -> dict[str, Any] | None:
+    raw = request.headers.get(CONTEXT_HEADER)
+    if not raw:
+        return None
+    try:
+        context = json.loads(raw)
+    except ValueError:
+        return None
+    return context if isinstance(context, dict) else None
+
+
+def _caller(request: Request) -> Caller:
+    context = _request_context(request)
+    if context is None:
+        raise Unauthorized("no authenticated user on this request")
+    return caller_from({"requestContext": context})
+
+
+async def _body(request: Request) -> str:
+    try:
+        return (await request.body()).decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the body must be UTF-8 JSON") from None
+
+
+def _count_turn(outcome: TurnResult | BaseException) -> None:
+    if isinstance(outcome, BaseException):
+        return
+    metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=1)
+    if outcome.offer is not None:
+        metrics.add_metric(name="Interrupts", unit=MetricUnit.Count, value=1)
+
+
+def _count_resume(outcome: TurnResult | BaseException) -> None:
+    if isinstance(outcome, errors.ResumeInProgress):
+        metrics.add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)
+    if isinstance(outcome, BaseException):
+        return
+    name = "Replays" if outcome.outcome == "replayed" else "Resumes"
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    if outcome.waited_ms is not None:
+        metrics.add_metric(name="UserWaitMs", unit=MetricUnit.Milliseconds, value=outcome.waited_ms)
+    if outcome.decision and outcome.outcome != "replayed":
+        # One metric per decision label gives approval, rejection (plain or with
+        # feedback), cancellation and answer rates side by side.
+        with single_metric(
+            name="Decisions",
+            unit=MetricUnit.Count,
+            value=1,
+            default_dimensions=metrics.default_dimensions,
+        ) as metric:
+            metric.add_dimension(name="decision", value=outcome.decision)
+
+
+def _publish() -> None:
+    """Publish this request's metrics as EMF (there is no Lambda handler to do it)."""
+    if metrics.metric_set:
+        metrics.flush_metrics()
+    metrics.clear_metrics()  # publishing disabled (locally): drop them, do not pile up
+
+
+ENDPOINTS: Final[dict[Function, Endpoint]] = {"run": start_run, "resume": resume}
+
+
+def serving() -> tuple[Function, ...]:
+    """The functions this process is: `INTERLOCK_FUNCTION`, or both."""
+    name = os.environ.get(Env.FUNCTION)
+    if name is None:
+        return tuple(ENDPOINTS)
+    if name not in ENDPOINTS:
+        raise ValueError(f"{Env.FUNCTION} must be one of {sorted(ENDPOINTS)}, not {name!r}")
+    return (name,)
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    # Built before the first request: a broken agent fails the start, not a turn.
+    runtime()
+    yield
+
+
+def create_app() -> Starlette:
+    """The app for the functions `serving()` names."""
+    routes = [
+        Route(route.path, ENDPOINTS[function], methods=[route.method])
+        for function in serving()
+        for route in routes_of(function)
+    ]
+    middleware = []
+    if origin := os.environ.get(Env.ALLOWED_ORIGIN):
+        # API Gateway answers preflights; these responses need the headers too.
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=[origin],
+                allow_methods=["POST"],
+                allow_headers=list(ALLOWED_HEADERS),
+            )
+        )
+    return Starlette(routes=routes, middleware=middleware, lifespan=_lifespan)
