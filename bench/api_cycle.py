@@ -2,8 +2,12 @@
 
 - AWS calls by operation and request bytes for `POST /runs` (a turn that pauses) and
   `POST /resume` (an approval that finishes it), counted at the moto server.
-- Handler import time of each Lambda module: median over fresh interpreters, and
-  whether the module pulled in strands (the requests function must not).
+- Streaming: a turn of a deliberately slow scripted model (2.5 s of silence before each
+  answer, 50 ms between words) read as it streams: time to the first event and to the
+  last, text deltas, heartbeats, and the longest silence on the wire.
+- Handler import time of each function: median over fresh interpreters, and whether it
+  pulled in strands (the requests function must not). For run and resume that is the
+  streaming app and its ASGI server, as the Web Adapter starts them.
 - The `interlock` layer's unzipped size, bundled exactly as `cdk synth` bundles it
   (pip installs manylinux wheels for the Lambda runtime; needs the package index).
 
@@ -15,6 +19,7 @@ Prints JSON.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -32,19 +37,32 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from interlock.api.routes import STREAMED  # noqa: E402
 from local import devtokens  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 
 LAYER_BUDGET_MB = 100
 IMPORT_PROBE = """
-import importlib.util, json, sys, time
+import importlib.util, json, os, sys, time
 start = time.perf_counter()
-spec = importlib.util.spec_from_file_location("handler", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
+if sys.argv[1].endswith(".py"):
+    spec = importlib.util.spec_from_file_location("handler", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+else:  # the streaming functions: uvicorn and the app, as run.sh starts them
+    import uvicorn
+    from interlock.api.stream import create_app
+    os.environ["INTERLOCK_FUNCTION"] = sys.argv[1]
+    create_app()
+    import interlock.resume, interlock.turns  # what the app imports on its first request
 elapsed = time.perf_counter() - start
 print(json.dumps({"ms": elapsed * 1000, "strands": "strands" in sys.modules}))
 """
+# A turn that answers in one slow model call: a silence, then text a word at a time.
+SLOW_MODEL = "scripted:2500/50"
+SLOW_HEARTBEAT_S = "0.5"
+FIRST_EVENT_TARGET_MS = 300
+SLOW_TURN_MIN_MS = 3000
 
 
 def cycle(emulator: Emulator) -> dict[str, Any]:
@@ -151,6 +169,83 @@ def _post(url: str, path: str, token: str, body: dict[str, Any]) -> list[dict[st
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
 
 
+def streaming(emulator: Emulator) -> dict[str, Any]:
+    """One slow turn read as it streams, through the local server."""
+    saved = dict(os.environ)
+    try:
+        return _streaming(emulator)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _streaming(emulator: Emulator) -> dict[str, Any]:
+    import http.client
+    import time
+
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from local.server import LocalApi, configure, create_storage_if_missing
+
+    os.environ.update(INTERLOCK_MODEL=SLOW_MODEL, INTERLOCK_HEARTBEAT_S=SLOW_HEARTBEAT_S)
+    configure(emulator.endpoint, "bench-stream", "bench-stream-data")
+    create_storage_if_missing("bench-stream", "bench-stream-data")
+    key = secrets.token_bytes(32)
+    server = make_server("127.0.0.1", 0, LocalApi(key), threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # Built at start, as the local server and the deployed app (its lifespan) build it.
+    from interlock.api import wiring
+
+    wiring.runtime()
+    token = devtokens.issue(key, "alice", ["reporter"])
+    body = {
+        "threadId": "bench-stream",
+        "runId": "r1",
+        "messages": [{"id": "m1", "role": "user", "content": "hello"}],
+    }
+    arrivals: list[tuple[float, bytes]] = []
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        start = time.perf_counter()
+        connection.request(
+            "POST",
+            "/runs",
+            body=json.dumps(body),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        while chunk := response.read1(65536):
+            arrivals.append((time.perf_counter() - start, chunk))
+        connection.close()
+    finally:
+        server.shutdown()
+    frames = [
+        (at, frame) for at, chunk in arrivals for frame in chunk.split(b"\n\n") if frame.strip()
+    ]
+    events = [(at, json.loads(f[5:])["type"]) for at, f in frames if f.startswith(b"data:")]
+    times = [at for at, _ in arrivals]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    first_ms, last_ms = events[0][0] * 1000, events[-1][0] * 1000
+    return {
+        "model": SLOW_MODEL,
+        "heartbeat_s": float(SLOW_HEARTBEAT_S),
+        "first_event": events[0][1],
+        "first_event_ms": round(first_ms, 1),
+        "first_text_ms": round(
+            next(at for at, t in events if t == "TEXT_MESSAGE_CONTENT") * 1000, 1
+        ),
+        "last_event_ms": round(last_ms, 1),
+        "events": len(events),
+        "text_deltas": sum(1 for _, t in events if t == "TEXT_MESSAGE_CONTENT"),
+        "heartbeats": sum(1 for _, f in frames if f.startswith(b":")),
+        "reads": len(arrivals),
+        "longest_silence_ms": round(max(gaps, default=0) * 1000, 1),
+        "first_event_under_300_ms": first_ms < FIRST_EVENT_TARGET_MS,
+        "turn_over_3_s": last_ms > SLOW_TURN_MIN_MS,
+    }
+
+
 def import_times(runs: int) -> dict[str, Any]:
     """Median import time of each handler module in fresh interpreters."""
     env = {
@@ -162,11 +257,11 @@ def import_times(runs: int) -> dict[str, Any]:
     }
     figures = {}
     for name in ("run", "resume", "requests"):
-        handler = ROOT / "functions" / name / "handler.py"
+        target = name if name in STREAMED else str(ROOT / "functions" / name / "handler.py")
         samples = [
             json.loads(
                 subprocess.run(
-                    [sys.executable, "-c", IMPORT_PROBE, str(handler)],
+                    [sys.executable, "-c", IMPORT_PROBE, target],
                     env=env,
                     check=True,
                     capture_output=True,
@@ -205,7 +300,7 @@ def main() -> None:
     args = parser.parse_args()
     emulator = Emulator().start()
     try:
-        figures: dict[str, Any] = {"cycle": cycle(emulator)}
+        figures: dict[str, Any] = {"cycle": cycle(emulator), "streaming": streaming(emulator)}
     finally:
         emulator.stop()
     figures["handler_import"] = import_times(args.runs)
@@ -216,6 +311,10 @@ def main() -> None:
             "imports_strands"
         ],
         "layer_under_100_mb": figures.get("layer", {}).get("within_budget"),
+        "first_event_under_300_ms_of_a_turn_over_3_s": figures["streaming"][
+            "first_event_under_300_ms"
+        ]
+        and figures["streaming"]["turn_over_3_s"],
     }
     print(json.dumps(figures, indent=2))
 

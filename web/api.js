@@ -1,7 +1,8 @@
 // Talking to the Interlock API: signing in, the JSON routes, and AG-UI runs.
 //
-// Runs come back as a buffered `text/event-stream` body (the whole run at once), so a
-// plain fetch() and a split on blank lines read every event.
+// Runs stream back as `text/event-stream`: the page reads the body as it arrives and
+// hands each AG-UI event to the caller (text is shown as the model writes it), then
+// summarises the whole run.
 
 import { beginSignIn, claims, finishSignIn, signOutUrl } from "./auth.js";
 
@@ -76,7 +77,7 @@ export class Api {
     this.who = who;
   }
 
-  async call(method, path, body) {
+  async call(method, path, body, onEvent = () => {}) {
     const headers = { Authorization: this.token };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(this.base + path, {
@@ -92,28 +93,28 @@ export class Api {
       const error = reply?.error ?? { code: "system_error", message: `HTTP ${response.status}` };
       throw new ApiError(response.status, error.code, error.message);
     }
-    if (type.startsWith("text/event-stream")) return readRun(await response.text());
+    if (type.startsWith("text/event-stream")) return readRun(await readEvents(response, onEvent));
     return response.json();
   }
 
   /** Start a turn: an AG-UI RunAgentInput whose threadId is the chat. */
-  run(chat, text) {
+  run(chat, text, onEvent) {
     const message = { id: newId("msg"), role: "user", content: text };
-    return this.call("POST", "/runs", runInput(chat, [message]));
+    return this.call("POST", "/runs", runInput(chat, [message]), onEvent);
   }
 
   /**
    * Answer the open request: one resume entry per interrupt it holds, each carrying
    * the request's secret. `answers` is a list of { interruptId, status, payload }.
    */
-  resume(chat, request, answers) {
+  resume(chat, request, answers, onEvent) {
     const resume = answers.map(({ interruptId, status, payload }) => ({
       interruptId,
       status,
       payload,
       metadata: { secret: request.secret },
     }));
-    return this.call("POST", "/resume", { ...runInput(chat, []), resume });
+    return this.call("POST", "/resume", { ...runInput(chat, []), resume }, onEvent);
   }
 
   request(chat) {
@@ -151,7 +152,32 @@ export function newId(prefix) {
   return prefix + "-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Every AG-UI event of a buffered SSE body. */
+/** Every AG-UI event of a streamed SSE body, each handed to `onEvent` as it arrives. */
+async function readEvents(response, onEvent) {
+  const events = [];
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const take = (frames) => {
+    for (const event of parseEvents(frames)) {
+      events.push(event);
+      onEvent(event);
+    }
+  };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+    const end = buffer.lastIndexOf("\n\n");
+    if (end < 0) continue;
+    take(buffer.slice(0, end));
+    buffer = buffer.slice(end + 2);
+  }
+  take(buffer + decoder.decode());
+  return events;
+}
+
+/** Every AG-UI event of SSE frames (heartbeats, which carry no data, are skipped). */
 export function parseEvents(body) {
   const events = [];
   for (const frame of body.replace(/\r\n/g, "\n").split("\n\n")) {
@@ -171,7 +197,7 @@ const started = new Map();
  * One run, summarised: tool calls (name, arguments, result), the agent's messages,
  * the interrupt it paused on (if any) and RUN_FINISHED.result (if it ended).
  */
-export function readRun(body) {
+export function readRun(events) {
   const calls = new Map();
   const result = (id) => {
     // A call the run was paused in started in an earlier stream: only its result is new.
@@ -180,7 +206,7 @@ export function readRun(body) {
   };
   const messages = new Map();
   let finished = null;
-  for (const event of parseEvents(body)) {
+  for (const event of events) {
     switch (event.type) {
       case "TOOL_CALL_START":
         calls.set(event.toolCallId, { name: event.toolCallName, args: "", result: null });
@@ -205,7 +231,7 @@ export function readRun(body) {
   const outcome = finished?.outcome;
   return {
     tools: [...calls.values()],
-    texts: [...messages.values()],
+    texts: [...messages].map(([id, text]) => ({ id, text })),
     interrupts: outcome?.type === "interrupt" ? outcome.interrupts : [],
     result: finished?.result ?? null,
   };

@@ -96,9 +96,24 @@ function shorten(text, max) {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-function showRun(run) {
+/**
+ * What the page shows while a run streams: the agent's text as the model writes it.
+ * Returns the event handler and the ids of the messages it drew.
+ */
+function live() {
+  const drawn = new Map();
+  const onEvent = (event) => {
+    if (event.type === "TEXT_MESSAGE_START") drawn.set(event.messageId, say("agent", ""));
+    if (event.type === "TEXT_MESSAGE_CONTENT" && drawn.has(event.messageId)) {
+      drawn.get(event.messageId).querySelector("p").textContent += event.delta;
+    }
+  };
+  return { onEvent, drawn };
+}
+
+function showRun(run, drawn = new Map()) {
   activity(run.tools);
-  for (const text of run.texts) say("agent", text);
+  for (const { id, text } of run.texts) if (!drawn.has(id)) say("agent", text);
   if (run.interrupts.length) showCard(fromInterrupts(run.interrupts));
   loadApprovals().catch(report);
 }
@@ -111,10 +126,12 @@ async function send(event) {
   const mine = say("user", text);
   $("prompt").value = "";
   setWorking(true, "The agent is working…");
+  const streaming = live();
   try {
-    showRun(await api.run(chat, text));
+    showRun(await api.run(chat, text, streaming.onEvent), streaming.drawn);
     report("");
   } catch (error) {
+    for (const item of streaming.drawn.values()) item.remove();
     mine.remove();
     $("prompt").value = text;
     if (error.code === "pending_interrupt") await loadRequest();
@@ -143,10 +160,14 @@ function showCard(request) {
   if (request.state === "claimed") waitForAnswer().catch(report);
 }
 
-/** An earlier, settled card moves into the thread as a record of what was decided. */
-function retireCard() {
-  if (card && !card.answerable) $("thread").append(h("li", { class: "msg record" }, card.el));
-  else card?.el.remove();
+/**
+ * An earlier, settled card moves into the thread as a record of what was decided
+ * (before `next`, the first message of the run that answered it, when that streamed).
+ */
+function retireCard(next = null) {
+  if (card && !card.answerable) {
+    $("thread").insertBefore(h("li", { class: "msg record" }, card.el), next);
+  } else card?.el.remove();
   card = null;
 }
 
@@ -155,15 +176,22 @@ async function answer(status, payload, retried = false) {
   const shown = card;
   shown.busy(true); // the card says "Sending your answer…"
   setWorking(true, "");
+  const streaming = live();
   try {
-    const run = await api.resume(chat, shown.request, shown.answers(status, payload));
+    const run = await api.resume(
+      chat,
+      shown.request,
+      shown.answers(status, payload),
+      streaming.onEvent,
+    );
     if (run.result?.outcome === "replayed") {
+      for (const item of streaming.drawn.values()) item.remove();
       shown.finish(run.result, true);
       await loadThread(); // the answer was given elsewhere: show the stored thread
     } else {
       shown.finish(run.result || { decision: decisionOf(payload) });
-      retireCard();
-      showRun(run);
+      retireCard(streaming.drawn.values().next().value ?? null);
+      showRun(run, streaming.drawn);
     }
   } catch (error) {
     await answerFailed(shown, error, status, payload, retried).catch((failure) => {

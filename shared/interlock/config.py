@@ -53,32 +53,44 @@ DEFAULT_MODEL_ID: Final = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_AGENT: Final = "examples.analyst:build"
 # A Bedrock model or system-defined inference profile id: ids only, so the deployed
 # roles can be scoped to exactly one model.
+_PACE: Final = re.compile(r"(\d{1,5})/(\d{1,5})")
 _MODEL_ID: Final = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model setting: `scripted` (the stand-in where no LLM is reachable) or
-    `bedrock[:<model id>]`.
+    """A model setting: `scripted[:<think ms>/<chunk ms>]` (the stand-in where no LLM is
+    reachable, optionally paced like a slow model) or `bedrock[:<model id>]`.
 
     Attributes:
         provider: "scripted" or "bedrock".
         model_id: The Bedrock model or inference profile id; empty when scripted.
+        pace_ms: For the scripted model: a silence before each answer, and a pause
+            between the words it streams (0, 0 answers at once).
     """
 
     provider: Literal["scripted", "bedrock"]
     model_id: str
+    pace_ms: tuple[int, int] = (0, 0)
 
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
         """Read a model setting.
 
         Raises:
-            ValueError: an unknown provider or a model id Bedrock would not accept.
+            ValueError: an unknown provider, a malformed pace, or a model id Bedrock
+                would not accept.
         """
         provider, _, model_id = spec.partition(":")
-        if provider == "scripted" and not model_id:
-            return cls("scripted", "")
+        if provider == "scripted":
+            if not model_id:
+                return cls("scripted", "")
+            pace = _PACE.fullmatch(model_id)
+            if pace is None:
+                raise ValueError(
+                    f"a scripted model's pace is '<think ms>/<chunk ms>', not {spec!r}"
+                )
+            return cls("scripted", "", (int(pace[1]), int(pace[2])))
         if provider != "bedrock":
             raise ValueError(f"the model must be 'scripted' or 'bedrock[:id]', not {spec!r}")
         model_id = model_id or DEFAULT_MODEL_ID
@@ -89,7 +101,9 @@ class ModelSpec:
     @property
     def spec(self) -> str:
         """The setting as text (the value of `INTERLOCK_MODEL`)."""
-        return f"{self.provider}:{self.model_id}" if self.model_id else self.provider
+        if self.provider == "scripted":
+            return "scripted:{}/{}".format(*self.pace_ms) if any(self.pace_ms) else "scripted"
+        return f"{self.provider}:{self.model_id}"
 
 
 KNOWN_TOOLS: Final = frozenset(

@@ -24,3 +24,13 @@ def test_the_requests_function_does_not_import_strands() -> None:
     figures = import_times(runs=1)
     assert figures["requests"]["imports_strands"] is False
     assert figures["run"]["imports_strands"] is True, "the probe can see strands at all"
+
+
+def test_the_streaming_benchmark_reads_a_slow_turn_as_it_streams(emulator: Emulator) -> None:
+    from bench.api_cycle import streaming
+
+    figures = streaming(emulator)
+
+    assert figures["first_event"] == "RUN_STARTED"
+    assert figures["heartbeats"] > 0 and figures["text_deltas"] > 5
+    assert figures["first_event_ms"] < figures["first_text_ms"] < figures["last_event_ms"]

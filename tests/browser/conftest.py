@@ -73,7 +73,8 @@ def server(
 ) -> Iterator[str]:
     """`local.server` serving the API and `web/`, as a child process; yields its URL.
 
-    A test module may name the agent to serve in `SERVER_AGENT` (the analyst otherwise).
+    A test module may name the agent to serve in `SERVER_AGENT` (the analyst otherwise),
+    and more of the server's environment in `SERVER_ENV`.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
     env.update(
@@ -84,6 +85,7 @@ def server(
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_DEFAULT_REGION="us-east-1",
     )
+    env.update(getattr(request.module, "SERVER_ENV", {}))
     argv = [sys.executable, "-m", "local.server", "--port", "0"]
     argv += ["--aws-endpoint", emulator.endpoint]
     argv += ["--table", storage["table"], "--bucket", storage["bucket"]]

@@ -321,7 +321,6 @@ def local_server(
     key = secrets.token_bytes(32)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
     env.update(
-        **(extra_env or {}),
         INTERLOCK_DEV_KEY=key.hex(),
         INTERLOCK_MODEL="scripted",
         INTERLOCK_FETCH="demo",
@@ -329,6 +328,7 @@ def local_server(
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_DEFAULT_REGION="us-east-1",
     )
+    env.update(extra_env or {})
     argv = [sys.executable, "-m", "local.server", "--port", "0"]
     argv += ["--aws-endpoint", aws["endpoint"], "--table", aws["table"], "--bucket", aws["bucket"]]
     with log.open("wb") as out:

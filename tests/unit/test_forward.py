@@ -145,6 +145,7 @@ def test_the_run_function_relays_a_resume_as_it_streams(
 
     monkeypatch.setenv("INTERLOCK_FUNCTION", "run")
     monkeypatch.setenv("INTERLOCK_RESUME_FUNCTION", "interlock-resume")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Interlock")
     monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", lambda_endpoint)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")

@@ -20,11 +20,12 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from functools import partial
+from functools import cache, partial
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -47,7 +48,13 @@ from interlock.config import Env
 from interlock.outcomes import TurnResult
 
 logger = Logger()
-metrics = Metrics()
+
+
+@cache
+def metrics() -> Metrics:
+    """The app's metrics, made when the app is (the namespace is read from the
+    environment then, as a handler module's would be when Lambda loads it)."""
+    return Metrics()
 
 CONTEXT_HEADER: Final = "x-amzn-request-context"
 DEFAULT_HEARTBEAT_S: Final = 10.0
@@ -129,7 +136,7 @@ async def start_run(request: Request) -> Response:
     """A new turn, or (its body answers interrupts) the resume of one."""
     caller, body = _caller(request), await _body(request)
     if carries_resume(body):
-        metrics.add_metric(name="ResumesForwarded", unit=MetricUnit.Count, value=1)
+        metrics().add_metric(name="ResumesForwarded", unit=MetricUnit.Count, value=1)
         return await _forward(request, caller, body)
     run = parse_run(body)
     work = partial(run_turn_for, caller, run.chat_id, run.prompt)
@@ -205,37 +212,41 @@ async def _body(request: Request) -> str:
 def _count_turn(outcome: TurnResult | BaseException) -> None:
     if isinstance(outcome, BaseException):
         return
-    metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=1)
+    metrics().add_metric(name="Turns", unit=MetricUnit.Count, value=1)
     if outcome.offer is not None:
-        metrics.add_metric(name="Interrupts", unit=MetricUnit.Count, value=1)
+        metrics().add_metric(name="Interrupts", unit=MetricUnit.Count, value=1)
 
 
 def _count_resume(outcome: TurnResult | BaseException) -> None:
     if isinstance(outcome, errors.ResumeInProgress):
-        metrics.add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)
+        metrics().add_metric(name="ClaimConflicts", unit=MetricUnit.Count, value=1)
     if isinstance(outcome, BaseException):
         return
     name = "Replays" if outcome.outcome == "replayed" else "Resumes"
-    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    metrics().add_metric(name=name, unit=MetricUnit.Count, value=1)
     if outcome.waited_ms is not None:
-        metrics.add_metric(name="UserWaitMs", unit=MetricUnit.Milliseconds, value=outcome.waited_ms)
-    if outcome.decision and outcome.outcome != "replayed":
+        metrics().add_metric(name="UserWaitMs", unit=MetricUnit.Milliseconds, value=outcome.waited_ms)
+    if outcome.decision and outcome.outcome != "replayed" and not is_metrics_disabled():
         # One metric per decision label gives approval, rejection (plain or with
         # feedback), cancellation and answer rates side by side.
         with single_metric(
             name="Decisions",
             unit=MetricUnit.Count,
             value=1,
-            default_dimensions=metrics.default_dimensions,
+            default_dimensions=metrics().default_dimensions,
         ) as metric:
             metric.add_dimension(name="decision", value=outcome.decision)
 
 
 def _publish() -> None:
     """Publish this request's metrics as EMF (there is no Lambda handler to do it)."""
-    if metrics.metric_set:
-        metrics.flush_metrics()
-    metrics.clear_metrics()  # publishing disabled (locally): drop them, do not pile up
+    try:
+        if metrics().metric_set:
+            metrics().flush_metrics()
+    except Exception:  # a metric that cannot be published must not fail the request
+        logger.exception("metrics could not be published")
+    finally:
+        metrics().clear_metrics()  # publishing disabled (locally): drop them, do not pile up
 
 
 ENDPOINTS: Final[dict[Function, Endpoint]] = {"run": start_run, "resume": resume}
@@ -260,6 +271,7 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
 
 def create_app() -> Starlette:
     """The app for the functions `serving()` names."""
+    metrics.cache_clear()
     routes = [
         Route(route.path, ENDPOINTS[function], methods=[route.method])
         for function in serving()

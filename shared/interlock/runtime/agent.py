@@ -43,8 +43,9 @@ def inputs_for(
         return stored(rt.stores, chat_id)
 
     def model(scripted: Sequence[Scenario]) -> Model:
-        if scripted and rt.config.model == "scripted":
-            return ScriptedModel(scripted)
+        spec = rt.config.model_spec
+        if scripted and spec.provider == "scripted":
+            return ScriptedModel(scripted, spec.pace_ms)
         return rt.model_factory()
 
     return AgentInputs(
@@ -124,7 +125,7 @@ def build_model(config: ModelConfig, scripted: Sequence[Scenario] = ()) -> Model
                 "INTERLOCK_MODEL=scripted needs an agent that ships a scripted stand-in; "
                 "set INTERLOCK_MODEL=bedrock:<model id> for this one"
             )
-        return ScriptedModel(scripted)
+        return ScriptedModel(scripted, config.spec.pace_ms)
     from strands.models.bedrock import BedrockModel
 
     return BedrockModel(model_id=config.model_id, region_name=config.region)

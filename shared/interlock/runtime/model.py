@@ -9,7 +9,9 @@ Deployed agents use Bedrock; see `interlock.runtime.agent.build_model`.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Sequence
 from dataclasses import dataclass
@@ -49,8 +51,14 @@ class ScriptedModel(Model):
         tool_steps: The step that emitted each tool use id.
     """
 
-    def __init__(self, scenarios: Sequence[Scenario]) -> None:
+    def __init__(self, scenarios: Sequence[Scenario], pace_ms: tuple[int, int] = (0, 0)) -> None:
+        """Args:
+        scenarios: The scripts, the first being the default.
+        pace_ms: A silence before each answer and a pause between streamed words, in
+            milliseconds, to stand in for a slow model (streaming demos and tests).
+        """
         self._scenarios = list(scenarios)
+        self._think_s, self._chunk_s = pace_ms[0] / 1000, pace_ms[1] / 1000
         self.calls = 0
         self.usage = {"inputTokens": 0, "outputTokens": 0}
         self.played: list[tuple[str, int]] = []
@@ -90,7 +98,11 @@ class ScriptedModel(Model):
         output_tokens = len(json.dumps(blocks)) // 4
         self.usage["inputTokens"] += input_tokens
         self.usage["outputTokens"] += output_tokens
-        for event in _events(blocks, input_tokens, output_tokens):
+        if self._think_s:
+            await asyncio.sleep(self._think_s)
+        for event in _events(blocks, input_tokens, output_tokens, paced=bool(self._chunk_s)):
+            if self._chunk_s and "contentBlockDelta" in event:
+                await asyncio.sleep(self._chunk_s)
             yield event
 
     def _with_id(self, block: Block, step: tuple[str, int]) -> Block:
@@ -143,15 +155,18 @@ def _last_tool_results(messages: Messages) -> list[str]:
     return texts
 
 
-def _events(blocks: list[Block], input_tokens: int, output_tokens: int) -> list[StreamEvent]:
+def _events(
+    blocks: list[Block], input_tokens: int, output_tokens: int, *, paced: bool = False
+) -> list[StreamEvent]:
     events: list[StreamEvent] = [{"messageStart": {"role": "assistant"}}]
     for block in blocks:
         if "text" in block:
-            events += [
-                {"contentBlockStart": {"start": {}}},
-                {"contentBlockDelta": {"delta": {"text": block["text"]}}},
-                {"contentBlockStop": {}},
+            # Paced, the text streams a word at a time, as a model's would.
+            pieces = re.findall(r"\S+\s*|\s+", block["text"]) if paced else [block["text"]]
+            deltas: list[StreamEvent] = [
+                {"contentBlockDelta": {"delta": {"text": piece}}} for piece in pieces
             ]
+            events += [{"contentBlockStart": {"start": {}}}, *deltas, {"contentBlockStop": {}}]
         else:
             events += [
                 {
