@@ -225,7 +225,8 @@ def _count_resume(outcome: TurnResult | BaseException) -> None:
     name = "Replays" if outcome.outcome == "replayed" else "Resumes"
     metrics().add_metric(name=name, unit=MetricUnit.Count, value=1)
     if outcome.waited_ms is not None:
-        metrics().add_metric(name="UserWaitMs", unit=MetricUnit.Milliseconds, value=outcome.waited_ms)
+        waited = outcome.waited_ms
+        metrics().add_metric(name="UserWaitMs", unit=MetricUnit.Milliseconds, value=waited)
     if outcome.decision and outcome.outcome != "replayed" and not is_metrics_disabled():
         # One metric per decision label gives approval, rejection (plain or with
         # feedback), cancellation and answer rates side by side.
