@@ -56,6 +56,7 @@ def metrics() -> Metrics:
     environment then, as a handler module's would be when Lambda loads it)."""
     return Metrics()
 
+
 CONTEXT_HEADER: Final = "x-amzn-request-context"
 DEFAULT_HEARTBEAT_S: Final = 10.0
 """Well inside the idle timeouts of API Gateway (which cuts a stream silent for 5
