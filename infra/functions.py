@@ -182,6 +182,9 @@ STREAM_ENVIRONMENT: Final = {
     # Answers stream back through API Gateway as they are written.
     "AWS_LWA_INVOKE_MODE": "response_stream",
     "AWS_LWA_PORT": WEB_ADAPTER_PORT,
+    # Invocations that are not HTTP requests (a tap handed over for the resume function
+    # to apply) reach the app as a POST here; API Gateway never routes to it.
+    "AWS_LWA_PASS_THROUGH_PATH": "/events",
     # The X-Ray SDK traces one invocation per process, which a long-lived web server is
     # not; the function's active tracing still records every invocation.
     "POWERTOOLS_TRACE_DISABLED": "true",

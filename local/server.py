@@ -98,6 +98,7 @@ class LocalApi:
         wiring.config.cache_clear()
         wiring.stores.cache_clear()
         wiring.runtime.cache_clear()
+        wiring.notifier.cache_clear()
         self.key = key
         self._modules = {name: _load(name) for name in FUNCTIONS if name not in STREAMED}
         # One process serves both streaming functions (no hand-over between them).
@@ -106,6 +107,21 @@ class LocalApi:
         self._static = static_dir
         self._on_write = on_write
         self._saving = threading.Lock()
+        # Deployed, the channels function hands a tap to the resume function with an
+        # asynchronous invoke; here a worker thread applies it, after the webhook answered.
+        wiring.use_local_taps(self._hand_over)
+
+    def _hand_over(self, tap: Any) -> None:
+        threading.Thread(target=self._apply, args=(tap,), daemon=True).start()
+
+    def _apply(self, tap: Any) -> None:
+        from interlock.api import wiring
+        from interlock.respond import apply_tap
+
+        try:
+            apply_tap(wiring.runtime(), tap)
+        finally:
+            self._save()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -126,7 +142,8 @@ class LocalApi:
         if match is None:
             return _json(405, {"error": {"code": "method_not_allowed", "message": "no route"}})
         route, found = match
-        claims = self._claims(request)
+        # A webhook carries no token (the platform signs it instead): no authorizer.
+        claims = self._claims(request) if route.authorized else {}
         if claims is None:
             return _json(401, {"error": {"code": "unauthorized", "message": "Unauthorized"}})
         context = _request_context(request, route, path, claims)
@@ -231,7 +248,7 @@ def _request_context(
         "stage": STAGE,
         "requestId": str(uuid.uuid4()),
         "identity": {"sourceIp": request.remote_addr},
-        "authorizer": {"claims": claims},
+        **({"authorizer": {"claims": claims}} if claims else {}),
     }
 
 

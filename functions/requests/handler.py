@@ -15,16 +15,19 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
 from interlock.api import schemas
-from interlock.api.bodies import query_number
+from interlock.api.bodies import parse_body, query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import request_view
-from interlock.api.wiring import config, stores
+from interlock.api.wiring import config, notifier, stores
 from interlock.caller import Caller
+from interlock.channels import Link
 from interlock.records import Approval
 from interlock.timing import SystemClock
 
 logger = Logger()
-tracer = Tracer()
+# Only AWS calls are traced: an HTTP subsegment would record a platform URL, and a
+# Telegram URL carries the bot token.
+tracer = Tracer(patch_modules=["boto3", "botocore"])
 metrics = Metrics()
 app = APIGatewayRestResolver(cors=cors_config())
 clock = SystemClock()
@@ -46,8 +49,10 @@ def get_request(chat_id: str) -> Response[str]:
 
 def cancel_request(chat_id: str) -> Response[str]:
     now = clock.now_ms()
-    cancelled = inbox.cancel_request(stores(), _caller(), chat_id, now, config().version)
+    caller = _caller()
+    cancelled = inbox.cancel_request(stores(), caller, chat_id, now, config().version)
     metrics.add_metric(name="Cancellations", unit=MetricUnit.Count, value=1)
+    notifier().settled(chat_id, cancelled.interrupt_ids, "cancelled", caller.user_id, "api")
     return json_response(request_view(cancelled, now, None))
 
 
@@ -90,6 +95,28 @@ def remove_preapproval(kind: str, name: str) -> Response[str]:
     return json_response(schemas.Revoked.model_validate(body).wire())
 
 
+def link_account(channel: str, external_id: str) -> Response[str]:
+    body = parse_body(schemas.LinkInput, app.current_event.body)
+    wanted = Link(channel, external_id, body.userId, frozenset(body.roles), body.address)  # type: ignore[arg-type]
+    linked = inbox.link_account(stores(), _caller(), channel, external_id, wanted, clock.now_ms())
+    return json_response(schemas.Linked(linked=_link(linked)).wire())
+
+
+def unlink_account(channel: str, external_id: str) -> Response[str]:
+    removed = inbox.unlink_account(stores(), _caller(), channel, external_id)
+    return json_response(schemas.Unlinked(unlinked=_link(removed)).wire())
+
+
+def _link(link: Link) -> schemas.LinkView:
+    return schemas.LinkView(
+        channel=link.channel,
+        externalId=link.external_id,
+        userId=link.user_id,
+        roles=sorted(link.roles),
+        address=link.address,
+    )
+
+
 def list_events(chat_id: str) -> Response[str]:
     events = inbox.trail(stores(), _caller(), chat_id, _after(), limit=200)
     body = schemas.Events.model_validate({"events": [asdict(e) for e in events]})
@@ -108,6 +135,8 @@ bind(
         ("GET", "/chats/{chat_id}/events"): list_events,
         ("PUT", "/admin/approvals/{kind}/{name}"): preapprove,
         ("DELETE", "/admin/approvals/{kind}/{name}"): remove_preapproval,
+        ("PUT", "/admin/links/{channel}/{external_id}"): link_account,
+        ("DELETE", "/admin/links/{channel}/{external_id}"): unlink_account,
     },
 )
 

@@ -12,7 +12,9 @@ from interlock.api.wiring import runtime
 from interlock.sweeper import sweep
 
 logger = Logger()
-tracer = Tracer()
+# Only AWS calls are traced: an HTTP subsegment would record a platform URL, and a
+# Telegram URL carries the bot token.
+tracer = Tracer(patch_modules=["boto3", "botocore"])
 metrics = Metrics()
 
 

@@ -10,6 +10,7 @@ from strands.models.model import Model
 from interlock.agent import AgentFactory, load_factory
 from interlock.config import DEFAULT_AGENT, InterlockConfig
 from interlock.context import FetchPort
+from interlock.notify import Notifier
 from interlock.ports import Stores
 from interlock.timing import Clock, SystemClock
 from interlock.tokens import new_token
@@ -55,3 +56,4 @@ class Runtime:
     worker_id: str = field(default_factory=new_token)
     config: InterlockConfig = field(default_factory=InterlockConfig)
     agent: AgentFactory = field(default_factory=default_agent)
+    notifier: Notifier | None = None

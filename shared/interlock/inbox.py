@@ -11,7 +11,9 @@ from typing import Any
 
 from interlock import errors
 from interlock.caller import Caller
+from interlock.channels import CHANNELS, ChannelName, Link
 from interlock.egress import safe_package, safe_site
+from interlock.keys import checked_id
 from interlock.ports import Stores
 from interlock.records import Approval, AuditEvent, RequestRecord, Subject
 
@@ -137,6 +139,37 @@ def remove_preapproval(stores: Stores, caller: Caller, kind: str, name: str) -> 
     if not stores.approvals.admin_revoke(subject):
         raise errors.UnknownRequest(f"{kind} {subject.name} is not pre-approved")
     return subject
+
+
+def link_account(
+    stores: Stores, caller: Caller, channel: str, external_id: str, link: Link, now_ms: int
+) -> Link:
+    """Link a channel account to a user, so its taps answer as that user (admin only)."""
+    _administrator(caller)
+    checked = Link(
+        channel=_channel(channel),
+        external_id=external_id,
+        user_id=checked_id(link.user_id, "userId"),
+        roles=frozenset(checked_id(r, "role") for r in link.roles),
+        address=link.address,
+    )
+    stores.channels.link(checked, caller.user_id, now_ms)
+    return checked
+
+
+def unlink_account(stores: Stores, caller: Caller, channel: str, external_id: str) -> Link:
+    """Remove a link (admin only); the account's taps are refused from then on."""
+    _administrator(caller)
+    removed = stores.channels.unlink(_channel(channel), external_id)
+    if removed is None:
+        raise errors.UnknownRequest(f"no {channel} account {external_id} is linked")
+    return removed
+
+
+def _channel(name: str) -> ChannelName:
+    if name not in CHANNELS:
+        raise errors.InvalidInput(f"channel must be one of {', '.join(CHANNELS)}")
+    return name
 
 
 def _administrator(caller: Caller) -> None:

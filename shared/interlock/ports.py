@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from interlock.channels import ChannelName, Link, Notice
 from interlock.records import (
     Approval,
     Asked,
@@ -215,6 +216,28 @@ class BlobPort(Protocol):
     def get_answer(self, key: str) -> dict[str, Any] | None: ...
 
 
+class ChannelPort(Protocol):
+    """Channel accounts linked to users, webhook deliveries seen, and posted cards."""
+
+    def link(self, link: Link, by: str, now_ms: int) -> None: ...
+
+    def unlink(self, channel: ChannelName, external_id: str) -> Link | None: ...
+
+    def linked(self, channel: ChannelName, external_id: str) -> Link | None: ...
+
+    def links_of(self, user_id: str) -> list[Link]: ...
+
+    def first_delivery(self, channel: ChannelName, delivery_id: str, now_ms: int) -> bool: ...
+
+    def reserve_notice(
+        self, chat_id: str, interrupt_id: str, channel: ChannelName, now_ms: int
+    ) -> bool: ...
+
+    def save_notice(self, chat_id: str, notice: Notice) -> None: ...
+
+    def notices(self, chat_id: str, interrupt_id: str) -> list[Notice]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Stores:
     """Every store the service functions use."""
@@ -227,3 +250,4 @@ class Stores:
     outbox: OutboxStore
     blobs: BlobPort
     policy: StorePolicy
+    channels: ChannelPort

@@ -70,12 +70,14 @@ def resume_turn(
     payload: Any,
     more: Sequence[Reply] = (),
     progress: Progress = ignore,
+    source: str = "api",
 ) -> TurnResult:
     """Answer the chat's open request and continue the paused run, exactly once.
 
     `interrupt_id`, `status` and `payload` answer one interrupt; a run that paused on
     several at once is answered in one resume, the others in `more` (AG-UI 1.0).
     `progress` hears `Started` once this worker holds the claim, then the run.
+    `source` names where the answer came from (api, slack, telegram), for the trail.
 
     Raises:
         InvalidInput: the answer does not fit the card (the request stays answerable).
@@ -136,8 +138,15 @@ def resume_turn(
                 waited_ms=waited_ms,
                 worker=rt.worker_id,
                 takeover=record.state is RequestState.CLAIMED,
+                source=source,
             )
             result = continue_claimed(rt, caller, claim, answers, progress)
+            if rt.notifier is not None:
+                rt.notifier.settled(
+                    chat_id, record.interrupt_ids, answers.label, caller.user_id, source
+                )
+                if result.offer is not None:
+                    rt.notifier.opened(result.offer.request)
             return replace(result, waited_ms=waited_ms)
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.

@@ -130,6 +130,8 @@ def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
         # its lease lapses and a later sweep retries it, up to the claim cap.
         logger.exception("chat_id=<%s> | settling an overdue request failed", chat_id)
         return "failed"
+    if rt.notifier is not None:
+        rt.notifier.settled(chat_id, request.interrupt_ids, answers.label, None, "sweeper")
     return outcome
 
 

@@ -83,12 +83,15 @@ def run_turn(
             started = len(built.agent.messages)
             with request_scope(context):
                 result = built.agent(prompt)
-            return settle(
+            ended = settle(
                 rt, caller, chat_id, built, result, turn_seq, started=started, fence=fence
             )
         except BaseException:
             stores.turns.abandon(fence)  # the chat is free again; nothing else was saved
             raise
+    if ended.offer is not None and rt.notifier is not None:
+        rt.notifier.opened(ended.offer.request)
+    return ended
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ from tests.api.support import auth, resume_body, run_body, stream
 def test_every_route_reaches_its_handler(api: tuple[Client, bytes]) -> None:
     client, key = api
     for route in ROUTES:
-        path = route.path.format(chat_id="c1", kind="site", name="example.org")
+        path = route.path.format(
+            chat_id="c1", kind="site", name="example.org", channel="slack", external_id="U1"
+        )
         response = client.open(path, method=route.method, headers=auth(key), data="{}")
         # Whatever the handler answers (here mostly 4xx for an empty chat or body), it is
         # the handler's own answer, not a missing route.

@@ -8,6 +8,7 @@ from typing import Any
 from interlock.adapters.admission import TurnStore
 from interlock.adapters.approvals import ApprovalStore
 from interlock.adapters.blobs import BlobStore
+from interlock.adapters.channelstore import ChannelStore
 from interlock.adapters.chats import ChatStore
 from interlock.adapters.limits import LimitStore
 from interlock.adapters.outbox import Outbox
@@ -33,6 +34,7 @@ def build_stores(
         outbox=Outbox(dynamodb, table_name, policy.retention_s * 10),
         blobs=BlobStore(s3, bucket, policy.max_snapshot_bytes),
         policy=policy,
+        channels=ChannelStore(dynamodb, table_name, policy.retention_s * 10),
     )
 
 

@@ -11,10 +11,12 @@ body is a stable 4xx and nothing is written.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from interlock.api.errors import BadRequest
-from interlock.errors import InvalidInput, TooLarge
+from interlock.errors import InvalidInput, TooLarge, validation_message
 
 MAX_BODY_BYTES: Final = 256 * 1024
 MAX_DEPTH: Final = 32
@@ -84,3 +86,22 @@ def _number(kind: type[int] | type[float]) -> Any:
 
 def _constant(name: str) -> Any:
     raise BadRequest(f"{name} is not a JSON number")
+
+
+Parsed = TypeVar("Parsed", bound=BaseModel)
+
+
+def parse_body(model: type[Parsed], body: str | None) -> Parsed:
+    """Parse a JSON body of Interlock's own (unknown fields refused) within the bounds.
+
+    Raises:
+        TooLarge, BadRequest: as `bounded_json`, or not a JSON object.
+        InvalidInput: the object does not fit `model`.
+    """
+    data = bounded_json(body)
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(validation_message(exc)) from None

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict
 from typing import Any, Final
 
 from interlock import errors
 from interlock.api.live import Opened
+from interlock.channels import Tap
 
 RESUME_PATH: Final = "/resume"
 # The Lambda HTTP integration response format: a JSON prelude (status and headers),
@@ -113,3 +115,26 @@ def split_prelude(chunks: Iterator[bytes]) -> Opened:
         yield from chunks
 
     return int(meta.get("statusCode", 500)), headers, body()
+
+
+TAP_EVENT: Final = "interlockTap"
+
+
+def tap_event(tap: Tap) -> dict[str, Any]:
+    """A screened tap as the event the resume function is invoked with."""
+    return {TAP_EVENT: asdict(tap)}
+
+
+def read_tap_event(event: Any) -> Tap:
+    """The tap an event carries.
+
+    Raises:
+        InvalidInput: not a tap event.
+    """
+    body = event.get(TAP_EVENT) if isinstance(event, dict) else None
+    if not isinstance(body, dict):
+        raise errors.InvalidInput("not a tap event")
+    try:
+        return Tap(**body)
+    except TypeError:
+        raise errors.InvalidInput("not a tap event") from None

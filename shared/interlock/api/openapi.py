@@ -49,6 +49,14 @@ OPERATIONS: Final[dict[tuple[str, str], Operation]] = {
     ("GET", "/chats/{chat_id}/events"): Operation(response=schemas.Events, query=("after",)),
     ("PUT", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Preapproved),
     ("DELETE", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Revoked),
+    ("PUT", "/admin/links/{channel}/{external_id}"): Operation(
+        body=schemas.LinkInput, response=schemas.Linked
+    ),
+    ("DELETE", "/admin/links/{channel}/{external_id}"): Operation(response=schemas.Unlinked),
+    # The platforms' own formats (Slack's form-encoded payload, a Telegram Update): not
+    # described here; each is verified by its signature or secret token.
+    ("POST", "/channels/slack/interactions"): Operation(response=schemas.Acknowledged),
+    ("POST", "/channels/telegram/webhook"): Operation(response=schemas.Acknowledged),
 }
 _missing = {(r.method, r.path) for r in ROUTES} ^ set(OPERATIONS)
 if _missing:
@@ -58,6 +66,12 @@ PATH_PARAMETERS: Final = {
     "chat_id": {"type": "string", "pattern": ID_PATTERN, "description": "The chat (AG-UI thread)"},
     "kind": {"type": "string", "enum": ["site", "package"]},
     "name": {"type": "string", "minLength": 1, "maxLength": 253},
+    "channel": {"type": "string", "enum": ["slack", "telegram"]},
+    "external_id": {
+        "type": "string",
+        "pattern": '^[!-"$-~]{1,128}$',
+        "description": "The platform's user id (Slack U..., Telegram's number)",
+    },
 }
 QUERY_PARAMETERS: Final = {
     "after": {
@@ -132,7 +146,7 @@ def _operation(route: Route) -> dict[str, Any]:
         "parameters": _parameters(route, operation),
         "responses": {"200": _success(operation), "4XX": _error("Refused; nothing was changed")},
     }
-    if route.method == "POST":
+    if route.method == "POST" and route.authorized:
         spec["responses"]["503"] = _error("The resumed run failed after its claim; released")
     if operation.body is not None:
         spec["requestBody"] = {
@@ -141,6 +155,8 @@ def _operation(route: Route) -> dict[str, Any]:
         }
     if not spec["parameters"]:
         del spec["parameters"]
+    if not route.authorized:
+        spec["security"] = []  # signed by the platform instead
     return spec
 
 

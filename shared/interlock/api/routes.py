@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-Function = Literal["run", "resume", "requests"]
+Function = Literal["run", "resume", "requests", "channels"]
 Method = Literal["GET", "POST", "PUT", "DELETE"]
 
 
@@ -22,6 +22,9 @@ class Route:
     path: str
     function: Function
     summary: str
+    # False for the platforms' webhooks: they prove themselves with a signature or a
+    # secret token, checked by the handler, since no Cognito token comes with them.
+    authorized: bool = True
 
 
 ROUTES: Final = (
@@ -45,8 +48,31 @@ ROUTES: Final = (
     Route("GET", "/chats/{chat_id}/events", "requests", "The chat's audit trail"),
     Route("PUT", "/admin/approvals/{kind}/{name}", "requests", "Pre-approve for everyone (admin)"),
     Route("DELETE", "/admin/approvals/{kind}/{name}", "requests", "Remove a pre-approval (admin)"),
+    Route(
+        "PUT",
+        "/admin/links/{channel}/{external_id}",
+        "requests",
+        "Link a Slack or Telegram account to a user (admin)",
+    ),
+    Route(
+        "DELETE", "/admin/links/{channel}/{external_id}", "requests", "Unlink an account (admin)"
+    ),
+    Route(
+        "POST",
+        "/channels/slack/interactions",
+        "channels",
+        "Slack's interactivity webhook (signed by Slack)",
+        authorized=False,
+    ),
+    Route(
+        "POST",
+        "/channels/telegram/webhook",
+        "channels",
+        "Telegram's bot webhook (with the secret token)",
+        authorized=False,
+    ),
 )
-FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests")
+FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests", "channels")
 STREAMED: Final[frozenset[Function]] = frozenset({"run", "resume"})
 """The functions that stream their answers: an ASGI app under the Lambda Web Adapter
 (`interlock.api.stream`), behind API Gateway methods in STREAM transfer mode."""

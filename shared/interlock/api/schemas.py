@@ -108,6 +108,38 @@ class Preapproved(Body):
     preapproved: Subject
 
 
+class LinkView(Body):
+    """A channel account and the user it answers cards as."""
+
+    channel: Literal["slack", "telegram"]
+    externalId: str
+    userId: str
+    roles: list[str]
+    address: str = Field(default="", description="Where cards are posted; the account if empty")
+
+
+class Linked(Body):
+    linked: LinkView
+
+
+class Unlinked(Body):
+    unlinked: LinkView
+
+
+class LinkInput(BaseModel):
+    """The body of a link: which user the account acts as, with which roles."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    userId: str = Field(min_length=1, max_length=128)
+    roles: list[str] = Field(default_factory=list, max_length=16)
+    address: str = Field(default="", max_length=128)
+
+
+class Acknowledged(Body):
+    """A webhook delivery was received (what became of a tap is told to the tapper)."""
+
+
 class AuditEvent(Body):
     chat_id: str
     seq: int

@@ -37,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 from interlock import errors
 from interlock.api.agui import RunStream
 from interlock.api.errors import BadRequest, Unauthorized, error_body
-from interlock.api.forward import LambdaForward, resume_event
+from interlock.api.forward import LambdaForward, read_tap_event, resume_event
 from interlock.api.http import ALLOWED_HEADERS, caller_from
 from interlock.api.live import Work, relay, respond_live, send_json
 from interlock.api.models import carries_resume, parse_resume, parse_run
@@ -251,6 +251,32 @@ def _publish() -> None:
         metrics().clear_metrics()  # publishing disabled (locally): drop them, do not pile up
 
 
+EVENTS_PATH: Final = "/events"
+"""Where the Web Adapter delivers an invocation that is not an HTTP request (its
+pass-through path): the resume function's taps, from the channels function."""
+
+
+async def apply_tap_event(request: Request) -> Response:
+    """Apply a tap the channels function screened and handed over (`interlock.respond`).
+
+    Only a direct invoke reaches this path: API Gateway sends this function `/resume`
+    requests alone.
+    """
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import JSONResponse
+
+    from interlock.respond import apply_tap
+
+    try:
+        tap = read_tap_event(json.loads(await request.body()))
+    except (ValueError, errors.InvalidInput):
+        return Refusal(errors.InvalidInput("not a tap event"))
+    result = await run_in_threadpool(apply_tap, runtime(), tap)
+    metrics().add_metric(name=f"Taps_{result.outcome}", unit=MetricUnit.Count, value=1)
+    _publish()
+    return JSONResponse({"outcome": result.outcome})
+
+
 ENDPOINTS: Final[dict[Function, Endpoint]] = {"run": start_run, "resume": resume}
 
 
@@ -279,6 +305,8 @@ def create_app() -> Starlette:
         for function in serving()
         for route in routes_of(function)
     ]
+    if "resume" in serving():
+        routes.append(Route(EVENTS_PATH, apply_tap_event, methods=["POST"]))
     middleware = []
     if origin := os.environ.get(Env.ALLOWED_ORIGIN):
         # API Gateway answers preflights; these responses need the headers too.

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
+from interlock.channels import Channel, ChannelName, Tap
 from interlock.config import DEFAULT_AGENT, Env, InterlockConfig, assemble
+from interlock.notify import Notifier
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
@@ -69,8 +72,85 @@ def runtime() -> Runtime:
             heartbeat_s=max(settings.lease_ms / 3000, 0.2), max_model_calls=settings.max_model_calls
         ),
         config=settings,
+        notifier=notifier(),
     )
     # A broken agent fails this cold start (a policy naming an undeclared field, a
     # missing import), not a person's first turn.
     check_agent(built)
     return built
+
+
+SECRET_MAX_AGE_S = 300
+"""How long a channel secret is cached: a rotated one is picked up within minutes."""
+
+
+def channel_secret(channel: ChannelName) -> dict[str, str] | None:
+    """A channel's secrets (JSON in Secrets Manager, named by `INTERLOCK_<CHANNEL>_SECRET`),
+    read through Powertools parameters with caching; None when the channel is off.
+
+    Slack's holds `botToken` and `signingSecret`; Telegram's `botToken` and
+    `webhookSecret`. Never logged: callers keep them out of every message.
+    """
+    name = os.environ.get(Env.SLACK_SECRET if channel == "slack" else Env.TELEGRAM_SECRET)
+    if not name:
+        return None
+    from aws_lambda_powertools.utilities import parameters
+
+    value = parameters.get_secret(name, transform="json", max_age=SECRET_MAX_AGE_S)
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"the {channel} secret must be a JSON object of strings")
+    return value
+
+
+def channels() -> dict[ChannelName, Channel]:
+    """The configured channels' clients (their tokens read from the secrets)."""
+    from interlock.adapters import slack, telegram
+    from interlock.adapters.webclient import JsonHttp
+
+    found: dict[ChannelName, Channel] = {}
+    if secret := channel_secret("slack"):
+        http = JsonHttp(
+            os.environ.get(Env.SLACK_API_URL, slack.API_URL),
+            {"Authorization": f"Bearer {secret['botToken']}"},
+        )
+        found["slack"] = slack.SlackChannel(http)
+    if secret := channel_secret("telegram"):
+        http = JsonHttp(os.environ.get(Env.TELEGRAM_API_URL, telegram.API_URL))
+        found["telegram"] = telegram.TelegramChannel(http, secret["botToken"])
+    return found
+
+
+@cache
+def notifier() -> Notifier:
+    """Posts and settles cards on the configured channels."""
+    from interlock.timing import SystemClock
+
+    return Notifier(
+        stores().channels, channels(), SystemClock().now_ms, os.environ.get(Env.PAGE_URL)
+    )
+
+
+_local_taps: Callable[[Tap], None] | None = None
+
+
+def use_local_taps(apply: Callable[[Tap], None] | None) -> None:
+    """Let the local server apply taps itself (deployed, the resume function does)."""
+    global _local_taps
+    _local_taps = apply
+
+
+def hand_over_tap(tap: Tap) -> None:
+    """Apply a screened tap asynchronously: an `Event` invoke of the resume function
+    (only its role may claim), or, locally, the server's own worker thread."""
+    if name := os.environ.get(Env.RESUME_FUNCTION):
+        import boto3
+
+        from interlock.api.forward import tap_event
+
+        boto3.client("lambda").invoke(
+            FunctionName=name, InvocationType="Event", Payload=json.dumps(tap_event(tap)).encode()
+        )
+        return
+    if _local_taps is None:
+        raise ValueError("no resume function to hand taps to")
+    _local_taps(tap)

@@ -1,0 +1,134 @@
+"""Telegram: cards as messages with an inline keyboard, taps from the bot's webhook.
+
+Telegram signs nothing; it sends the secret token set with `setWebhook` in the
+`X-Telegram-Bot-Api-Secret-Token` header, compared here in constant time. The bot token
+is part of every API path (`/bot<token>/<method>`), which is why `JsonHttp` never shows
+a URL.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any, Final
+
+from interlock import errors
+from interlock.adapters.webclient import JsonHttp
+from interlock.channels import (
+    FORM,
+    ChannelName,
+    Link,
+    Tap,
+    button_data,
+    channel_card,
+    read_button,
+)
+from interlock.records import RequestRecord
+
+API_URL: Final = "https://api.telegram.org"
+SECRET_HEADER: Final = "x-telegram-bot-api-secret-token"
+
+
+class TelegramChannel:
+    """Posts cards to a linked user's chat with the bot and answers their taps.
+
+    Args:
+        http: A `JsonHttp` on Telegram's Bot API (or a local fake).
+        token: The bot's token (from Secrets Manager).
+    """
+
+    name: ChannelName = "telegram"
+
+    def __init__(self, http: JsonHttp, token: str) -> None:
+        self._http = http
+        self._token = token
+
+    def post(self, link: Link, request: RequestRecord, page_url: str | None) -> dict[str, Any]:
+        rows: list[list[dict[str, str]]] = []
+        lines: list[str] = []
+        for asked in request.asked:
+            card = channel_card(asked.card)
+            lines += [card.title, *card.details]
+            buttons = [
+                {
+                    "text": label,
+                    "callback_data": button_data(request.chat_id, asked.interrupt_id, choice),
+                }
+                for label, choice in card.buttons
+                if choice != FORM
+            ]
+            if buttons:
+                rows.append(buttons)
+            if card.form:
+                lines.append("(Answers that need typing: on the card page.)")
+        if page_url:
+            rows.append([{"text": "Open the card page", "url": page_url}])
+        message = self._call(
+            "sendMessage",
+            {
+                "chat_id": link.destination,
+                "text": "\n".join(lines),
+                "reply_markup": {"inline_keyboard": rows},
+            },
+        )
+        return {"chat_id": message["chat"]["id"], "message_id": message["message_id"]}
+
+    def settle(self, ref: dict[str, Any], text: str) -> None:
+        self._call(
+            "editMessageText",
+            {**ref, "text": text, "reply_markup": {"inline_keyboard": []}},
+        )
+
+    def tell(self, tap: Tap, text: str) -> None:
+        if query := tap.reply.get("callback_query_id"):
+            try:
+                self._call("answerCallbackQuery", {"callback_query_id": query, "text": text})
+                return
+            except errors.InterlockError:
+                pass  # an answer comes too late for the query: say it in the chat
+        if chat := tap.reply.get("chat_id"):
+            self._call("sendMessage", {"chat_id": chat, "text": text})
+
+    def _call(self, method: str, body: dict[str, Any]) -> Any:
+        answer = self._http.post(f"/bot{self._token}/{method}", body)
+        if not isinstance(answer, dict) or not answer.get("ok"):
+            raise errors.StoreError(f"Telegram refused {method}")
+        return answer.get("result")
+
+
+def verified(secret_token: str, header: str | None) -> bool:
+    """Whether a webhook delivery carries the secret token set with `setWebhook`."""
+    return bool(header) and hmac.compare_digest(secret_token.encode(), str(header).encode())
+
+
+def read_update(update: Any) -> tuple[str, Tap | None]:
+    """`(delivery id, tap)` of a webhook update; the tap is None for anything that is not
+    a press of an Interlock button (a plain message, say).
+
+    Raises:
+        InvalidInput: the update is malformed.
+    """
+    if not isinstance(update, dict) or not isinstance(update.get("update_id"), int):
+        raise errors.InvalidInput("not a Telegram update")
+    delivery = str(update["update_id"])
+    query = update.get("callback_query")
+    if not isinstance(query, dict) or not isinstance(query.get("data"), str):
+        return delivery, None
+    sender = (query.get("from") or {}).get("id")
+    message = query.get("message") or {}
+    if not isinstance(sender, int):
+        raise errors.InvalidInput("a tap without its sender")
+    choice, fingerprint, chat_id = read_button(query["data"])
+    reply = {
+        "callback_query_id": str(query.get("id", "")),
+        "chat_id": (message.get("chat") or {}).get("id"),
+    }
+    return delivery, Tap(
+        channel="telegram",
+        external_id=str(sender),
+        chat_id=chat_id,
+        fingerprint=fingerprint,
+        status="resolved",
+        payload=None,
+        choice=choice,
+        reply=reply,
+    )

@@ -1,0 +1,274 @@
+"""Answering from team chat and phones: links, taps, and the messages that carry cards.
+
+A channel (Slack, Telegram) shows an open request as a message with buttons and turns a
+button press into a `Tap`. The person behind a tap is whoever an administrator linked
+the channel account to (`Link`); identity never comes from the message. Button data is
+self-contained (`button_data`): the chat, a fingerprint of the interrupt and the choice,
+so a webhook routes a tap without a lookup.
+
+Domain only: the HTTP clients and signature checks live in `interlock.adapters.slack`
+and `interlock.adapters.telegram`, the records in `interlock.adapters.channelstore`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
+
+from interlock import errors
+from interlock.keys import checked_id
+from interlock.records import RequestRecord
+
+ChannelName = Literal["slack", "telegram"]
+CHANNELS: Final[tuple[ChannelName, ...]] = ("slack", "telegram")
+# Telegram's limit on a button's callback data, which Slack's (2,000) also meets.
+MAX_BUTTON_BYTES: Final = 64
+_VERSION: Final = "i1"
+_FINGERPRINT_CHARS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A channel account an administrator linked to an Interlock user.
+
+    Attributes:
+        channel: slack or telegram.
+        external_id: The platform's user id (Slack `U…`, Telegram's numeric id).
+        user_id: The Interlock user the account acts as.
+        roles: That user's roles, as the administrator granted them for taps.
+        address: Where the user's cards are posted (a Slack channel or DM, a Telegram
+            chat); the account itself when empty.
+    """
+
+    channel: ChannelName
+    external_id: str
+    user_id: str
+    roles: frozenset[str] = frozenset()
+    address: str = ""
+
+    @property
+    def destination(self) -> str:
+        return self.address or self.external_id
+
+
+@dataclass(frozen=True, slots=True)
+class Tap:
+    """A verified button press (or form) from a channel.
+
+    Attributes:
+        channel: Where it came from.
+        external_id: Who pressed it, as the platform says (signed by the platform).
+        chat_id: The chat whose request it answers.
+        fingerprint: The interrupt's fingerprint the button carried.
+        status: resolved, or cancelled.
+        payload: The answer typed in a form; None for a button (see `choice`).
+        choice: The button pressed (`answer_for` reads it against the card).
+        reply: How to tell the tapper the outcome (the platform's reply handle).
+    """
+
+    channel: ChannelName
+    external_id: str
+    chat_id: str
+    fingerprint: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any
+    choice: str | None = None
+    reply: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A message a channel posted for a request's interrupt, to edit when it settles."""
+
+    channel: ChannelName
+    interrupt_id: str
+    ref: dict[str, Any]
+
+
+class Channel(Protocol):
+    """What Interlock needs from a chat platform."""
+
+    name: ChannelName
+
+    def post(self, link: Link, request: RequestRecord, page_url: str | None) -> dict[str, Any]:
+        """Post the request's card for `link`; returns the message's reference."""
+        ...
+
+    def settle(self, ref: dict[str, Any], text: str) -> None:
+        """Replace the card's message with how it ended (its buttons go)."""
+        ...
+
+    def tell(self, tap: Tap, text: str) -> None:
+        """Tell the tapper (only them) what became of their tap."""
+        ...
+
+
+def fingerprint(interrupt_id: str) -> str:
+    """A short, stable fingerprint of an interrupt id (it fits in a button)."""
+    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:_FINGERPRINT_CHARS]
+
+
+def button_data(chat_id: str, interrupt_id: str, choice: str) -> str:
+    """What a button carries: `i1|<choice>|<fingerprint>|<chat>`.
+
+    Raises:
+        InvalidInput: it would not fit Telegram's 64 bytes (a chat id that long cannot
+            be answered with buttons; the message links to the card page instead).
+    """
+    data = f"{_VERSION}|{choice}|{fingerprint(interrupt_id)}|{chat_id}"
+    if len(data.encode()) > MAX_BUTTON_BYTES:
+        raise errors.InvalidInput("the chat id is too long for a button")
+    return data
+
+
+def read_button(data: str) -> tuple[str, str, str]:
+    """`(choice, fingerprint, chat_id)` from a button's data.
+
+    Raises:
+        InvalidInput: not a button Interlock made.
+    """
+    parts = data.split("|", 3)
+    if len(parts) != 4 or parts[0] != _VERSION or len(parts[2]) != _FINGERPRINT_CHARS:
+        raise errors.InvalidInput("not an Interlock button")
+    _, choice, print_, chat = parts
+    return choice, print_, checked_id(chat, "chat id")
+
+
+def interrupt_for(request: RequestRecord, print_: str) -> str | None:
+    """The request's interrupt whose fingerprint a button carried, if it holds one."""
+    return next(
+        (a.interrupt_id for a in request.asked if fingerprint(a.interrupt_id) == print_), None
+    )
+
+
+def outcome_text(decision: str | None, who: str | None, at_s: int | None, source: str) -> str:
+    """How a settled card reads in the channel: "Approved by alice at 12:03 UTC (Slack)"."""
+    import time
+
+    word = {
+        "approved": "Approved",
+        "rejected": "Denied",
+        "rejected_with_feedback": "Denied with feedback",
+        "answered": "Answered",
+        "cancelled": "Cancelled",
+        "expired": "Expired",
+        "timed_out": "Timed out",
+    }.get(decision or "", (decision or "Settled").replace("_", " ").capitalize())
+    parts = [word]
+    if who:
+        parts.append(f"by {who}")
+    if at_s:
+        parts.append("at " + time.strftime("%H:%M UTC", time.gmtime(at_s)))
+    if source:
+        parts.append(f"({source})")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelCard:
+    """A card as a chat message: a line, details, and the buttons that answer it.
+
+    Attributes:
+        title: What is asked, in one line.
+        details: Lines under it (what, where, how risky).
+        buttons: `(label, choice)`; `choice` goes into the button's data.
+        form: True when some answers need typing (a reason, free text, fields): Slack
+            opens a form for them, Telegram points to the card page.
+    """
+
+    title: str
+    details: tuple[str, ...]
+    buttons: tuple[tuple[str, str], ...]
+    form: bool
+
+
+APPROVE: Final = "a"
+REJECT: Final = "r"
+FORM: Final = "f"
+_OPTION: Final = "o"
+
+
+def channel_card(card: dict[str, Any]) -> ChannelCard:
+    """How one interrupt's card reads in a chat message (text only: no markup)."""
+    kind = card.get("type")
+    reason = _line(card.get("reason") or "The agent needs your decision.")
+    details: list[str] = []
+    if card.get("risk"):
+        details.append(f"Risk: {card['risk']}")
+    if card.get("tool") and kind not in ("question", "info"):
+        details.append(f"Tool: {card['tool']}")
+    for url in card.get("urls", [])[:5]:
+        details.append(f"URL: {url}")
+    if kind == "question":
+        options = list(card.get("options") or [])
+        if card.get("question_type") == "single_choice" and options:
+            buttons = tuple((_line(o, 30), f"{_OPTION}{i}") for i, o in enumerate(options[:10]))
+            return ChannelCard(reason, tuple(details), buttons, form=False)
+        return ChannelCard(reason, tuple(details), (("Answer…", FORM),), form=True)
+    if kind in ("info", "interrupt"):
+        return ChannelCard(reason, tuple(details), (("Fill in…", FORM),), form=True)
+    buttons = (("Approve", APPROVE), ("Deny", REJECT), ("Deny with feedback…", FORM))
+    return ChannelCard(reason, tuple(details), buttons, form=True)
+
+
+def answer_for(card: dict[str, Any], choice: str) -> Any:
+    """The answer a button press gives `card` (validated later, as any answer is).
+
+    Raises:
+        InvalidInput: a choice this card has no button for.
+    """
+    if choice == APPROVE:
+        return {"decision": "approve"}
+    if choice == REJECT:
+        return {"decision": "reject"}
+    options = list(card.get("options") or [])
+    if choice.startswith(_OPTION) and choice[1:].isdigit() and int(choice[1:]) < len(options):
+        return {"answer": options[int(choice[1:])]}
+    raise errors.InvalidInput("this card has no such button")
+
+
+def _line(text: Any, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def form_answer(card: dict[str, Any], values: dict[str, Any]) -> Any:
+    """The answer a form (typed text per field) gives `card`; validated later.
+
+    Typed fields are read by the card's rules: integers and numbers from their text,
+    yes/no from the usual words; empty optional fields are left out.
+    """
+    kind = card.get("type")
+    text = {k: ("" if v is None else str(v).strip()) for k, v in values.items()}
+    if kind == "info":
+        answer: dict[str, Any] = {}
+        for spec in card.get("fields", []):
+            raw = text.get(spec["name"], "")
+            if raw:
+                answer[spec["name"]] = _typed(spec.get("type"), raw)
+        return answer
+    if kind == "question":
+        raw = text.get("answer", "")
+        if card.get("question_type") == "multiple_choice":
+            return {"answer": [part.strip() for part in raw.split(",") if part.strip()]}
+        return {"answer": raw}
+    if kind == "interrupt":
+        return text.get("answer", "")
+    answer = {"decision": "reject", "reason": text.get("reason", "")}
+    if text.get("suggestion"):
+        answer["suggestion"] = text["suggestion"]
+    return answer
+
+
+def _typed(kind: Any, raw: str) -> Any:
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+    except ValueError:
+        return raw  # the card's rules will say what is wrong with it
+    if kind == "boolean":
+        return raw.lower() in ("yes", "y", "true", "1", "on")
+    return raw

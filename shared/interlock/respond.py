@@ -1,0 +1,144 @@
+"""One respond path for taps from every channel.
+
+In a fixed order, so that the cheap and safe checks come first:
+
+1. **idempotency**: the card is still open. A tap on a card already answered (a second
+   tap, a stranger's tap, a tap racing another channel) is told what the first answer
+   was and changes nothing; so is a tap on a card that expired or was cancelled.
+2. **identity**: the tapper's channel account is linked to a user who may answer the
+   card. An unlinked or unauthorised tapper is refused and nothing changes.
+3. **the claim**: the same `resume_turn` the page and AG-UI answer through, with the
+   secret rotated on the tapper's behalf (the platform's signature and the link stand
+   for the secret a page would hold).
+
+`screen_tap` is steps 1 and 2, cheap enough for a webhook to run before it acknowledges;
+`apply_tap` runs all three, asynchronously after the acknowledgement.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from interlock import errors
+from interlock.caller import Caller
+from interlock.channels import (
+    FORM,
+    Link,
+    Tap,
+    answer_for,
+    form_answer,
+    interrupt_for,
+    outcome_text,
+)
+from interlock.ports import Stores
+from interlock.records import RequestRecord, unanswerable
+
+if TYPE_CHECKING:  # the Strands side: only `apply_tap` runs an agent
+    from interlock.deps import Runtime
+
+logger = logging.getLogger(__name__)
+
+TapOutcome = Literal["applied", "already_answered", "ended", "refused", "unknown", "busy"]
+
+
+@dataclass(frozen=True, slots=True)
+class TapResult:
+    """What became of a tap, and what the tapper is told."""
+
+    outcome: TapOutcome
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """A tap that passed the checks: the request, the interrupt and who answers."""
+
+    request: RequestRecord
+    interrupt_id: str
+    link: Link
+
+
+def screen_tap(stores: Stores, tap: Tap, now_ms: int) -> TapResult | Screened:
+    """Steps 1 and 2: the card is open, and the tapper may answer it."""
+    request = stores.requests.get(tap.chat_id, now_ms)
+    interrupt_id = interrupt_for(request, tap.fingerprint) if request else None
+    if request is None or interrupt_id is None:
+        return TapResult("unknown", "This card is no longer open.")
+    problem = unanswerable(request, interrupt_id, now_ms)
+    if isinstance(problem, errors.AlreadyAnswered):
+        done = problem.current
+        said = outcome_text(done.decision, None, done.answered_at, "")
+        return TapResult("already_answered", f"Already answered: {said}.")
+    if isinstance(problem, errors.RequestCancelled | errors.RequestExpired):
+        return TapResult("ended", f"This card can no longer be answered: {problem}.")
+    if problem is not None and not isinstance(problem, errors.ResumeInProgress):
+        return TapResult("unknown", "This card is no longer open.")
+    link = stores.channels.linked(tap.channel, tap.external_id)
+    if link is None:
+        return TapResult(
+            "refused", "Your account is not linked to Interlock: ask an administrator to link it."
+        )
+    if not request.answerable_by(link.user_id, link.roles):
+        return TapResult("refused", "This card is not yours to answer.")
+    if isinstance(problem, errors.ResumeInProgress):
+        return TapResult("busy", "Someone is answering this card right now.")
+    if len(request.asked) > 1:
+        return TapResult("refused", "This card has several questions: answer it on the card page.")
+    return Screened(request, interrupt_id, link)
+
+
+def apply_tap(rt: Runtime, tap: Tap) -> TapResult:
+    """All three steps; the tapper is told the outcome (through `rt.notifier`)."""
+    result = _apply(rt, tap)
+    if rt.notifier is not None:
+        rt.notifier.tell(tap, result.text)
+    return result
+
+
+def _apply(rt: Runtime, tap: Tap) -> TapResult:
+    from interlock.resume import resume_turn
+
+    now = rt.clock.now_ms()
+    screened = screen_tap(rt.stores, tap, now)
+    if isinstance(screened, TapResult):
+        return screened
+    request, link = screened.request, screened.link
+    card = request.card
+    try:
+        payload = (
+            form_answer(card, tap.payload or {})
+            if tap.choice == FORM
+            else answer_for(card, tap.choice or "")
+        )
+        _, secret = rt.stores.requests.rotate_secret(request, now)
+        result = resume_turn(
+            rt,
+            Caller(link.user_id, link.roles),
+            tap.chat_id,
+            interrupt_id=screened.interrupt_id,
+            secret=secret,
+            status=tap.status,
+            payload=payload,
+            source=tap.channel,
+        )
+    except errors.InvalidInput as bad:
+        return TapResult("refused", f"That answer does not fit the card: {bad}")
+    except errors.ResumeInProgress:
+        return TapResult("busy", "Someone is answering this card right now.")
+    except errors.SecretRefused:
+        # Another answer rotated the secret in between: whatever it was, it came first.
+        again = screen_tap(rt.stores, tap, rt.clock.now_ms())
+        if isinstance(again, TapResult):
+            return again
+        return TapResult("busy", "Someone is answering this card right now.")
+    except (errors.RequestExpired, errors.RequestCancelled) as ended:
+        return TapResult("ended", f"This card can no longer be answered: {ended}.")
+    except errors.InterlockError as failed:
+        logger.warning("tap failed: %s", failed.code)
+        return TapResult("refused", f"The answer could not be applied ({failed.code}).")
+    if result.outcome == "replayed":
+        said = outcome_text(result.decision, None, result.answered_at, "")
+        return TapResult("already_answered", f"Already answered: {said}.")
+    return TapResult("applied", f"Thanks: {outcome_text(result.decision, None, None, '')}.")

@@ -1,0 +1,168 @@
+"""Faithful local fakes of Slack's Web API and Telegram's Bot API on 127.0.0.1.
+
+Each answers as the platform does (the same JSON envelopes, token checks, message ids)
+and records every call, so tests drive Interlock's real client code against them and
+then read what was posted, edited and said. Bounded: one server thread each, stopped by
+the fixture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlencode
+
+SLACK_TOKEN = "xoxb-test-bot-token-5fd1"
+SLACK_SIGNING_SECRET = "slack-signing-secret-8c2e"
+TELEGRAM_TOKEN = "123456:telegram-bot-token-9a7b"
+TELEGRAM_WEBHOOK_SECRET = "telegram-webhook-secret-3d4f"
+
+
+@dataclass
+class Recorded:
+    """The calls one fake received, in order: `(method, body)`."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, method: str, body: dict[str, Any]) -> None:
+        with self.lock:
+            self.calls.append((method, body))
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for m, b in self.calls if m == method]
+
+
+class _Fake(BaseHTTPRequestHandler):
+    recorded: Recorded
+    ids: Iterator[int]
+
+    def _json(self, status: int, body: Any) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length", "0"))
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+class FakeSlack(_Fake):
+    def do_POST(self) -> None:
+        body = self._body()
+        if self.path.startswith("/respond/"):  # a response_url
+            self.recorded.add("response_url", body)
+            return self._json(200, {"ok": True})
+        if self.headers.get("Authorization") != f"Bearer {SLACK_TOKEN}":
+            return self._json(200, {"ok": False, "error": "invalid_auth"})
+        method = self.path.lstrip("/")
+        self.recorded.add(method, body)
+        if method == "chat.postMessage":
+            return self._json(
+                200, {"ok": True, "channel": body["channel"], "ts": f"{next(self.ids)}.000100"}
+            )
+        if method in ("chat.update", "chat.postEphemeral", "views.open"):
+            return self._json(200, {"ok": True})
+        return self._json(200, {"ok": False, "error": "unknown_method"})
+
+
+class FakeTelegram(_Fake):
+    def do_POST(self) -> None:
+        prefix = f"/bot{TELEGRAM_TOKEN}/"
+        if not self.path.startswith(prefix):
+            return self._json(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+        method = self.path.removeprefix(prefix)
+        body = self._body()
+        self.recorded.add(method, body)
+        if method == "sendMessage":
+            message = {
+                "message_id": next(self.ids),
+                "chat": {"id": body["chat_id"]},
+                "text": body["text"],
+            }
+            return self._json(200, {"ok": True, "result": message})
+        if method in ("editMessageText", "answerCallbackQuery"):
+            return self._json(200, {"ok": True, "result": True})
+        return self._json(404, {"ok": False, "description": "Not Found"})
+
+
+@dataclass
+class Platform:
+    """A running fake: its base URL and what it recorded."""
+
+    url: str
+    recorded: Recorded
+
+
+@contextmanager
+def serve(kind: type[_Fake]) -> Iterator[Platform]:
+    recorded = Recorded()
+    handler = type(kind.__name__, (kind,), {"recorded": recorded, "ids": itertools.count(100)})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Platform(f"http://127.0.0.1:{server.server_port}", recorded)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def slack_delivery(
+    payload: dict[str, Any], *, secret: str = SLACK_SIGNING_SECRET, at: int | None = None
+) -> tuple[str, dict[str, str]]:
+    """A signed interactivity delivery: the form body and Slack's headers."""
+    body = urlencode({"payload": json.dumps(payload)})
+    stamp = str(int(time.time()) if at is None else at)
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest}",
+    }
+    return body, headers
+
+
+def slack_tap(user: str, value: str, slack_url: str, tap_id: str = "1") -> dict[str, Any]:
+    """A `block_actions` payload for a button press."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user},
+        "trigger_id": f"trigger-{tap_id}",
+        "response_url": f"{slack_url}/respond/{tap_id}",
+        "container": {"channel_id": "C-cards", "message_ts": "100.000100"},
+        "actions": [{"action_id": "interlock-a", "value": value}],
+    }
+
+
+def telegram_tap(update_id: int, user: int, data: str, chat: int | None = None) -> dict[str, Any]:
+    """An Update carrying a callback query (a button press)."""
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"cq-{update_id}",
+            "from": {"id": user, "is_bot": False, "first_name": "T"},
+            "message": {"message_id": 100, "chat": {"id": chat or user}},
+            "data": data,
+        },
+    }
+
+
+def telegram_headers(secret: str = TELEGRAM_WEBHOOK_SECRET) -> dict[str, str]:
+    return {"Content-Type": "application/json", "X-Telegram-Bot-Api-Secret-Token": secret}

@@ -1,0 +1,210 @@
+"""Slack and Telegram against local fakes: a pause posts the card, a tap answers it
+exactly once and the message is edited, and every refusal changes nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from interlock.channels import button_data
+from interlock.records import RequestState
+from tests.api.support import auth, run_body, stream
+from tests.channels import fakes
+from tests.channels.conftest import Setup
+from tests.e2e.support import wait_for
+
+ADMIN = ("admin",)
+TG_ALICE, TG_BOB, TG_STRANGER = 1001, 1002, 1999
+
+
+def link(setup: Setup, channel: str, external: str, user: str, roles: list[str]) -> None:
+    response = setup.client.put(
+        f"/admin/links/{channel}/{external}",
+        headers=auth(setup.key, "root", ADMIN),
+        data=json.dumps({"userId": user, "roles": roles}),
+    )
+    assert response.status_code == 200, response.get_data(as_text=True)
+
+
+def pause(setup: Setup, chat: str) -> Any:
+    """Alice asks to send the report: the run pauses on its approval card."""
+    events = stream(
+        setup.client.post("/runs", data=run_body(chat, "send the report"), headers=auth(setup.key))
+    )
+    assert events[-1].outcome.type == "interrupt"
+    return setup.stores.requests.get(chat, 0)
+
+
+def tap_telegram(
+    setup: Setup, update: dict[str, Any], secret: str = fakes.TELEGRAM_WEBHOOK_SECRET
+) -> Any:
+    return setup.client.post(
+        "/channels/telegram/webhook",
+        data=json.dumps(update),
+        headers=fakes.telegram_headers(secret),
+    )
+
+
+def tap_slack(setup: Setup, payload: dict[str, Any], **signing: Any) -> Any:
+    body, headers = fakes.slack_delivery(payload, **signing)
+    return setup.client.post("/channels/slack/interactions", data=body, headers=headers)
+
+
+def settled(setup: Setup, chat: str) -> bool:
+    request = setup.stores.requests.get(chat, 0)
+    return request is not None and request.state is RequestState.DONE
+
+
+def reports_sent(setup: Setup, chat: str, request: Any) -> Any:
+    return setup.stores.outbox.get(f"{chat}#{request.card['tool_use_id']}")
+
+
+def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels: Setup) -> None:
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    link(channels, "slack", "U-ALICE", "alice", ["reporter"])
+    request = pause(channels, "c1")
+
+    # The card went to both of alice's accounts, with buttons that carry the chat
+    (posted,) = channels.telegram.recorded.of("sendMessage")
+    assert posted["chat_id"] == str(TG_ALICE)
+    buttons = [b for row in posted["reply_markup"]["inline_keyboard"] for b in row]
+    approve = next(b["callback_data"] for b in buttons if b["text"] == "Approve")
+    assert approve == button_data("c1", request.interrupt_id, "a")
+    assert len(approve.encode()) <= 64
+    (slack_post,) = channels.slack.recorded.of("chat.postMessage")
+    assert slack_post["channel"] == "U-ALICE"
+
+    # Alice taps Approve on her phone
+    reply = tap_telegram(channels, fakes.telegram_tap(1, TG_ALICE, approve))
+    assert reply.status_code == 200
+    wait_for(lambda: settled(channels, "c1"), "the tap to be applied")
+
+    done = channels.stores.requests.get("c1", 0)
+    assert (done.decision, done.claim_count) == ("approved", 1)
+    assert reports_sent(channels, "c1", request)["recipient"]
+    # Both posts now say how it ended, and the buttons are gone
+    wait_for(lambda: len(channels.slack.recorded.of("chat.update")) == 1, "the Slack edit")
+    (edit,) = channels.telegram.recorded.of("editMessageText")
+    assert edit["text"].startswith("Approved by alice at ") and edit["text"].endswith("(Telegram)")
+    assert edit["reply_markup"] == {"inline_keyboard": []}
+    assert channels.slack.recorded.of("chat.update")[0]["text"] == edit["text"].replace(
+        "Telegram", "Telegram"
+    )
+    # The trail says where the answer came from
+    events = channels.client.get("/chats/c1/events", headers=auth(channels.key)).json["events"]
+    decision = next(e for e in events if e["type"] == "decision")
+    assert decision["detail"]["source"] == "telegram"
+
+
+def test_a_wrong_secret_or_signature_is_refused_and_changes_nothing(channels: Setup) -> None:
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    link(channels, "slack", "U-ALICE", "alice", ["reporter"])
+    request = pause(channels, "c1")
+    data = button_data("c1", request.interrupt_id, "a")
+
+    forged = tap_telegram(channels, fakes.telegram_tap(7, TG_ALICE, data), secret="guess")
+    assert (forged.status_code, forged.json["error"]["code"]) == (401, "unauthorized")
+    unsigned = tap_slack(
+        channels, fakes.slack_tap("U-ALICE", data, channels.slack.url), secret="guess"
+    )
+    assert unsigned.status_code == 401
+    # A correctly signed delivery, but six minutes old: a captured request played again
+    stale = tap_slack(channels, fakes.slack_tap("U-ALICE", data, channels.slack.url), at=0)
+    assert stale.status_code == 401
+
+    after = channels.stores.requests.get("c1", 0)
+    assert (after.state, after.claim_count, after.secret_hash) == (
+        RequestState.PENDING,
+        0,
+        request.secret_hash,
+    )
+    # Not even recorded as seen: the real delivery still goes through
+    assert channels.stores.channels.first_delivery("telegram", "7", 0)
+
+
+def test_the_same_delivery_twice_is_dropped(channels: Setup) -> None:
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    request = pause(channels, "c1")
+    update = fakes.telegram_tap(5, TG_ALICE, button_data("c1", request.interrupt_id, "a"))
+
+    assert tap_telegram(channels, update).status_code == 200
+    wait_for(lambda: settled(channels, "c1"), "the tap to be applied")
+    told = len(channels.telegram.recorded.of("answerCallbackQuery"))
+    assert tap_telegram(channels, update).status_code == 200
+
+    # The replay was dropped before anything: nobody was told anything again
+    assert len(channels.telegram.recorded.of("answerCallbackQuery")) == told
+    assert channels.stores.requests.get("c1", 0).claim_count == 1
+
+
+def test_an_unlinked_tap_is_refused_and_a_strangers_late_tap_is_told_the_answer(
+    channels: Setup,
+) -> None:
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    link(channels, "telegram", str(TG_BOB), "bob", ["reporter"])
+    request = pause(channels, "c1")
+    approve = button_data("c1", request.interrupt_id, "a")
+
+    # Before the answer: an account nobody linked is refused, and nothing changes
+    tap_telegram(channels, fakes.telegram_tap(10, TG_STRANGER, approve))
+    (refusal,) = channels.telegram.recorded.of("answerCallbackQuery")
+    assert "not linked" in refusal["text"]
+    # bob is linked, but the card is alice's
+    tap_telegram(channels, fakes.telegram_tap(11, TG_BOB, approve))
+    assert "not yours" in channels.telegram.recorded.of("answerCallbackQuery")[-1]["text"]
+    assert channels.stores.requests.get("c1", 0).state is RequestState.PENDING
+
+    tap_telegram(channels, fakes.telegram_tap(12, TG_ALICE, approve))
+    wait_for(lambda: settled(channels, "c1"), "alice's tap to be applied")
+
+    # After it: even a stranger's tap is told what the answer was (and changes nothing)
+    tap_telegram(
+        channels, fakes.telegram_tap(13, TG_STRANGER, button_data("c1", request.interrupt_id, "r"))
+    )
+    late = channels.telegram.recorded.of("answerCallbackQuery")[-1]["text"]
+    assert late.startswith("Already answered: Approved")
+    assert channels.stores.requests.get("c1", 0).claim_count == 1
+
+
+def test_a_slack_tap_racing_a_page_click_gives_one_answer(channels: Setup) -> None:
+    import threading
+
+    from tests.api.support import resume_body
+
+    link(channels, "slack", "U-ALICE", "alice", ["reporter"])
+    events = stream(
+        channels.client.post(
+            "/runs", data=run_body("c1", "send the report"), headers=auth(channels.key)
+        )
+    )
+    interrupt = events[-1].outcome.interrupts[0]
+    request = channels.stores.requests.get("c1", 0)
+    data = button_data("c1", request.interrupt_id, "r")
+    page: dict[str, Any] = {}
+
+    def click() -> None:
+        page["reply"] = channels.client.post(
+            "/resume",
+            headers=auth(channels.key),
+            data=resume_body("c1", interrupt, {"decision": "approve"}),
+        )
+
+    clicking = threading.Thread(target=click)
+    clicking.start()
+    tap_slack(channels, fakes.slack_tap("U-ALICE", data, channels.slack.url))
+    clicking.join()
+    wait_for(lambda: settled(channels, "c1"), "one answer to win")
+    wait_for(lambda: channels.slack.recorded.of("response_url"), "the tapper to be told")
+
+    done = channels.stores.requests.get("c1", 0)
+    assert done.claim_count == 1
+    told = channels.slack.recorded.of("response_url")[-1]["text"]
+    if done.decision == "approved":  # the page won: the tap was told so
+        assert told.startswith("Already answered: Approved") or "right now" in told
+    else:  # the tap won: the page was refused or shown the stored answer
+        assert done.decision == "rejected" and told.startswith("Thanks: Denied")
+        reply = page["reply"]
+        assert reply.status_code in (200, 403, 409)
+    # Exactly one report decision was applied: sent once, or never
+    sent = reports_sent(channels, "c1", request)
+    assert (sent is not None) == (done.decision == "approved")
