@@ -17,10 +17,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations
+from aws_cdk import (
+    Acknowledgment,
+    CfnOutput,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    SecretValue,
+    Stack,
+    Validations,
+)
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.auth import Auth
@@ -149,8 +159,11 @@ class InterlockApiStack(Stack):
             package_dir=settings.agent.package_dir,
             description=f"The agent {settings.agent.reference} and its requirements.",
         ).layer_version
+        self.channel_secrets = _channel_secrets(self, settings)
+        page_url = settings.allowed_origin or site.url
         self.functions: dict[Function, InterlockFunction] = {}
-        # Resume first: the run function hands it the resumes posted to the one endpoint.
+        # Resume first: the run function hands it the resumes posted to the one endpoint,
+        # and the channels function the taps it screened.
         for name in sorted(FUNCTIONS, key=lambda n: n != "resume"):
             self.functions[name] = InterlockFunction(
                 self,
@@ -160,8 +173,13 @@ class InterlockApiStack(Stack):
                 agent_layer=agent_layer,
                 storage=storage,
                 settings=settings,
-                allowed_origin=self.allowed_origin,
-                forward_to=self.functions["resume"].function if name == "run" else None,
+                # The channels function answers platforms, never a browser.
+                allowed_origin=None if name == "channels" else self.allowed_origin,
+                forward_to=(
+                    self.functions["resume"].function if name in ("run", "channels") else None
+                ),
+                channel_secrets=self.channel_secrets,
+                page_url=page_url,
             )
         self.sweeper = Sweeper(
             self,
@@ -170,6 +188,8 @@ class InterlockApiStack(Stack):
             agent_layer=agent_layer,
             storage=storage,
             settings=settings,
+            channel_secrets=self.channel_secrets,
+            page_url=page_url,
         )
         self.auth = Auth(
             self,
@@ -249,6 +269,40 @@ def _account_logging_role(scope: Construct) -> apigw.CfnAccount:
     account = apigw.CfnAccount(scope, "ApiGatewayAccount", cloud_watch_role_arn=role.role_arn)
     account.apply_removal_policy(RemovalPolicy.RETAIN)
     return account
+
+
+# What each channel's secret holds (JSON): operators fill in the values the platform
+# gave them (`aws secretsmanager put-secret-value`); until then the channel is off.
+_SECRET_TEMPLATES: Final = {
+    "slack": {"botToken": "", "signingSecret": ""},
+    "telegram": {"botToken": "", "webhookSecret": ""},
+}
+
+
+def _channel_secrets(stack: Stack, settings: Settings) -> dict[str, secretsmanager.ISecret]:
+    secrets: dict[str, secretsmanager.ISecret] = {}
+    for channel in settings.channels:
+        secret = secretsmanager.Secret(
+            stack,
+            f"{channel.capitalize()}Secret",
+            description=f"Interlock's {channel} tokens: {', '.join(_SECRET_TEMPLATES[channel])}.",
+            secret_object_value={
+                key: SecretValue.unsafe_plain_text(value)
+                for key, value in _SECRET_TEMPLATES[channel].items()
+            },
+        )
+        Validations.of(secret).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SMG4",
+                reason=(
+                    f"The {channel} bot token and signing secret are issued by the platform "
+                    "and can only be rotated there; an operator puts the new value here."
+                ),
+            )
+        )
+        CfnOutput(stack, f"{channel.capitalize()}SecretName", value=secret.secret_name)
+        secrets[channel] = secret
+    return secrets
 
 
 def _rest_api(scope: Construct, allowed_origin: str) -> apigw.RestApi:
@@ -338,18 +392,35 @@ def _add_routes(
         ),
     )
     for route in ROUTES:
-        has_body = route.method == "POST"
-        api.root.resource_for_path(route.path).add_method(
+        # AG-UI bodies name their thread; a platform's delivery has its own format.
+        has_body = route.method == "POST" and route.authorized
+        method = api.root.resource_for_path(route.path).add_method(
             route.method,
             integrations[route.function],
-            authorization_type=apigw.AuthorizationType.COGNITO,
-            authorizer=authorizer,
+            authorization_type=(
+                apigw.AuthorizationType.COGNITO
+                if route.authorized
+                else apigw.AuthorizationType.NONE
+            ),
+            authorizer=authorizer if route.authorized else None,
             request_validator=with_body if has_body else parameters_only,
             request_models={BODY_CONTENT_TYPE: thread_input} if has_body else None,
             request_parameters={
                 f"method.request.path.{name}": True for name in path_parameters(route)
             },
         )
+        if not route.authorized:
+            for finding in ("AwsSolutions-APIG4", "AwsSolutions-COG4"):
+                Validations.of(method).acknowledge(
+                    Acknowledgment(
+                        id=finding,
+                        reason=(
+                            "A chat platform's webhook: the platform sends no Cognito token. "
+                            "The handler verifies each delivery (Slack's HMAC signature with "
+                            "a fresh timestamp, Telegram's secret token) before reading it."
+                        ),
+                    )
+                )
 
 
 def path_parameters(route: Route) -> list[str]:

@@ -17,6 +17,7 @@ from aws_cdk import Acknowledgment, Aws, Duration, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.layer import ARCHITECTURE, REPO_ROOT, RUNTIME
@@ -28,6 +29,7 @@ from infra.permissions import (
     forward_statements,
     model_statements,
     runtime_statements,
+    secret_statements,
     wildcard_findings,
 )
 from infra.settings import Settings
@@ -73,6 +75,9 @@ SIZING: Final[Mapping[FunctionName, Sizing]] = {
     "requests": Sizing(Duration.seconds(10), 256),
     # Resumes each overdue run it settles, one after another, as resume does one.
     "sweeper": Sizing(Duration.minutes(5), 1024),
+    # Verifies a webhook delivery and screens a tap: two reads and a put. Platforms want
+    # an answer within seconds (Slack: 3 s).
+    "channels": Sizing(Duration.seconds(10), 256),
 }
 
 
@@ -97,6 +102,8 @@ class InterlockFunction(Construct):
         agent_layer: lambda_.ILayerVersion | None = None,
         allowed_origin: str | None = None,
         forward_to: lambda_.IFunction | None = None,
+        channel_secrets: Mapping[str, secretsmanager.ISecret] | None = None,
+        page_url: str | None = None,
     ) -> None:
         """Create the function.
 
@@ -110,8 +117,12 @@ class InterlockFunction(Construct):
             settings: The deployment's settings.
             agent_layer: The layer carrying the user's agent, for the functions that run
                 it (`Access.invokes_model`); the others never load it.
-            forward_to: The resume function, for the run function: a run body that
-                answers interrupts is handed to it (only it may claim a request).
+            forward_to: The resume function, for the run function (a run body that
+                answers interrupts) and the channels function (a screened tap): only it
+                may claim a request.
+            channel_secrets: The configured channels' secrets, by channel: every
+                function that posts, edits or verifies reads them.
+            page_url: The card page's URL, linked from every posted card.
             allowed_origin: The browser origin the handler's responses admit (CORS), for
                 a function behind the API; None for one that answers no browser.
         """
@@ -124,6 +135,7 @@ class InterlockFunction(Construct):
             *config_statements(Stack.of(self), settings.agent_config_parameter),
             *runtime_statements(self.log_group),
             *(forward_statements(forward_to) if forward_to else []),
+            *secret_statements(list((channel_secrets or {}).values())),
         ]
         self.role = iam.Role(
             self,
@@ -158,6 +170,7 @@ class InterlockFunction(Construct):
                 **environment(name, storage, settings, allowed_origin),
                 **(STREAM_ENVIRONMENT | {Env.FUNCTION: name} if streams else {}),
                 **({Env.RESUME_FUNCTION: forward_to.function_name} if forward_to else {}),
+                **channel_environment(channel_secrets or {}, page_url),
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
         )
@@ -189,6 +202,17 @@ STREAM_ENVIRONMENT: Final = {
     # not; the function's active tracing still records every invocation.
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
+
+
+def channel_environment(
+    secrets: Mapping[str, secretsmanager.ISecret], page_url: str | None
+) -> dict[str, str]:
+    """Which secrets hold the channels' tokens (by name: values are read at run time)."""
+    names = {"slack": Env.SLACK_SECRET, "telegram": Env.TELEGRAM_SECRET}
+    variables = {names[channel]: secret.secret_name for channel, secret in secrets.items()}
+    if secrets and page_url:
+        variables[Env.PAGE_URL] = page_url
+    return variables
 
 
 def web_adapter_layer(scope: Construct, settings: Settings) -> lambda_.ILayerVersion:

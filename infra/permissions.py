@@ -16,6 +16,7 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 
 from infra.settings import ModelChoice
 from infra.storage import StorageRefs
@@ -141,6 +142,10 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
         invokes_model=True,
     ),
+    # The platforms' webhooks: reads the pointer and the tapper's link (gets), records
+    # each delivery once (a conditional put). Claims nothing: a tap that passes is handed
+    # to the resume function.
+    "channels": Access(table_actions=("dynamodb:GetItem", "dynamodb:PutItem")),
 }
 
 
@@ -244,6 +249,19 @@ def runtime_statements(log_group: logs.ILogGroup) -> list[iam.PolicyStatement]:
         ),
         # X-Ray has no resource-level permissions for segment uploads.
         iam.PolicyStatement(sid="Tracing", actions=list(TRACE_ACTIONS), resources=["*"]),
+    ]
+
+
+def secret_statements(secrets: Sequence[secretsmanager.ISecret]) -> list[iam.PolicyStatement]:
+    """Reading the channels' secrets (bot tokens, signing secrets), and nothing else."""
+    if not secrets:
+        return []
+    return [
+        iam.PolicyStatement(
+            sid="ChannelSecrets",
+            actions=["secretsmanager:GetSecretValue"],
+            resources=[secret.secret_arn for secret in secrets],
+        )
     ]
 
 

@@ -15,6 +15,7 @@ from typing import Final
 from constructs import Node
 from pydantic import ValidationError
 
+from interlock.channels import CHANNELS, ChannelName
 from interlock.config import DEFAULT_AGENT, DEFAULT_MODEL_ID, InterlockConfig, ModelSpec
 from interlock.errors import validation_message
 from interlock.timing import DAY_S, StorePolicy
@@ -37,6 +38,7 @@ REMOVAL_POLICY_KEY: Final = "interlock:removalPolicy"
 # (dev, test, a pull request's) is torn down with its data.
 RETAINING_STAGES: Final = frozenset({"", "prod"})
 WEB_ADAPTER_LAYER_KEY: Final = "interlock:webAdapterLayer"
+CHANNELS_KEY: Final = "interlock:channels"
 # A published Lambda layer version: arn:<partition>:lambda:<region>:<account>:layer:<name>:<n>
 _LAYER_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+")
 AGENT_KEY: Final = "interlock:agent"
@@ -147,6 +149,8 @@ class Settings:
             by default for the unnamed and `prod` stages, off for any other stage).
         web_adapter_layer: The Lambda Web Adapter layer's ARN, or None for the published
             one of this region and architecture (`infra.functions`).
+        channels: The chat platforms cards are posted to and answered from (each gets a
+            secret for its tokens, which operators fill in).
     """
 
     model: ModelChoice
@@ -161,6 +165,7 @@ class Settings:
     stage: str = ""
     retain_data: bool = True
     web_adapter_layer: str | None = None
+    channels: tuple[ChannelName, ...] = ()
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -190,6 +195,7 @@ class Settings:
             stage=(stage := _stage(node.try_get_context(STAGE_KEY))),
             retain_data=_removal(node.try_get_context(REMOVAL_POLICY_KEY), stage),
             web_adapter_layer=_layer_arn(node.try_get_context(WEB_ADAPTER_LAYER_KEY)),
+            channels=_channels(node.try_get_context(CHANNELS_KEY)),
         )
 
     def stack_id(self, part: str) -> str:
@@ -239,6 +245,17 @@ def _stage(raw: object) -> str:
             f"not {raw!r}"
         )
     return str(raw)
+
+
+def _channels(raw: object) -> tuple[ChannelName, ...]:
+    if raw is None or raw == "":
+        return ()
+    names = raw if isinstance(raw, list) else str(raw).split(",")
+    chosen = [str(n).strip() for n in names if str(n).strip()]
+    unknown = sorted(set(chosen) - set(CHANNELS))
+    if unknown:
+        raise ValueError(f"{CHANNELS_KEY}: unknown channels {unknown}; use {', '.join(CHANNELS)}")
+    return tuple(c for c in CHANNELS if c in chosen)
 
 
 def _removal(raw: object, stage: str) -> bool:

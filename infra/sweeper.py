@@ -9,10 +9,13 @@ reserved concurrency: a slow sweep never holds up the next one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.functions import InterlockFunction
@@ -37,6 +40,8 @@ class Sweeper(InterlockFunction):
         agent_layer: lambda_.ILayerVersion,
         storage: StorageRefs,
         settings: Settings,
+        channel_secrets: Mapping[str, secretsmanager.ISecret] | None = None,
+        page_url: str | None = None,
     ) -> None:
         """Create the function and its schedule.
 
@@ -47,6 +52,8 @@ class Sweeper(InterlockFunction):
             agent_layer: The layer carrying the user's agent (settling runs it).
             storage: The table and bucket.
             settings: The deployment's settings, the sweep interval included.
+            channel_secrets: The channels' secrets (a settled card's posts are edited).
+            page_url: The card page's URL.
         """
         super().__init__(
             scope,
@@ -56,6 +63,8 @@ class Sweeper(InterlockFunction):
             agent_layer=agent_layer,
             storage=storage,
             settings=settings,
+            channel_secrets=channel_secrets,
+            page_url=page_url,
         )
         every = Duration.minutes(settings.sweep_every_minutes)
         # Neither Lambda nor EventBridge retries a sweep: the next scheduled one finds the

@@ -56,6 +56,17 @@ EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockApi/Resume/Function": {"AwsSolutions-L1"},
     "InterlockApi/Requests/Function": {"AwsSolutions-L1"},
     "InterlockApi/Sweeper/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Channels/Role": {_TRACING},
+    "InterlockApi/Channels/Function": {"AwsSolutions-L1"},
+    # The platforms' webhooks: verified by signature, not by Cognito
+    "InterlockApi/Api/Default/channels/slack/interactions/POST": {
+        "AwsSolutions-APIG4",
+        "AwsSolutions-COG4",
+    },
+    "InterlockApi/Api/Default/channels/telegram/webhook/POST": {
+        "AwsSolutions-APIG4",
+        "AwsSolutions-COG4",
+    },
     "InterlockApi/Auth/Users": {"AwsSolutions-COG8"},
     "InterlockApi/ApiGatewayLogsRole": {_TRACING},
     "InterlockApi/Api/DeploymentStage.v1": {"AwsSolutions-APIG3", "AwsSolutions-APIG6"},

@@ -77,6 +77,16 @@ EXPECTED_ACTIONS = {
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
+    # The webhooks: two reads and a delivery's put, and the hand-over of a tap
+    "channels": [
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "lambda:InvokeFunction",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+    ],
     # No BatchWriteItem anywhere an agent runs: its grants are fenced transactions
     "sweeper": [
         "bedrock:InvokeModel",
@@ -263,10 +273,10 @@ def test_environment_names_storage_and_powertools(
         "POWERTOOLS_METRICS_NAMESPACE": "Interlock",
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
-    if name != "sweeper":
+    if name not in ("sweeper", "channels"):
         # Unset in context: the card page's own CloudFront URL
         expected["INTERLOCK_ALLOWED_ORIGIN"] = SITE_ORIGIN
-    if name != "requests":
+    if name not in ("requests", "channels"):
         expected["INTERLOCK_MODEL"] = "bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0"
         expected["INTERLOCK_AGENT"] = "examples.analyst:build"
     if name in STREAMED:
@@ -275,11 +285,12 @@ def test_environment_names_storage_and_powertools(
             "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
             "AWS_LWA_INVOKE_MODE": "response_stream",
             "AWS_LWA_PORT": "8080",
+            "AWS_LWA_PASS_THROUGH_PATH": "/events",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "INTERLOCK_FUNCTION": name,
         }
-    if name == "run":
-        # The function it hands resumes to, and which it alone may invoke
+    if name in ("run", "channels"):
+        # The function it hands resumes (or taps) to, and which it alone may invoke
         resume = stacks.api.functions["resume"].function
         expected["INTERLOCK_RESUME_FUNCTION"] = {
             "Ref": stacks.api.get_logical_id(resume.node.default_child)

@@ -8,6 +8,7 @@ lazily so that function never loads strands (a cold-start budget, measured by
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from functools import cache
@@ -96,9 +97,18 @@ def channel_secret(channel: ChannelName) -> dict[str, str] | None:
         return None
     from aws_lambda_powertools.utilities import parameters
 
-    value = parameters.get_secret(name, transform="json", max_age=SECRET_MAX_AGE_S)
+    try:
+        value = parameters.get_secret(name, transform="json", max_age=SECRET_MAX_AGE_S)
+    except Exception as exc:  # unreadable or not JSON: the channel is off, turns go on
+        logging.getLogger(__name__).warning(
+            "the %s secret cannot be read: %s", channel, type(exc).__name__
+        )
+        return None
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError(f"the {channel} secret must be a JSON object of strings")
+        logging.getLogger(__name__).warning(
+            "the %s secret is not a JSON object of strings", channel
+        )
+        return None
     return value
 
 
@@ -108,13 +118,14 @@ def channels() -> dict[ChannelName, Channel]:
     from interlock.adapters.webclient import JsonHttp
 
     found: dict[ChannelName, Channel] = {}
-    if secret := channel_secret("slack"):
+    # A secret not filled in yet (empty values) leaves its channel off.
+    if (secret := channel_secret("slack")) and secret.get("botToken"):
         http = JsonHttp(
             os.environ.get(Env.SLACK_API_URL, slack.API_URL),
             {"Authorization": f"Bearer {secret['botToken']}"},
         )
         found["slack"] = slack.SlackChannel(http)
-    if secret := channel_secret("telegram"):
+    if (secret := channel_secret("telegram")) and secret.get("botToken"):
         http = JsonHttp(os.environ.get(Env.TELEGRAM_API_URL, telegram.API_URL))
         found["telegram"] = telegram.TelegramChannel(http, secret["botToken"])
     return found
