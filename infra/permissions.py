@@ -20,7 +20,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 
 from infra.settings import ModelChoice
 from infra.storage import StorageRefs
-from interlock.adapters.schema import ANSWER_PREFIX, EXPIRY_INDEX, SNAPSHOT_PREFIX
+from interlock.adapters.schema import ANSWER_PREFIX, EXPIRY_INDEX, INBOX_INDEX, SNAPSHOT_PREFIX
 from interlock.api.routes import Function
 
 # The API's functions come from the route table; the sweeper runs on a schedule instead.
@@ -54,6 +54,7 @@ class Access:
             the blob store reads as "gone", only to a caller that may list the key;
             to anyone else it answers 403, which reads as a store failure.
         invokes_model: Whether the function runs the agent, and so calls Bedrock.
+        inbox_index_actions: DynamoDB actions on the sparse inbox index alone.
     """
 
     table_actions: tuple[str, ...]
@@ -62,6 +63,7 @@ class Access:
     writes: tuple[str, ...] = ()
     lists: tuple[str, ...] = ()
     invokes_model: bool = False
+    inbox_index_actions: tuple[str, ...] = ()
 
 
 ACCESS: Final[Mapping[FunctionName, Access]] = {
@@ -116,6 +118,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         ),
         reads=(ANSWER_PREFIX,),
         lists=(ANSWER_PREFIX,),
+        inbox_index_actions=("dynamodb:Query",),
     ),
     # Settles overdue requests: finds them through the expiry index, reads the pointer and
     # reroutes or claims it (updates), audits (a counter update and a put), then continues
@@ -162,6 +165,14 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
                 sid="ExpiryIndex",
                 actions=list(access.expiry_index_actions),
                 resources=[storage.index(EXPIRY_INDEX)],
+            )
+        )
+    if access.inbox_index_actions:
+        statements.append(
+            iam.PolicyStatement(
+                sid="InboxIndex",
+                actions=list(access.inbox_index_actions),
+                resources=[storage.index(INBOX_INDEX)],
             )
         )
     for sid, action, prefixes in (

@@ -17,7 +17,7 @@ from interlock import inbox
 from interlock.api import schemas
 from interlock.api.bodies import parse_body, query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
-from interlock.api.views import request_view
+from interlock.api.views import iso, request_view
 from interlock.api.wiring import config, notifier, stores
 from interlock.caller import Caller
 from interlock.channels import Link
@@ -95,6 +95,26 @@ def remove_preapproval(kind: str, name: str) -> Response[str]:
     return json_response(schemas.Revoked.model_validate(body).wire())
 
 
+def list_inbox() -> Response[str]:
+    now = clock.now_ms()
+    items = [
+        schemas.InboxItem(
+            chatId=e.chat_id,
+            interruptId=e.interrupt_id,
+            kind=e.kind,
+            type=str(e.card.get("type", "request")),
+            title=str(e.card.get("reason", "The agent needs your decision."))[:300],
+            risk=e.card.get("risk"),
+            state=e.state.value,  # type: ignore[arg-type]
+            createdAt=iso(e.created_at),
+            expiresAt=iso(e.expires_at),
+            questions=e.questions,
+        )
+        for e in inbox.inbox(stores(), _caller(), now)
+    ]
+    return json_response(schemas.Inbox(requests=items).wire())
+
+
 def link_account(channel: str, external_id: str) -> Response[str]:
     body = parse_body(schemas.LinkInput, app.current_event.body)
     wanted = Link(channel, external_id, body.userId, frozenset(body.roles), body.address)  # type: ignore[arg-type]
@@ -133,6 +153,7 @@ bind(
         ("GET", "/chats/{chat_id}/approvals"): list_approvals,
         ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): revoke_approval,
         ("GET", "/chats/{chat_id}/events"): list_events,
+        ("GET", "/inbox"): list_inbox,
         ("PUT", "/admin/approvals/{kind}/{name}"): preapprove,
         ("DELETE", "/admin/approvals/{kind}/{name}"): remove_preapproval,
         ("PUT", "/admin/links/{channel}/{external_id}"): link_account,

@@ -15,7 +15,7 @@ from interlock.channels import CHANNELS, ChannelName, Link
 from interlock.egress import safe_package, safe_site
 from interlock.keys import checked_id
 from interlock.ports import Stores
-from interlock.records import Approval, AuditEvent, RequestRecord, Subject
+from interlock.records import Approval, AuditEvent, InboxEntry, RequestRecord, Subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +139,16 @@ def remove_preapproval(stores: Stores, caller: Caller, kind: str, name: str) -> 
     if not stores.approvals.admin_revoke(subject):
         raise errors.UnknownRequest(f"{kind} {subject.name} is not pre-approved")
     return subject
+
+
+INBOX_LIMIT = 100
+
+
+def inbox(stores: Stores, caller: Caller, now_ms: int) -> list[InboxEntry]:
+    """The caller's open requests across every chat, newest first (those past their
+    expiry, which the sweeper has not settled yet, left out)."""
+    entries = stores.requests.open_for(caller.user_id, INBOX_LIMIT)
+    return [e for e in entries if e.expires_at * 1000 > now_ms]
 
 
 def link_account(

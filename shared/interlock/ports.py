@@ -24,6 +24,7 @@ from interlock.records import (
     ChatMeta,
     ClaimFence,
     Fence,
+    InboxEntry,
     Kind,
     RequestRecord,
     StoredSnapshot,
@@ -96,6 +97,8 @@ class RequestPort(Protocol):
     def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord: ...
 
     def overdue(self, shard: str, now_ms: int, limit: int) -> list[str]: ...
+
+    def open_for(self, user_id: str, limit: int) -> list[InboxEntry]: ...
 
     def claim_overdue(
         self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]

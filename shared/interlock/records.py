@@ -157,6 +157,20 @@ class RequestRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """One open request as a user's inbox lists it (what the index projects)."""
+
+    chat_id: str
+    interrupt_id: str
+    kind: Kind
+    card: dict[str, Any]
+    created_at: int
+    expires_at: int
+    state: RequestState
+    questions: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimFence:
     """A resumed run's right to write: the claim it holds.
 

@@ -39,7 +39,7 @@ from interlock.answers import (
 )
 from interlock.audit import audit
 from interlock.caller import Caller
-from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects
+from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, redact
 from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
@@ -139,6 +139,8 @@ def resume_turn(
                 worker=rt.worker_id,
                 takeover=record.state is RequestState.CLAIMED,
                 source=source,
+                # What was answered, for the history (sensitive fields masked).
+                answer=_answer_summary(answers.responses[record.interrupt_id]),
             )
             result = continue_claimed(rt, caller, claim, answers, progress)
             if rt.notifier is not None:
@@ -330,6 +332,7 @@ def _released(
         "chat_id=<%s>, error=<%s> | resumed run failed; releasing its claim",
         claim.chat_id,
         type(failure).__name__,
+        exc_info=failure,
     )
     stores = rt.stores
     try:
@@ -383,6 +386,12 @@ def _approved_downloads(claim: RequestRecord, answers: Answers) -> list[Any]:
         for asked in claim.asked
         if asked.card.get("type") == DOWNLOAD and answers.decisions[asked.interrupt_id].approved
     ]
+
+
+def _answer_summary(response: Any) -> Any:
+    if isinstance(response, dict):
+        return redact(response)
+    return redact({"answer": response})["answer"]
 
 
 def _recordable(answers: Answers) -> tuple[str, str]:

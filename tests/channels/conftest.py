@@ -1,5 +1,7 @@
-"""Fixtures for the channel tier: the local API over in-process moto, with Slack and
-Telegram played by local fakes and their secrets in (moto's) Secrets Manager."""
+"""Fixtures for the channel tier: the local API in-process over the moto server on
+127.0.0.1 (taps are applied on worker threads, so real contention needs the server's
+serialized requests), with Slack and Telegram played by local fakes and their secrets in
+(moto's) Secrets Manager."""
 
 from __future__ import annotations
 
@@ -9,14 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
-from moto import mock_aws
 from werkzeug.test import Client
 
+from interlock.adapters.factory import build_stores
+from local.emulator import Emulator
 from local.server import LocalApi
 from tests.api.conftest import BufferedClient
 from tests.channels import fakes
-from tests.conftest import _clients
+from tests.conftest import fresh_storage
 
 
 @dataclass
@@ -26,21 +30,27 @@ class Setup:
     slack: fakes.Platform
     telegram: fakes.Platform
     stores: Any
+    aws: dict[str, Any]
 
 
 @pytest.fixture
-def channels(monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+def channels(monkeypatch: pytest.MonkeyPatch, emulator: Emulator) -> Iterator[Setup]:
     from aws_lambda_powertools.utilities import parameters
 
     parameters.clear_caches()
+    aws = fresh_storage(emulator.endpoint, "channels")
+    suffix = aws["table"].rsplit("-", 1)[1]
     with fakes.serve(fakes.FakeSlack) as slack, fakes.serve(fakes.FakeTelegram) as telegram:
         for name, value in {
-            "INTERLOCK_TABLE": "channel-table",
-            "INTERLOCK_BUCKET": "channel-bucket",
+            "AWS_ENDPOINT_URL": emulator.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "INTERLOCK_TABLE": aws["table"],
+            "INTERLOCK_BUCKET": aws["bucket"],
             "INTERLOCK_MODEL": "scripted",
             "INTERLOCK_FETCH": "demo",
-            "INTERLOCK_SLACK_SECRET": "interlock/slack",
-            "INTERLOCK_TELEGRAM_SECRET": "interlock/telegram",
+            "INTERLOCK_SLACK_SECRET": f"interlock/slack-{suffix}",
+            "INTERLOCK_TELEGRAM_SECRET": f"interlock/telegram-{suffix}",
             "INTERLOCK_SLACK_API_URL": slack.url,
             "INTERLOCK_TELEGRAM_API_URL": telegram.url,
             "INTERLOCK_PAGE_URL": "https://cards.example.com/",
@@ -50,33 +60,26 @@ def channels(monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
             "POWERTOOLS_TRACE_DISABLED": "true",
         }.items():
             monkeypatch.setenv(name, value)
-        with mock_aws():
-            from interlock.adapters.factory import build_stores
-            from interlock.adapters.schema import create_storage
 
-            clients = _clients(endpoint=None)
-            create_storage(clients["dynamodb"], clients["s3"], "channel-table", "channel-bucket")
-            import boto3
-
-            manager = boto3.client("secretsmanager", region_name="us-east-1")
-            manager.create_secret(
-                Name="interlock/slack",
-                SecretString=json.dumps(
-                    {"botToken": fakes.SLACK_TOKEN, "signingSecret": fakes.SLACK_SIGNING_SECRET}
-                ),
-            )
-            manager.create_secret(
-                Name="interlock/telegram",
-                SecretString=json.dumps(
-                    {
-                        "botToken": fakes.TELEGRAM_TOKEN,
-                        "webhookSecret": fakes.TELEGRAM_WEBHOOK_SECRET,
-                    }
-                ),
-            )
-            key = secrets.token_bytes(32)
-            stores = build_stores(
-                clients["dynamodb"], clients["s3"], "channel-table", "channel-bucket"
-            )
-            yield Setup(BufferedClient(LocalApi(key)), key, slack, telegram, stores)
+        manager = boto3.client(
+            "secretsmanager", region_name="us-east-1", endpoint_url=emulator.endpoint
+        )
+        manager.create_secret(
+            Name=f"interlock/slack-{suffix}",
+            SecretString=json.dumps(
+                {"botToken": fakes.SLACK_TOKEN, "signingSecret": fakes.SLACK_SIGNING_SECRET}
+            ),
+        )
+        manager.create_secret(
+            Name=f"interlock/telegram-{suffix}",
+            SecretString=json.dumps(
+                {
+                    "botToken": fakes.TELEGRAM_TOKEN,
+                    "webhookSecret": fakes.TELEGRAM_WEBHOOK_SECRET,
+                }
+            ),
+        )
+        key = secrets.token_bytes(32)
+        stores = build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"])
+        yield Setup(BufferedClient(LocalApi(key)), key, slack, telegram, stores, aws)
         parameters.clear_caches()

@@ -47,8 +47,9 @@ def test_table_keys_and_indexes_are_those_of_the_shared_schema(table: dict[str, 
 
 
 def test_expiry_index_is_keyed_by_shard_and_logical_expiry(table: dict[str, Any]) -> None:
-    (index,) = table["GlobalSecondaryIndexes"]
-    assert index == {
+    indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {schema.EXPIRY_INDEX, schema.INBOX_INDEX}
+    assert indexes[schema.EXPIRY_INDEX] == {
         "IndexName": schema.EXPIRY_INDEX,
         "KeySchema": [
             {"AttributeName": schema.EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
@@ -59,6 +60,21 @@ def test_expiry_index_is_keyed_by_shard_and_logical_expiry(table: dict[str, Any]
     types = {d["AttributeName"]: d["AttributeType"] for d in table["AttributeDefinitions"]}
     assert types[schema.EXPIRY_INDEX_PARTITION] == "S"
     assert types[schema.EXPIRY_INDEX_SORT] == "N"
+
+
+def test_inbox_index_is_keyed_by_user_and_creation_and_projects_an_inbox_row(
+    table: dict[str, Any],
+) -> None:
+    indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
+    index = indexes[schema.INBOX_INDEX]
+    assert index["KeySchema"] == [
+        {"AttributeName": schema.INBOX_INDEX_PARTITION, "KeyType": "HASH"},
+        {"AttributeName": schema.INBOX_INDEX_SORT, "KeyType": "RANGE"},
+    ]
+    # What a row shows, not the run's snapshot pointer, journal or secret hash
+    assert index["Projection"]["ProjectionType"] == "INCLUDE"
+    assert sorted(index["Projection"]["NonKeyAttributes"]) == sorted(schema.INBOX_PROJECTION)
+    assert not {"secret_hash", "journal", "snapshot_key"} & set(schema.INBOX_PROJECTION)
 
 
 def test_table_expires_items_by_ttl_attribute(table: dict[str, Any]) -> None:

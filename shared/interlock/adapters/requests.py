@@ -32,11 +32,12 @@ from interlock.adapters.dynamo import (
     translated,
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
-from interlock.adapters.schema import EXPIRY_INDEX, SWEEP_SHARDS
+from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
 from interlock.records import (
     OPEN_STATES,
     Asked,
     ClaimFence,
+    InboxEntry,
     RequestRecord,
     RequestState,
     StoredSnapshot,
@@ -347,7 +348,7 @@ class RequestStore:
         if final_text is not None and self._fits_with(claim, final_text):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
-        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #journal"
+        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
             return self._update(
@@ -477,7 +478,10 @@ class RequestStore:
     def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord:
         """Expire a claimed request that can never run (its snapshot is unusable)."""
         values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
-        update = "SET #state = :expired, #ended_reason = :reason REMOVE #sweep_shard, #journal"
+        update = (
+            "SET #state = :expired, #ended_reason = :reason "
+            "REMOVE #sweep_shard, #inbox_user, #journal"
+        )
         return self._update(
             claim.chat_id,
             "end claimed request",
@@ -501,6 +505,34 @@ class RequestStore:
                 Limit=limit,
             )
         return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+
+    def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
+        """A user's open requests across chats, newest first, from the sparse index."""
+        with translated("read inbox"):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=INBOX_INDEX,
+                KeyConditionExpression="#user = :user",
+                ExpressionAttributeNames={"#user": "inbox_user"},
+                ExpressionAttributeValues=to_item({":user": keys.checked_id(user_id, "user id")}),
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+        entries = []
+        for row in map(from_item, response.get("Items", [])):
+            entries.append(
+                InboxEntry(
+                    chat_id=row["pk"].removeprefix("CHAT#"),
+                    interrupt_id=row["interrupt_id"],
+                    kind=row["kind"],
+                    card=json.loads(row["card"]),
+                    created_at=row["created_at"],
+                    expires_at=row["expires_at"],
+                    state=RequestState(row["state"]),
+                    questions=1 + len(_asked_from(row.get("also_asked"))),
+                )
+            )
+        return entries
 
     def claim_overdue(
         self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
@@ -573,7 +605,9 @@ class RequestStore:
             ":seen_count": request.claim_count,
             ":reason": reason,
         }
-        update = f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard"
+        update = (
+            f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard, #inbox_user"
+        )
         condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
         return self._update(
             request.chat_id,
@@ -693,7 +727,10 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
     }
     if request.state in OPEN_STATES:
+        # Both only while the request is open: the sparse indexes of the sweeper and of
+        # the user's inbox hold exactly the open requests.
         values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
+        values["inbox_user"] = request.user_id
     return to_item(values)
 
 

@@ -26,6 +26,13 @@ EXPIRY_INDEX_PARTITION: Final = "sweep_shard"
 EXPIRY_INDEX_SORT: Final = "expires_at"
 SWEEP_SHARDS: Final = 8
 
+# Sparse index of each user's open requests, newest first: only an open request carries
+# `inbox_user`. It projects what an inbox row shows, not the run's state.
+INBOX_INDEX: Final = "by_user"
+INBOX_INDEX_PARTITION: Final = "inbox_user"
+INBOX_INDEX_SORT: Final = "created_at"
+INBOX_PROJECTION: Final = ("interrupt_id", "kind", "card", "expires_at", "state", "also_asked")
+
 
 def create_table_request(table_name: str) -> dict[str, Any]:
     """The `CreateTable` arguments for a table shaped like the deployed one."""
@@ -37,6 +44,8 @@ def create_table_request(table_name: str) -> dict[str, Any]:
             {"AttributeName": SORT_KEY, "AttributeType": "S"},
             {"AttributeName": EXPIRY_INDEX_PARTITION, "AttributeType": "S"},
             {"AttributeName": EXPIRY_INDEX_SORT, "AttributeType": "N"},
+            {"AttributeName": INBOX_INDEX_PARTITION, "AttributeType": "S"},
+            {"AttributeName": INBOX_INDEX_SORT, "AttributeType": "N"},
         ],
         "KeySchema": [
             {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
@@ -50,7 +59,18 @@ def create_table_request(table_name: str) -> dict[str, Any]:
                     {"AttributeName": EXPIRY_INDEX_SORT, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
+            },
+            {
+                "IndexName": INBOX_INDEX,
+                "KeySchema": [
+                    {"AttributeName": INBOX_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": INBOX_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {
+                    "ProjectionType": "INCLUDE",
+                    "NonKeyAttributes": list(INBOX_PROJECTION),
+                },
+            },
         ],
     }
 

@@ -49,6 +49,7 @@ OPERATIONS: Final[dict[tuple[str, str], Operation]] = {
     ("GET", "/chats/{chat_id}/events"): Operation(response=schemas.Events, query=("after",)),
     ("PUT", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Preapproved),
     ("DELETE", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Revoked),
+    ("GET", "/inbox"): Operation(response=schemas.Inbox),
     ("PUT", "/admin/links/{channel}/{external_id}"): Operation(
         body=schemas.LinkInput, response=schemas.Linked
     ),

@@ -46,6 +46,7 @@ ROUTES: Final = (
     Route("GET", "/chats/{chat_id}/approvals", "requests", "The chat's approved sites, packages"),
     Route("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}", "requests", "Revoke one approval"),
     Route("GET", "/chats/{chat_id}/events", "requests", "The chat's audit trail"),
+    Route("GET", "/inbox", "requests", "The caller's open requests in every chat, newest first"),
     Route("PUT", "/admin/approvals/{kind}/{name}", "requests", "Pre-approve for everyone (admin)"),
     Route("DELETE", "/admin/approvals/{kind}/{name}", "requests", "Remove a pre-approval (admin)"),
     Route(

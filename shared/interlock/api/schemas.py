@@ -136,6 +136,25 @@ class LinkInput(BaseModel):
     address: str = Field(default="", max_length=128)
 
 
+class InboxItem(Body):
+    """An open request of the caller's, in any chat."""
+
+    chatId: str
+    interruptId: str
+    kind: Literal["approval", "question", "info"]
+    type: str = Field(description="The card's type (download, action, question, ...)")
+    title: str = Field(description="What is asked, in one line")
+    risk: str | None = None
+    state: Literal["pending", "claimed"]
+    createdAt: str
+    expiresAt: str
+    questions: int = Field(description="Interrupts in the request; one resume answers all")
+
+
+class Inbox(Body):
+    requests: list[InboxItem]
+
+
 class Acknowledged(Body):
     """A webhook delivery was received (what became of a tap is told to the tapper)."""
 
