@@ -121,6 +121,16 @@ export class Api {
     return this.call("GET", `/chats/${encodeURIComponent(chat)}/request`);
   }
 
+  /** The signed-in user's open requests in every chat, newest first. */
+  inbox() {
+    return this.call("GET", "/inbox");
+  }
+
+  /** The chat's audit trail (decisions, timeouts, cancellations...). */
+  events(chat) {
+    return this.call("GET", `/chats/${encodeURIComponent(chat)}/events`);
+  }
+
   turns(chat) {
     return this.call("GET", `/chats/${encodeURIComponent(chat)}/turns`);
   }

@@ -5,13 +5,17 @@
 
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
 import { cardFor, fromInterrupts } from "./card.js";
-import { h } from "./dom.js";
+import { h, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const chat = params.get("chat") || newId("chat");
 const POLL_MS = 1000;
 const POLL_TRIES = 60;
+// How often the inbox is read: a card answered in another tab, on a phone or in team
+// chat leaves it within a few seconds.
+const INBOX_MS = 3000;
+const TITLE = document.title;
 
 let api = null;
 let card = null;
@@ -37,8 +41,9 @@ async function start() {
     $("sign-out").addEventListener("click", forgetToken);
   }
   $("composer").addEventListener("submit", send);
-  await Promise.all([loadThread(), loadApprovals()]);
+  await Promise.all([loadThread(), loadApprovals(), loadHistory()]);
   await loadRequest();
+  await watchInbox();
   document.body.dataset.ready = "true";
 }
 
@@ -192,6 +197,7 @@ async function answer(status, payload, retried = false) {
       shown.finish(run.result || { decision: decisionOf(payload) });
       retireCard(streaming.drawn.values().next().value ?? null);
       showRun(run, streaming.drawn);
+      loadHistory().catch(report);
     }
   } catch (error) {
     await answerFailed(shown, error, status, payload, retried).catch((failure) => {
@@ -245,6 +251,98 @@ function decisionOf(payload) {
   if (payload.decision === "reject")
     return payload.suggestion ? "rejected_with_feedback" : "rejected";
   return "answered";
+}
+
+// Inbox and history -----------------------------------------------------------
+
+let inboxTimer = null;
+
+/** Read the inbox now and every few seconds; the tab's title counts what waits. */
+async function watchInbox() {
+  clearTimeout(inboxTimer);
+  try {
+    const { requests } = await api.inbox();
+    showInbox(requests);
+    // This chat's card was answered elsewhere (another tab, a phone, team chat): show it.
+    if (card?.answerable && !requests.some((r) => r.chatId === chat)) {
+      await Promise.all([loadThread(), loadRequest(), loadHistory()]);
+    }
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status === 401) throw error;
+  } finally {
+    inboxTimer = setTimeout(() => watchInbox().catch(report), INBOX_MS);
+  }
+}
+
+function showInbox(requests) {
+  document.title = requests.length ? `(${requests.length}) ${TITLE}` : TITLE;
+  const rows = requests.map((r) => {
+    const here = r.chatId === chat;
+    const link = h(
+      "a",
+      { href: `?${new URLSearchParams({ ...Object.fromEntries(params), chat: r.chatId })}` },
+      r.title,
+    );
+    const meta = [kindLabel(r.kind), r.risk ? `${r.risk} risk` : null, `until ${when(r.expiresAt)}`];
+    return h(
+      "li",
+      { class: here ? "here" : "", "aria-current": here ? "true" : null },
+      here ? h("strong", {}, r.title) : link,
+      h("span", { class: "meta" }, meta.filter(Boolean).join(" · ")),
+    );
+  });
+  $("inbox").replaceChildren(...(rows.length ? rows : [h("li", { class: "empty" }, "Nothing is waiting for you.")]));
+}
+
+async function loadHistory() {
+  const { events } = await api.events(chat);
+  const settled = events.filter((e) => ["decision", "timed_out", "cancelled"].includes(e.type));
+  const rows = settled.reverse().map((e) => {
+    const what = e.type === "decision" ? decisionLabel(e.detail.decision) : decisionLabel(e.type);
+    const by = e.type === "timed_out" ? "nobody answered in time" : `by ${e.actor}`;
+    const from = e.detail.source ? ` via ${sourceLabel(e.detail.source)}` : "";
+    const answer = answerText(e.detail.answer);
+    return h(
+      "li",
+      {},
+      h("strong", {}, what),
+      h("span", { class: "meta" }, `${by}${from} · ${when(new Date(e.at_ms).toISOString())}`),
+      answer ? h("span", { class: "answer" }, answer) : "",
+    );
+  });
+  $("history").replaceChildren(...(rows.length ? rows : [h("li", { class: "empty" }, "Nothing answered yet.")]));
+}
+
+function kindLabel(kind) {
+  return { approval: "Approval", question: "Question", info: "Details" }[kind] || kind;
+}
+
+function decisionLabel(decision) {
+  return (
+    {
+      approved: "Approved",
+      rejected: "Denied",
+      rejected_with_feedback: "Denied with feedback",
+      answered: "Answered",
+      cancelled: "Cancelled",
+      timed_out: "Timed out",
+      defaulted: "Answered with the default",
+    }[decision] || "Settled"
+  );
+}
+
+function sourceLabel(source) {
+  return { api: "the card page", slack: "Slack", telegram: "Telegram" }[source] || source;
+}
+
+function answerText(answer) {
+  if (answer === undefined || answer === null) return "";
+  if (typeof answer !== "object") return String(answer);
+  if ("answer" in answer) return [].concat(answer.answer).join(", ");
+  const parts = Object.entries(answer)
+    .filter(([key]) => key !== "decision")
+    .map(([key, value]) => `${key}: ${[].concat(value).join(", ")}`);
+  return parts.join("; ");
 }
 
 // Approvals -------------------------------------------------------------------

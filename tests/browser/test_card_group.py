@@ -13,6 +13,7 @@ from interlock.adapters.factory import Stores
 from interlock.records import RequestState
 from tests.browser.pages import ChatPage
 from tests.browser.test_card_page import pointer
+from tests.e2e.support import wait_for
 
 pytestmark = pytest.mark.server
 
@@ -50,7 +51,9 @@ def test_both_cards_are_answered_and_sent_in_one_resume(tab: ChatPage, stores: S
     entries = tab.resumes[0].post_data_json["resume"]
     assert [e["payload"]["decision"] for e in entries] == ["approve", "reject"]
 
-    # Then the run went on once: A-1 refunded, B-2 never ran
+    # Then the run went on once: A-1 refunded, B-2 never ran (the text streams before
+    # the run has stored its end: wait for the end)
+    wait_for(lambda: pointer(stores, tab.chat).state is RequestState.DONE, "the run's end")
     request = pointer(stores, tab.chat)
     assert (request.state, request.claim_count) == (RequestState.DONE, 1)
     keys = [f"{tab.chat}#{a.card['tool_use_id']}" for a in request.asked]

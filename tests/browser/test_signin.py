@@ -150,6 +150,10 @@ class _PageHandler(SimpleHTTPRequestHandler):
             self._json(200, {"turns": []})
         elif path.endswith("/approvals"):
             self._json(200, {"approvals": [], "preapproved": []})
+        elif path.endswith("/events"):
+            self._json(200, {"events": []})
+        elif path.endswith("/inbox"):
+            self._json(200, {"requests": []})
         else:
             self._json(404, {"error": {"code": "unknown", "message": "No open request."}})
 
