@@ -133,7 +133,9 @@ def _no_secret_in_logs() -> Iterator[SecretWatch]:
         return originals[3](params)
 
     def handle(self: logging.Logger, record: logging.LogRecord) -> None:
-        WATCH.record(record)
+        # What the logger's own filters drop never reaches a handler, so never a log.
+        if not self.disabled and self.filter(record):
+            WATCH.record(record)
         originals[4](self, record)
 
     tokens.new_secret = pointer_store.new_secret = new_secret  # type: ignore[assignment]

@@ -208,3 +208,43 @@ def test_a_slack_tap_racing_a_page_click_gives_one_answer(channels: Setup) -> No
     # Exactly one report decision was applied: sent once, or never
     sent = reports_sent(channels, "c1", request)
     assert (sent is not None) == (done.decision == "approved")
+
+
+def test_deny_with_feedback_opens_a_form_on_slack_and_its_submission_answers(
+    channels: Setup,
+) -> None:
+    link(channels, "slack", "U-ALICE", "alice", ["reporter"])
+    request = pause(channels, "c1")
+    feedback = button_data("c1", request.interrupt_id, "f")
+
+    # The "Deny with feedback…" button opens a form at once (Slack allows 3 s)
+    tap_slack(channels, fakes.slack_tap("U-ALICE", feedback, channels.slack.url, "f1"))
+    (opened,) = channels.slack.recorded.of("views.open")
+    assert opened["trigger_id"] == "trigger-f1"
+    view = opened["view"]
+    assert [b["block_id"] for b in view["blocks"]] == ["reason", "suggestion"]
+    assert channels.stores.requests.get("c1", 0).state is RequestState.PENDING
+
+    # Its submission answers the card: denied, with the reason the person typed
+    submission = {
+        "type": "view_submission",
+        "user": {"id": "U-ALICE"},
+        "view": {
+            "private_metadata": view["private_metadata"],
+            "state": {
+                "values": {
+                    "reason": {"reason": {"type": "plain_text_input", "value": "Not this week"}},
+                    "suggestion": {"suggestion": {"type": "plain_text_input", "value": None}},
+                }
+            },
+        },
+    }
+    assert tap_slack(channels, submission).status_code == 200
+    wait_for(lambda: settled(channels, "c1"), "the form's answer to be applied")
+    done = channels.stores.requests.get("c1", 0)
+    assert done.decision == "rejected"  # a reason alone; a suggestion adds "with feedback"
+    assert reports_sent(channels, "c1", request) is None
+    events = channels.client.get("/chats/c1/events", headers=auth(channels.key)).json["events"]
+    decision = next(e for e in events if e["type"] == "decision")
+    assert decision["detail"]["reason"] == "Not this week"
+    assert decision["detail"]["source"] == "slack"

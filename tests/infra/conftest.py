@@ -34,6 +34,8 @@ CONFIGURED_CONTEXT = {
     "interlock:authDomainPrefix": CONFIGURED_AUTH_PREFIX,
     # An account bootstrapped with its own qualifier: the synth and its checks still pass.
     "@aws-cdk/core:bootstrapQualifier": CONFIGURED_QUALIFIER,
+    # Both chat platforms: their secrets, the webhooks' readers, and the checks on them.
+    "interlock:channels": "slack,telegram",
 }
 
 

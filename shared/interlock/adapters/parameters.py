@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,3 +29,24 @@ def load_json_parameter(client: Any, name: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise InvalidInput(f"parameter {name} must hold a JSON object")
     return document
+
+
+class _NoResponseBodies(logging.Filter):
+    """Drops botocore's debug records of raw response bodies and headers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Response body", "Response headers"))
+
+
+_QUIET = _NoResponseBodies()
+
+
+def quiet_response_bodies() -> None:
+    """Keep secrets out of botocore's debug log.
+
+    At DEBUG, botocore logs every raw response body, `GetSecretValue`'s secret string
+    included; those records are dropped (everything else botocore logs stays). Idempotent.
+    """
+    logger = logging.getLogger("botocore.parsers")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)

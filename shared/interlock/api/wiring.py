@@ -97,6 +97,9 @@ def channel_secret(channel: ChannelName) -> dict[str, str] | None:
         return None
     from aws_lambda_powertools.utilities import parameters
 
+    from interlock.adapters.parameters import quiet_response_bodies
+
+    quiet_response_bodies()
     try:
         value = parameters.get_secret(name, transform="json", max_age=SECRET_MAX_AGE_S)
     except Exception as exc:  # unreadable or not JSON: the channel is off, turns go on

@@ -1,0 +1,83 @@
+"""The chat platforms in the stack (synthesized with `interlock:channels=slack,telegram`):
+a secret per platform, read by exactly the functions that post, edit or verify; the
+webhook routes answered by the channels function with no Cognito authorizer; cdk-nag
+(the configured synth runs it) and cfn-lint clean."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aws_cdk.assertions import Template
+from cfnlint.api import lint_file
+
+from infra.wiring import Stacks
+from tests.infra.support import ALL_FUNCTIONS, by_sid, function_construct, resource, statements
+from tests.infra.test_lint import IGNORED_RULES
+
+
+def _secret_refs(stacks: Stacks) -> dict[str, Any]:
+    api = stacks.api
+    return {
+        channel: {"Ref": api.get_logical_id(secret.node.default_child)}  # type: ignore[arg-type]
+        for channel, secret in api.channel_secrets.items()
+    }
+
+
+def test_each_channel_has_a_secret_holding_its_tokens(
+    configured_stacks: Stacks, configured_api_template: Template
+) -> None:
+    secrets = configured_api_template.find_resources("AWS::SecretsManager::Secret")
+    assert len(secrets) == 2
+    templates = {
+        json.dumps(sorted(json.loads(s["Properties"]["SecretString"]))) for s in secrets.values()
+    }
+    assert templates == {
+        json.dumps(["botToken", "signingSecret"]),
+        json.dumps(["botToken", "webhookSecret"]),
+    }
+
+
+def test_only_the_secrets_are_read_and_by_every_function_that_uses_them(
+    configured_stacks: Stacks, configured_api_template: Template
+) -> None:
+    refs = _secret_refs(configured_stacks)
+    for name in ALL_FUNCTIONS:
+        found = by_sid(statements(configured_stacks, configured_api_template, name))
+        read = found["ChannelSecrets"]
+        assert read["Action"] == "secretsmanager:GetSecretValue"
+        assert sorted(map(json.dumps, read["Resource"])) == sorted(map(json.dumps, refs.values()))
+        construct = function_construct(configured_stacks, name)
+        variables = resource(configured_stacks, configured_api_template, construct.function)[
+            "Properties"
+        ]["Environment"]["Variables"]
+        assert {"INTERLOCK_SLACK_SECRET", "INTERLOCK_TELEGRAM_SECRET"} <= set(variables)
+
+
+def test_the_channels_function_hands_taps_to_the_resume_function_only(
+    configured_stacks: Stacks, configured_api_template: Template
+) -> None:
+    found = by_sid(statements(configured_stacks, configured_api_template, "channels"))
+    resume = configured_stacks.api.functions["resume"].function
+    assert found["HandOverResumes"]["Resource"] == {
+        "Fn::GetAtt": [configured_stacks.api.get_logical_id(resume.node.default_child), "Arn"]  # type: ignore[arg-type]
+    }
+    assert not any(
+        a.startswith(("bedrock:", "s3:")) for s in found.values() for a in _listed(s["Action"])
+    )
+
+
+def _listed(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_the_configured_templates_pass_cfn_lint(configured_stacks: Stacks) -> None:
+    outdir = Path(configured_stacks.api.node.root.outdir)  # type: ignore[attr-defined]
+    findings = [
+        f"{path.name}: {match.rule.id} {match.message}"
+        for path in sorted(outdir.glob("*.template.json"))
+        for match in lint_file(path)
+        if match.rule.id not in IGNORED_RULES
+    ]
+    assert findings == []
