@@ -4,7 +4,7 @@
 // request (GET request, which also issues a fresh secret) and the approvals again.
 
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
-import { cardFor, fromInterrupts } from "./card.js";
+import { cardFor, fromInterrupts, toolLabel } from "./card.js";
 import { h, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -62,6 +62,7 @@ function signIn() {
 async function loadThread() {
   const { turns } = await api.turns(chat);
   $("thread").replaceChildren();
+  if (!turns.length) $("thread").append(intro());
   for (const turn of turns) {
     // A saved answer keeps a summary of its tool activity: show it before the answer.
     for (const tool of turn.tools || []) say("tool", `${tool.name}: ${tool.status}`);
@@ -69,7 +70,23 @@ async function loadThread() {
   }
 }
 
+/** What a new chat says before anything was asked. */
+function intro() {
+  return h(
+    "li",
+    { class: "msg intro" },
+    h(
+      "p",
+      {},
+      "Ask the agent for something. When it needs your decision, a card appears here, " +
+        "and in your team chat if your account is linked. Try “Please download the " +
+        "reference table”, “send the report” or “Please write a summary”.",
+    ),
+  );
+}
+
 function say(role, text) {
+  document.querySelector("#thread .intro")?.remove();
   const who = { user: "You", agent: "Agent", tool: "Tool" }[role];
   const item = h(
     "li",
@@ -91,10 +108,20 @@ function activity(tools) {
       /* shown without arguments */
     }
     const subject = args.url || args.recipient || args.prompt || args.reason || "";
-    const result = call.result === null ? "waiting for your answer" : call.result.split("\n")[0];
+    // An answer to a card is shown on the card; its JSON here is for the model.
+    const answered = call.result?.startsWith("The user answered");
+    const result =
+      call.result === null ? "waiting for your answer" : answered ? "answered" : firstSentence(call.result);
     const on = subject ? ` (${shorten(subject, 60)})` : "";
-    say("tool", `${call.name}${on}: ${shorten(result, 140)}`);
+    say("tool", `${toolLabel(call.name)}${on}: ${shorten(result, 140)}`);
   }
+}
+
+/** What a person needs of a tool's result: its first sentence (the rest guides the model). */
+function firstSentence(text) {
+  const line = text.split("\n")[0];
+  const end = line.search(/[.!?](\s|$)/);
+  return end < 0 ? line : line.slice(0, end + 1);
 }
 
 function shorten(text, max) {
@@ -206,6 +233,8 @@ async function answer(status, payload, retried = false) {
     });
   } finally {
     setWorking(false);
+    // The answer is in: the focus goes back to writing, unless a new card took it.
+    if (!card?.answerable) $("prompt").focus();
   }
 }
 
@@ -370,6 +399,7 @@ async function revoke(approval) {
   try {
     await api.revoke(chat, approval.kind, approval.name);
     report(`Revoked ${approval.name}: the agent asks again from the next turn.`);
+    say("tool", `Revoked the approval of ${approval.kind} ${approval.name}.`);
     await loadApprovals();
     $("approvals-title").focus();
   } catch (error) {

@@ -118,15 +118,36 @@ export class Card {
   drawApproval(schema) {
     if (this.editsPackages()) {
       const packages = schema.properties.packages;
-      this.add(
-        listField(
-          "packages",
-          packages,
-          this.request.card.packages || [],
-          "Packages to install",
-          "package name",
-        ),
+      const named = this.request.card.packages || [];
+      const list = listField(
+        "packages",
+        packages,
+        named,
+        named.length ? "Packages to install" : "Packages to allow as well",
+        "package name",
       );
+      if (named.length) this.add(list);
+      else {
+        // The agent asked for none: the list stays folded away until wanted.
+        const box = h("div", { class: "more-packages", hidden: true });
+        const open = h(
+          "button",
+          {
+            type: "button",
+            class: "small",
+            "aria-expanded": "false",
+            onclick: () => {
+              box.hidden = false;
+              open.setAttribute("aria-expanded", "true");
+              open.hidden = true;
+              list.focus();
+            },
+          },
+          "Allow packages as well…",
+        );
+        this.controls.append(open, box);
+        this.add(list, box);
+      }
     }
     const feedback = h(
       "fieldset",
@@ -174,6 +195,9 @@ export class Card {
         property.title || (name === "answer" ? "Your answer" : name.replaceAll("_", " "));
       this.add(field(name, property, required.has(name), label));
     }
+    // A question's default is chosen already: one click sends it.
+    const preset = this.request.card.default;
+    if (preset !== undefined && preset !== null) this.fields.get("answer")?.set?.(preset);
     this.controls.append(
       h(
         "div",
@@ -235,12 +259,18 @@ export class Card {
     const schema = this.request.responseSchema;
     const required = new Set(schema.required || []);
     this.clearErrors();
+    // Every problem at once, next to its field; the first one gets the focus.
+    let first = null;
     for (const [name, control] of this.fields) {
       const property = schema.properties[name];
       const noun = name === "packages" ? "package name" : "value";
       const found = problem(property, payload[name], required.has(name), noun);
-      if (found) return this.fail(name, found);
+      if (found) {
+        control.showError(found);
+        first ??= control;
+      }
     }
+    if (first) return first.focus();
     this.answer("resolved", payload);
   }
 
@@ -272,6 +302,7 @@ export class Card {
 
   /** What this card's answer sends: one resume entry. */
   answers(status, payload) {
+    this.sent = payload;
     return [{ interruptId: this.request.interruptId, status, payload }];
   }
 
@@ -279,9 +310,10 @@ export class Card {
   finish({ decision, answeredAt }, replayed = false) {
     const label = LABELS[decision] || "Answered";
     this.stop("done");
+    const said = replayed ? "" : describeAnswer(this.sent);
     this.outcome.textContent = replayed
       ? `Already answered at ${when(answeredAt)}: ${label}`
-      : `${label} at ${when(answeredAt)}.`;
+      : `${label} at ${when(answeredAt)}.${said ? ` Your answer: ${said}` : ""}`;
   }
 
   /** The request can no longer be answered: expired, cancelled, timed out or gone. */
@@ -398,11 +430,28 @@ function parts(request) {
 
 function titleOf(card) {
   if (card.type === "download") return "Approve downloads?";
-  if (card.type === "action" || card.type === "confirm") return `Allow ${card.tool}?`;
-  if (card.type === "interrupt") return card.tool ? `${card.tool} asks` : "The agent asks";
+  if (card.type === "action" || card.type === "confirm") return `Allow “${toolLabel(card.tool)}”?`;
+  if (card.type === "interrupt") return card.tool ? `${toolLabel(card.tool)} asks` : "The agent asks";
   if (card.type === "question") return "The agent asks";
   if (card.type === "info") return "The agent needs some details";
   return "The agent needs your decision";
+}
+
+/** An answer in words: the choice, the fields, or the reason given. */
+export function describeAnswer(payload) {
+  if (payload === undefined || payload === null) return "";
+  if (typeof payload !== "object") return String(payload);
+  if ("answer" in payload) return [].concat(payload.answer).join(", ");
+  if ("decision" in payload) return payload.reason ? `“${payload.reason}”` : "";
+  return Object.entries(payload)
+    .map(([key, value]) => `${key.replaceAll("_", " ")}: ${[].concat(value).join(", ")}`)
+    .join("; ");
+}
+
+/** A tool's name as a person reads it: `send_report` is "Send report". */
+export function toolLabel(name) {
+  const words = String(name || "tool").replace(/[_-]+/g, " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
 /** What the card is about, as a definition list (packages live in the form when editable). */
@@ -419,7 +468,10 @@ function facts(card, packagesInForm) {
   if (card.packages?.length && !packagesInForm) rows.push(["Packages", list(card.packages)]);
   if (["action", "confirm"].includes(card.type) || (card.type === "interrupt" && card.tool)) {
     rows.push(["Tool", h("code", {}, card.tool)]);
-    const params = Object.entries(card.summary || {}).map(
+    // The risk has its own row: an argument that names it too would say it twice.
+    const params = Object.entries(card.summary || {})
+      .filter(([k]) => !(k === "risk" && card.risk))
+      .map(
       ([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`,
     );
     if (params.length) rows.push(["Details", list(params)]);

@@ -81,11 +81,12 @@ function control(id, schema, text, error) {
   return textual(id, schema, text, error);
 }
 
-function withError(name, { el, read, controls }, error) {
+function withError(name, { el, read, controls, set }, error) {
   return {
     name,
     el,
     read,
+    set,
     showError(message) {
       error.textContent = message || "";
       error.hidden = !message;
@@ -118,7 +119,11 @@ function choices(id, type, options, legend, error) {
   );
   const checked = () => inputs.filter((i) => i.checked).map((i) => i.value);
   const read = type === "radio" ? () => checked()[0] : checked;
-  return { el, read, controls: inputs };
+  const set = (value) => {
+    const wanted = [].concat(value).map(String);
+    for (const input of inputs) input.checked = wanted.includes(input.value);
+  };
+  return { el, read, controls: inputs, set };
 }
 
 function checkbox(id, label, error) {

@@ -6,6 +6,8 @@ happened (a refused download, an approval, a deny) the way a model would.
 
 from __future__ import annotations
 
+import json
+
 from interlock.agent import Block, Scenario
 
 TABLE_URL = "https://data.example.org/reference/table.csv"
@@ -125,7 +127,26 @@ def _ask_topics(results: list[str]) -> list[Block]:
 
 
 def _echo(results: list[str]) -> list[Block]:
-    return [{"text": "Noted. " + " ".join(results)}]
+    return [{"text": " ".join(_reply_to(r) for r in results) or "Noted."}]
+
+
+_ANSWERED = "The user answered: "
+
+
+def _reply_to(result: str) -> str:
+    """What the analyst says back to an answer, in words rather than the tool's JSON."""
+    if not result.startswith(_ANSWERED):
+        return result  # a cancel or a timeout: the tool already says it plainly
+    try:
+        answer = json.loads(result.removeprefix(_ANSWERED))
+    except ValueError:
+        return "Noted."
+    if set(answer) == {"answer"}:
+        chosen = answer["answer"]
+        said = ", ".join(map(str, chosen)) if isinstance(chosen, list) else str(chosen)
+        return f"Thanks, I'll go with: {said}."
+    given = "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in answer.items())
+    return f"Thanks, I have what I need ({given})."
 
 
 def _ask_settings(results: list[str]) -> list[Block]:

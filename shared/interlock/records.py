@@ -87,6 +87,7 @@ class RequestRecord:
     acted: bool = False
     failures: int = 0
     also_asked: tuple[Asked, ...] = ()
+    created_ms: int = 0
 
     @property
     def asked(self) -> tuple[Asked, ...]:

@@ -63,7 +63,7 @@ def test_both_cards_are_answered_and_sent_in_one_resume(tab: ChatPage, stores: S
 def test_a_question_without_a_schema_is_answered_in_words(tab: ChatPage) -> None:
     # Given a tool asked inside its body and declared no answer schema
     tab.send("add a note to the order")
-    expect(tab.card.get_by_role("heading")).to_have_text("add_note asks")
+    expect(tab.card.get_by_role("heading")).to_have_text("Add note asks")
     expect(tab.card).to_contain_text("What should the note on A-1 say?")
 
     # When the person writes the answer and sends it

@@ -85,10 +85,12 @@ def test_a_paused_run_shows_the_card_and_approving_shows_the_answer(
     expect(card).to_contain_text("for the rest of this chat")
     expect(card.locator(".expiry")).to_have_text(re.compile(r"^Expires in (23 h 59|24 h 0) min$"))
     assert tab.focused() == "card"
-    expect(tab.page.locator(".msg.tool").first).to_contain_text("fetch_url")
+    expect(tab.page.locator(".msg.tool").first).to_contain_text("Fetch url")
     tab.screenshot("card-pending")
 
-    # When she adds two packages, removes one, and tries a name the rules forbid
+    # When she unfolds the package list (the agent asked for none), adds two packages,
+    # removes one, and tries a name the rules forbid
+    card.get_by_role("button", name="Allow packages as well…").click()
     add = card.get_by_label("Add a package name")
     for name in ("numpy", "pandas", "numpy; rm -rf /"):
         add.fill(name)
@@ -144,28 +146,27 @@ def test_deny_with_feedback_passes_the_words_on(
 
 
 def test_a_question_is_answered_from_its_form(open_tab: OpenTab, chat: str, stores: Stores) -> None:
-    # Given the agent asks a single-choice question
+    # Given the agent asks a single-choice question with a default
     tab = open_tab(chat)
     tab.send(QUESTION)
     expect(tab.card.get_by_role("heading")).to_have_text("The agent asks")
     options = tab.card.get_by_role("radio")
     expect(options).to_have_count(3)
 
-    # When alice sends it without choosing
-    tab.button("Send answer").click()
-
-    # Then the page says what is missing, next to the choices, and sends nothing
-    expect(tab.card.locator(".choices .error")).to_have_text("Choose an option.")
+    # The default is chosen already
+    expect(tab.card.get_by_label("Bullet points")).to_be_checked()
     assert tab.resumes == []
 
-    # When she chooses an option and sends it
+    # When she chooses another option and sends it
     tab.card.get_by_label("A table").check()
     tab.button("Send answer").click()
 
-    # Then the agent receives exactly her answer
-    expect(tab.outcome()).to_have_text(re.compile(r"^Answered at "))
-    expect(tab.agent_says()).to_contain_text('"answer": "A table"')
+    # Then the agent receives exactly her answer, and the card shows it
+    expect(tab.outcome()).to_have_text(re.compile(r"^Answered at .*Your answer: A table$"))
+    expect(tab.agent_says()).to_contain_text("Thanks, I'll go with: A table.")
     assert pointer(stores, chat).claim_count == 1
+    # And the focus is back where the next message is written
+    assert tab.page.evaluate("document.activeElement.id") == "prompt"
 
 
 def test_an_information_request_gets_one_labelled_field_per_value(
@@ -199,8 +200,8 @@ def test_an_information_request_gets_one_labelled_field_per_value(
 
     # Then the agent receives the typed values
     expect(tab.outcome()).to_have_text(re.compile(r"^Answered at "))
-    expect(tab.agent_says()).to_contain_text('"retention_days": 30')
-    expect(tab.agent_says()).to_contain_text('"bucket_name": "reports-archive"')
+    expect(tab.agent_says()).to_contain_text("retention days: 30")
+    expect(tab.agent_says()).to_contain_text("bucket name: reports-archive")
 
 
 def test_a_bad_answer_is_refused_by_the_server_and_shown_at_the_field(
@@ -211,6 +212,7 @@ def test_a_bad_answer_is_refused_by_the_server_and_shown_at_the_field(
     tab = open_tab(chat)
     tab.page.route("**/runs", _without_patterns)
     tab.send(DOWNLOAD)
+    tab.card.get_by_role("button", name="Allow packages as well…").click()
     add = tab.card.get_by_label("Add a package name")
     add.fill("bad name!")
     add.press("Enter")
@@ -414,7 +416,7 @@ def test_the_card_works_at_phone_width_with_labels_and_contrast(
 
     # Then the card fits without sideways scrolling, every control is labelled, and text
     # keeps a contrast of at least 4.5:1
-    expect(tab.card.get_by_role("heading")).to_have_text("Allow send_report?")
+    expect(tab.card.get_by_role("heading")).to_have_text("Allow “Send report”?")
     expect(tab.card.locator(".risk")).to_be_visible()
     expect(tab.card).to_contain_text("team@example.org")
     assert tab.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

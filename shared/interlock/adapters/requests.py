@@ -205,6 +205,7 @@ class RequestStore:
             user_id=keys.checked_id(user_id, "user id"),
             turn_seq=turn_seq,
             created_at=now_ms // 1000,
+            created_ms=now_ms,
             expires_at=expires_at,
             ttl=ttl,
             ask_slot=ask_slot,
@@ -725,6 +726,7 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "acted": True if request.acted else None,
         "failures": request.failures or None,
         "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
+        "created_ms": request.created_ms or None,
     }
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
@@ -785,6 +787,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             acted=bool(values.get("acted", False)),
             failures=values.get("failures", 0),
             also_asked=_asked_from(values.get("also_asked")),
+            created_ms=values.get("created_ms", 0),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

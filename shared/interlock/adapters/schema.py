@@ -30,8 +30,17 @@ SWEEP_SHARDS: Final = 8
 # `inbox_user`. It projects what an inbox row shows, not the run's state.
 INBOX_INDEX: Final = "by_user"
 INBOX_INDEX_PARTITION: Final = "inbox_user"
-INBOX_INDEX_SORT: Final = "created_at"
-INBOX_PROJECTION: Final = ("interrupt_id", "kind", "card", "expires_at", "state", "also_asked")
+# Milliseconds: two requests opened in the same second still list newest first.
+INBOX_INDEX_SORT: Final = "created_ms"
+INBOX_PROJECTION: Final = (
+    "interrupt_id",
+    "kind",
+    "card",
+    "created_at",
+    "expires_at",
+    "state",
+    "also_asked",
+)
 
 
 def create_table_request(table_name: str) -> dict[str, Any]:
