@@ -248,3 +248,16 @@ def test_deny_with_feedback_opens_a_form_on_slack_and_its_submission_answers(
     decision = next(e for e in events if e["type"] == "decision")
     assert decision["detail"]["reason"] == "Not this week"
     assert decision["detail"]["source"] == "slack"
+
+
+def test_a_cancel_on_the_page_edits_the_posted_card(channels: Setup) -> None:
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    pause(channels, "c1")
+
+    assert (
+        channels.client.delete("/chats/c1/request", headers=auth(channels.key)).status_code == 200
+    )
+
+    (edit,) = channels.telegram.recorded.of("editMessageText")
+    assert edit["text"].startswith("Cancelled by alice at ")
+    assert edit["reply_markup"] == {"inline_keyboard": []}
