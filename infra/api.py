@@ -37,6 +37,7 @@ from infra.auth import Auth
 from infra.functions import SIZING, InterlockFunction
 from infra.hosting import SiteRefs
 from infra.layer import InterlockLayer
+from infra.monitoring import Monitoring
 from infra.settings import Settings, check_model_region
 from infra.storage import StorageRefs
 from infra.sweeper import Sweeper
@@ -198,13 +199,25 @@ class InterlockApiStack(Stack):
             domain_prefix=sign_in_prefix,
             retain=settings.retain_data,
         )
-        self.api = _rest_api(self, self.allowed_origin)
+        self.api, access_logs = _rest_api(self, self.allowed_origin)
         if settings.api_gateway_account_role:
             # REST API access logs need the account's API Gateway CloudWatch role; in an
             # account that never set one, the stage would fail to create without it.
             account = _account_logging_role(self)
             self.api.deployment_stage.node.add_dependency(account)
         _add_routes(self.api, self.functions, self.auth)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            api=self.api,
+            access_logs=access_logs,
+            functions={
+                **{name: f.function for name, f in self.functions.items()},
+                "sweeper": self.sweeper.function,
+            },
+            dead_letters=self.sweeper.dead_letters,
+            model=settings.model,
+        )
         # One URL output, under a name scripts can rely on, instead of the generated one.
         self.api.node.try_remove_child("Endpoint")
         outputs = {
@@ -305,7 +318,7 @@ def _channel_secrets(stack: Stack, settings: Settings) -> dict[str, secretsmanag
     return secrets
 
 
-def _rest_api(scope: Construct, allowed_origin: str) -> apigw.RestApi:
+def _rest_api(scope: Construct, allowed_origin: str) -> tuple[apigw.RestApi, logs.LogGroup]:
     access_logs = logs.LogGroup(scope, "AccessLogs", retention=ACCESS_LOG_RETENTION)
     api = apigw.RestApi(
         scope,
@@ -340,7 +353,7 @@ def _rest_api(scope: Construct, allowed_origin: str) -> apigw.RestApi:
             response_headers={"Access-Control-Allow-Origin": f"'{allowed_origin}'"},
             templates={BODY_CONTENT_TYPE: _error_template(code)},
         )
-    return api
+    return api, access_logs
 
 
 def _error_template(code: str) -> str:

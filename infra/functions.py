@@ -137,12 +137,15 @@ class InterlockFunction(Construct):
             *(forward_statements(forward_to) if forward_to else []),
             *secret_statements(list((channel_secrets or {}).values())),
         ]
+        # Kept: a subclass adds the statements of what it creates itself (the sweeper's
+        # dead-letter queue); the frozen role takes nothing else.
+        self.policy = iam.PolicyDocument(statements=statements)
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"Runs the Interlock {name} function.",
-            inline_policies={"Access": iam.PolicyDocument(statements=statements)},
+            inline_policies={"Access": self.policy},
         )
         streams = name in STREAMED
         layers = [layer, agent_layer] if agent_layer and access.invokes_model else [layer]

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.functions import InterlockFunction
@@ -67,9 +70,35 @@ class Sweeper(InterlockFunction):
             page_url=page_url,
         )
         every = Duration.minutes(settings.sweep_every_minutes)
+        # A sweep that fails leaves its invocation here (an alarm watches the depth):
+        # a trace of every failure, though the next sweep finds the same requests.
+        self.dead_letters = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        Validations.of(self.dead_letters).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SQS3",
+                reason="This is the sweeper's dead-letter queue; it has none of its own.",
+            )
+        )
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="DeadLetters",
+                actions=["sqs:SendMessage"],
+                resources=[self.dead_letters.queue_arn],
+            )
+        )
         # Neither Lambda nor EventBridge retries a sweep: the next scheduled one finds the
         # same overdue requests, and a retry would only overlap it.
-        self.function.configure_async_invoke(retry_attempts=0, max_event_age=every)
+        self.function.configure_async_invoke(
+            retry_attempts=0,
+            max_event_age=every,
+            on_failure=destinations.SqsDestination(self.dead_letters),
+        )
         self.schedule = events.Rule(
             self,
             "Schedule",

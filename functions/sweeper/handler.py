@@ -26,11 +26,15 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     now = rt.clock.now_ms()
     # Stop taking requests before this invocation's own deadline; the next run carries on.
     report = sweep(rt, now, deadline_ms=now + context.get_remaining_time_in_millis())
-    for name in ("timed_out", "defaulted", "rerouted"):
-        metrics.add_metric(
-            name="Timeouts" if name == "timed_out" else name.capitalize(),
-            unit=MetricUnit.Count,
-            value=getattr(report, name),
-        )
+    names = {
+        "timed_out": "Timeouts",
+        "defaulted": "Defaulted",
+        "rerouted": "Rerouted",
+        "failed": "SweepFailures",
+        "stuck": "StuckClaims",
+        "deferred": "Deferred",
+    }
+    for field, name in names.items():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=getattr(report, field))
     logger.info("sweep finished", extra={k: v for k, v in asdict(report).items() if k != "chats"})
     return {k: v for k, v in asdict(report).items() if k != "chats"}

@@ -24,7 +24,7 @@ from interlock.answers import kind_of, recorded_answers
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
-from interlock.records import RequestRecord
+from interlock.records import RequestRecord, RequestState
 from interlock.resume import continue_claimed
 
 # Stop claiming when less than this is left before the sweep's deadline: settling one
@@ -47,6 +47,9 @@ class SweepReport:
     deferred: int = 0
     continued: int = 0
     superseded: int = 0
+    # Overdue requests found still claimed by a worker whose lease lapsed (it died
+    # mid-run): each is settled like the others, and counted for the alarm.
+    stuck: int = 0
     chats: list[str] = field(default_factory=list)
 
 
@@ -65,18 +68,26 @@ def sweep(
             if deadline_ms is not None and rt.clock.now_ms() + DEADLINE_MARGIN_MS > deadline_ms:
                 report.deferred += 1
                 continue
-            outcome = settle_overdue(rt, chat_id, rt.clock.now_ms())
+            outcome = settle_overdue(rt, chat_id, rt.clock.now_ms(), report)
             setattr(report, outcome, getattr(report, outcome) + 1)
             if outcome != "skipped":
                 report.chats.append(chat_id)
     return report
 
 
-def settle_overdue(rt: Runtime, chat_id: str, now_ms: int) -> str:
+def settle_overdue(
+    rt: Runtime, chat_id: str, now_ms: int, report: SweepReport | None = None
+) -> str:
     """Settle one chat's overdue request; returns what was done (a report field)."""
     request = rt.stores.requests.get(chat_id, now_ms)
     if request is None or not request.overdue(now_ms):
         return "skipped"  # answered, ended or renewed since the index was read
+    if (
+        report is not None
+        and request.state is RequestState.CLAIMED
+        and request.lease_lapsed(now_ms)
+    ):
+        report.stuck += 1
     policy = rt.config.timeouts[kind_of(request.card)]
     meta = rt.stores.chats.meta(chat_id)
     if meta.hidden or meta.last_turn != request.turn_seq:

@@ -362,7 +362,13 @@ def test_outputs_give_the_url_pool_client_and_sign_in(
 ) -> None:
     api = stacks.api
     outputs = api_template.find_outputs("*")
-    assert set(outputs) == {"ApiUrl", "UserPoolId", "UserPoolClientId", "SignInUrl"}
+    assert set(outputs) == {
+        "ApiUrl",
+        "UserPoolId",
+        "UserPoolClientId",
+        "SignInUrl",
+        "AlarmTopicArn",
+    }
     assert outputs["SignInUrl"]["Value"] == api.resolve(api.auth.domain.base_url())
     assert outputs["ApiUrl"]["Value"] == api.resolve(api.api.url)
     assert outputs["UserPoolId"]["Value"] == {"Ref": _logical_id(stacks, api.auth.user_pool)}

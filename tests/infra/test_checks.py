@@ -57,6 +57,8 @@ EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockApi/Requests/Function": {"AwsSolutions-L1"},
     "InterlockApi/Sweeper/Function": {"AwsSolutions-L1"},
     "InterlockApi/Channels/Role": {_TRACING},
+    # The sweeper's dead-letter queue has no dead-letter queue of its own
+    "InterlockApi/Sweeper/DeadLetters": {"AwsSolutions-SQS3"},
     "InterlockApi/Channels/Function": {"AwsSolutions-L1"},
     # The platforms' webhooks: verified by signature, not by Cognito
     "InterlockApi/Api/Default/channels/slack/interactions/POST": {

@@ -101,6 +101,7 @@ EXPECTED_ACTIONS = {
         "logs:PutLogEvents",
         "s3:GetObject",
         "s3:PutObject",
+        "sqs:SendMessage",
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
