@@ -224,7 +224,7 @@ def test_single_choice_refuses_an_unlisted_option_then_answers_once(
     done = completed(alice.resume(chat, entry), "answered")
 
     # Then the agent received it
-    assert '"A table"' in done.text
+    assert "I'll go with: A table." in done.text
     # And a repeat replays the stored outcome
     again = alice.resume(chat, entry)
     assert again.result["outcome"] == "replayed"
@@ -252,7 +252,7 @@ def test_multiple_choice_refuses_too_many_selections(alice: Client, chat: str) -
     assert got == dict.fromkeys(bad, (422, "invalid_payload"))
     entry = answer(interrupt, {"answer": ["North", "West"]}, answerable(alice, chat))
     done = completed(alice.resume(chat, entry), "answered")
-    assert '["North", "West"]' in done.text
+    assert "go with: North, West." in done.text
 
 
 def test_information_request_checks_every_field(alice: Client, chat: str) -> None:
@@ -282,9 +282,9 @@ def test_information_request_checks_every_field(alice: Client, chat: str) -> Non
 
     # And a valid answer reaches the agent with its typed values
     done = completed(alice.resume(chat, entry), "answered")
-    assert '"bucket_name": "reports-eu"' in done.text
-    assert '"retention_days": 30' in done.text
-    assert '"notify": true' in done.text
+    assert "bucket name: reports-eu" in done.text
+    assert "retention days: 30" in done.text
+    assert "notify: True" in done.text
 
 
 # -- approvals ------------------------------------------------------------------------------
@@ -450,7 +450,7 @@ def test_an_unanswered_information_request_is_rerouted_to_a_supervisor(
     # And the supervisor answers it, and the run completes with the values
     done = operator.resume(chat, answer(interrupt, SETTINGS, view["secret"]))
     completed(done, "answered")
-    assert '"retention_days": 30' in done.text
+    assert "retention days: 30" in done.text
     # And the trail shows the reroute, then the supervisor's decision
     events = alice.get(f"/chats/{chat}/events")["events"]
     kinds = [e["type"] for e in events]
