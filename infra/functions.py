@@ -166,6 +166,11 @@ class InterlockFunction(Construct):
             timeout=sizing.timeout,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
+            # JSON records (Powertools writes JSON; the platform's own lines follow), and
+            # the platform's level set alongside the application's.
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=_APPLICATION_LEVELS[settings.log_level],
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
             # Frozen: anything CDK would add (such as X-Ray statements in a default policy)
             # is already in the inline policy above, and nothing else may slip in.
             role=self.role.without_policy_updates(),
@@ -190,6 +195,13 @@ class InterlockFunction(Construct):
             )
         )
 
+
+_APPLICATION_LEVELS: Final = {
+    "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
+    "INFO": lambda_.ApplicationLogLevel.INFO,
+    "WARNING": lambda_.ApplicationLogLevel.WARN,
+    "ERROR": lambda_.ApplicationLogLevel.ERROR,
+}
 
 STREAM_ENVIRONMENT: Final = {
     # The adapter starts first (the runtime's exec wrapper), runs `run.sh`, waits for the
@@ -244,7 +256,7 @@ def environment(
         "INTERLOCK_LEASE_MS": str(settings.lease_ms),
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-        "POWERTOOLS_LOG_LEVEL": "INFO",
+        "POWERTOOLS_LOG_LEVEL": settings.log_level,
     }
     if allowed_origin is not None:
         # For the CORS headers of the handler's own responses: API Gateway adds them only

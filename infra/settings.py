@@ -39,6 +39,8 @@ REMOVAL_POLICY_KEY: Final = "interlock:removalPolicy"
 RETAINING_STAGES: Final = frozenset({"", "prod"})
 WEB_ADAPTER_LAYER_KEY: Final = "interlock:webAdapterLayer"
 CHANNELS_KEY: Final = "interlock:channels"
+LOG_LEVEL_KEY: Final = "interlock:logLevel"
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 # A published Lambda layer version: arn:<partition>:lambda:<region>:<account>:layer:<name>:<n>
 _LAYER_ARN = re.compile(r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+")
 AGENT_KEY: Final = "interlock:agent"
@@ -151,6 +153,7 @@ class Settings:
             one of this region and architecture (`infra.functions`).
         channels: The chat platforms cards are posted to and answered from (each gets a
             secret for its tokens, which operators fill in).
+        log_level: The functions' log level (their logs are JSON either way).
     """
 
     model: ModelChoice
@@ -166,6 +169,7 @@ class Settings:
     retain_data: bool = True
     web_adapter_layer: str | None = None
     channels: tuple[ChannelName, ...] = ()
+    log_level: str = "INFO"
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -196,6 +200,7 @@ class Settings:
             retain_data=_removal(node.try_get_context(REMOVAL_POLICY_KEY), stage),
             web_adapter_layer=_layer_arn(node.try_get_context(WEB_ADAPTER_LAYER_KEY)),
             channels=_channels(node.try_get_context(CHANNELS_KEY)),
+            log_level=_log_level(node.try_get_context(LOG_LEVEL_KEY)),
         )
 
     def stack_id(self, part: str) -> str:
@@ -245,6 +250,15 @@ def _stage(raw: object) -> str:
             f"not {raw!r}"
         )
     return str(raw)
+
+
+def _log_level(raw: object) -> str:
+    if raw is None or raw == "":
+        return "INFO"
+    level = str(raw).upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"{LOG_LEVEL_KEY} must be one of {', '.join(LOG_LEVELS)}, not {raw!r}")
+    return level
 
 
 def _channels(raw: object) -> tuple[ChannelName, ...]:

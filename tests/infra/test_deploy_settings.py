@@ -4,6 +4,7 @@ Solutions checks run on it too."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -124,3 +125,17 @@ def test_the_web_adapter_layer_can_be_named(cdk_context: dict[str, Any]) -> None
     assert all(arn in f["Properties"]["Layers"] for f in streaming)
     with pytest.raises(ValueError, match="interlock:webAdapterLayer"):
         Settings.from_context(App(context={"interlock:webAdapterLayer": "my-adapter"}).node)
+
+
+def test_the_log_level_is_a_setting(cdk_context: dict[str, Any]) -> None:
+    stacks = build(App(context={**cdk_context, "interlock:logLevel": "debug"}))
+    functions = Template.from_stack(stacks.api).find_resources("AWS::Lambda::Function")
+    ours = [f for f in functions.values() if "POWERTOOLS_LOG_LEVEL" in json.dumps(f)]
+    assert len(ours) == 5
+    for function in ours:
+        properties = function["Properties"]
+        assert properties["Environment"]["Variables"]["POWERTOOLS_LOG_LEVEL"] == "DEBUG"
+        assert properties["LoggingConfig"]["ApplicationLogLevel"] == "DEBUG"
+        assert properties["LoggingConfig"]["LogFormat"] == "JSON"
+    with pytest.raises(ValueError, match="interlock:logLevel"):
+        build(App(context={**cdk_context, "interlock:logLevel": "loud"}))

@@ -211,7 +211,13 @@ def test_logs_go_to_the_functions_own_group(
     logs = by_sid(statements(stacks, api_template, name))["Logs"]
     assert logs["Resource"] == {"Fn::GetAtt": [group, "Arn"]}
     function = resource(stacks, api_template, construct.function)["Properties"]
-    assert function["LoggingConfig"] == {"LogGroup": {"Ref": group}}
+    # JSON records, at the deployment's level (the platform's own at WARN)
+    assert function["LoggingConfig"] == {
+        "LogGroup": {"Ref": group},
+        "LogFormat": "JSON",
+        "ApplicationLogLevel": "INFO",
+        "SystemLogLevel": "WARN",
+    }
     assert api_template.to_json()["Resources"][group]["Properties"]["RetentionInDays"] == 30
 
 
