@@ -13,10 +13,9 @@ from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.dynamo import (
-    ConditionFailed,
     DynamoDBClient,
-    expression,
     from_item,
+    put_new,
     to_item,
     transact,
     translated,
@@ -151,16 +150,7 @@ class ChannelStore:
             "at_ms": now_ms,
             "ttl": now_ms // 1000 + DELIVERY_MEMORY_S,
         }
-        try:
-            with translated("record delivery"):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=to_item(item),
-                    **expression(condition="attribute_not_exists(#pk)", values={}),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return put_new(self._client, self._table, item, "record delivery")
 
     def reserve_notice(
         self, chat_id: str, interrupt_id: str, channel: ChannelName, now_ms: int
@@ -171,16 +161,7 @@ class ChannelStore:
             "at_ms": now_ms,
             "ttl": now_ms // 1000 + self._retention_s,
         }
-        try:
-            with translated("reserve notice"):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=to_item(item),
-                    **expression(condition="attribute_not_exists(#pk)", values={}),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return put_new(self._client, self._table, item, "reserve notice")
 
     def save_notice(self, chat_id: str, notice: Notice) -> None:
         """Record where the card was posted, to edit it when the request settles."""

@@ -29,6 +29,7 @@ __all__ = [
     "expression",
     "from_item",
     "item_size",
+    "put_new",
     "to_item",
     "transact",
     "translated",
@@ -83,6 +84,20 @@ def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -
         raise StoreError(f"{action} failed: {error.get('Code', 'unknown error')}") from exc
     except BotoCoreError as exc:
         raise StoreError(f"{action} failed: {type(exc).__name__}") from exc
+
+
+def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any], action: str) -> bool:
+    """Put `item` unless one with its key exists; True only for the call that wrote it."""
+    try:
+        with translated(action):
+            client.put_item(
+                TableName=table,
+                Item=to_item(item),
+                **expression(condition="attribute_not_exists(#pk)", values={}),
+            )
+    except ConditionFailed:
+        return False
+    return True
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:

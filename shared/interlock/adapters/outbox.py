@@ -14,10 +14,10 @@ from typing import Any
 from interlock import keys
 from interlock.adapters.dynamo import (
     Cancelled,
-    ConditionFailed,
     DynamoDBClient,
     expression,
     from_item,
+    put_new,
     to_item,
     translated,
 )
@@ -64,16 +64,7 @@ class Outbox:
             except Cancelled:
                 return False
             return True
-        try:
-            with translated("outbox put"):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=to_item(item),
-                    **expression(condition="attribute_not_exists(#pk)", values={}),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return put_new(self._client, self._table, item, "outbox put")
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The payload recorded under `key`, if any."""
