@@ -332,7 +332,6 @@ def _released(
         "chat_id=<%s>, error=<%s> | resumed run failed; releasing its claim",
         claim.chat_id,
         type(failure).__name__,
-        exc_info=failure,
     )
     stores = rt.stores
     try:

@@ -160,6 +160,9 @@ def test_the_run_function_relays_a_resume_as_it_streams(
         "forwardedProps": {},
         "resume": [{"interruptId": "i1", "status": "resolved", "payload": {}}],
     }
+    from interlock.api.wiring import lambda_client
+
+    lambda_client.cache_clear()  # made once per container: this one points at the fake
     app = create_app()  # no lifespan: the relay needs no agent
     response = TestClient(app).post(
         "/runs",

@@ -42,7 +42,7 @@ from interlock.api.http import ALLOWED_HEADERS, caller_from
 from interlock.api.live import Work, relay, respond_live, send_json
 from interlock.api.models import carries_resume, parse_resume, parse_run
 from interlock.api.routes import Function, routes_of
-from interlock.api.wiring import runtime
+from interlock.api.wiring import lambda_client, runtime
 from interlock.caller import Caller
 from interlock.config import Env
 from interlock.outcomes import TurnResult
@@ -176,10 +176,8 @@ def run_turn_for(caller: Caller, chat_id: str, prompt: str, progress: Any) -> Tu
 async def _forward(request: Request, caller: Caller, body: str) -> Response:
     """Hand a resume to the function that may claim; in one process, answer it here."""
     if name := os.environ.get(Env.RESUME_FUNCTION):
-        import boto3
-
         context = _request_context(request) or {}
-        return Relayed(LambdaForward(boto3.client("lambda"), name), resume_event(context, body))
+        return Relayed(LambdaForward(lambda_client(), name), resume_event(context, body))
     if "resume" in serving():
         return _resume(caller, body)
     raise errors.InvalidInput("this deployment takes answers at /resume")

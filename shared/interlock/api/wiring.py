@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
@@ -144,6 +144,14 @@ def notifier() -> Notifier:
     )
 
 
+@cache
+def lambda_client() -> Any:
+    """A Lambda client, made once per container (the hand-overs to the resume function)."""
+    import boto3
+
+    return boto3.client("lambda")
+
+
 _local_taps: Callable[[Tap], None] | None = None
 
 
@@ -157,11 +165,9 @@ def hand_over_tap(tap: Tap) -> None:
     """Apply a screened tap asynchronously: an `Event` invoke of the resume function
     (only its role may claim), or, locally, the server's own worker thread."""
     if name := os.environ.get(Env.RESUME_FUNCTION):
-        import boto3
-
         from interlock.api.forward import tap_event
 
-        boto3.client("lambda").invoke(
+        lambda_client().invoke(
             FunctionName=name, InvocationType="Event", Payload=json.dumps(tap_event(tap)).encode()
         )
         return
