@@ -66,32 +66,40 @@ SLOW_TURN_MIN_MS = 3000
 
 
 def cycle(emulator: Emulator) -> dict[str, Any]:
-    """Serve the handlers locally and measure one pause and one resume.
+    """Serve the handlers locally and measure one pause and one resume."""
+    return _restoring_environment(_cycle, emulator)
 
-    Local mode configures the handlers through the environment; it is restored after,
-    so a caller's own AWS settings survive.
-    """
+
+def _restoring_environment(measure: Any, emulator: Emulator) -> dict[str, Any]:
+    """Local mode configures the handlers through the environment; it is restored
+    after, so a caller's own AWS settings survive."""
     saved = dict(os.environ)
     try:
-        return _cycle(emulator)
+        result: dict[str, Any] = measure(emulator)
+        return result
     finally:
         os.environ.clear()
         os.environ.update(saved)
 
 
-def _cycle(emulator: Emulator) -> dict[str, Any]:
+def _serve(emulator: Emulator, table: str) -> tuple[Any, str]:
+    """The local API over the emulator on a free port; the server and alice's token."""
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log in the figures
     from local.server import LocalApi, configure, create_storage_if_missing
 
-    configure(emulator.endpoint, "bench", "bench-data")
-    create_storage_if_missing("bench", "bench-data")
+    configure(emulator.endpoint, table, f"{table}-data")
+    create_storage_if_missing(table, f"{table}-data")
     key = secrets.token_bytes(32)
     server = make_server("127.0.0.1", 0, LocalApi(key), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, devtokens.issue(key, "alice", ["reporter"])
+
+
+def _cycle(emulator: Emulator) -> dict[str, Any]:
+    server, token = _serve(emulator, "bench")
     url = f"http://127.0.0.1:{server.port}"
-    token = devtokens.issue(key, "alice", ["reporter"])
     try:
         emulator.traffic.take()
         events = _post(
@@ -171,34 +179,19 @@ def _post(url: str, path: str, token: str, body: dict[str, Any]) -> list[dict[st
 
 def streaming(emulator: Emulator) -> dict[str, Any]:
     """One slow turn read as it streams, through the local server."""
-    saved = dict(os.environ)
-    try:
-        return _streaming(emulator)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    return _restoring_environment(_streaming, emulator)
 
 
 def _streaming(emulator: Emulator) -> dict[str, Any]:
     import http.client
     import time
 
-    from werkzeug.serving import make_server
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    from local.server import LocalApi, configure, create_storage_if_missing
-
     os.environ.update(INTERLOCK_MODEL=SLOW_MODEL, INTERLOCK_HEARTBEAT_S=SLOW_HEARTBEAT_S)
-    configure(emulator.endpoint, "bench-stream", "bench-stream-data")
-    create_storage_if_missing("bench-stream", "bench-stream-data")
-    key = secrets.token_bytes(32)
-    server = make_server("127.0.0.1", 0, LocalApi(key), threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, token = _serve(emulator, "bench-stream")
     # Built at start, as the local server and the deployed app (its lifespan) build it.
     from interlock.api import wiring
 
     wiring.runtime()
-    token = devtokens.issue(key, "alice", ["reporter"])
     body = {
         "threadId": "bench-stream",
         "runId": "r1",

@@ -159,22 +159,16 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
             sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
         )
     ]
-    if access.expiry_index_actions:
-        statements.append(
-            iam.PolicyStatement(
-                sid="ExpiryIndex",
-                actions=list(access.expiry_index_actions),
-                resources=[storage.index(EXPIRY_INDEX)],
+    for sid, actions, index in (
+        ("ExpiryIndex", access.expiry_index_actions, EXPIRY_INDEX),
+        ("InboxIndex", access.inbox_index_actions, INBOX_INDEX),
+    ):
+        if actions:
+            statements.append(
+                iam.PolicyStatement(
+                    sid=sid, actions=list(actions), resources=[storage.index(index)]
+                )
             )
-        )
-    if access.inbox_index_actions:
-        statements.append(
-            iam.PolicyStatement(
-                sid="InboxIndex",
-                actions=list(access.inbox_index_actions),
-                resources=[storage.index(INBOX_INDEX)],
-            )
-        )
     for sid, action, prefixes in (
         ("ReadPayloads", "s3:GetObject", access.reads),
         ("WritePayloads", "s3:PutObject", access.writes),
