@@ -57,7 +57,9 @@ def turn_sk(seq: int) -> str:
 
 
 def event_sk(seq: int) -> str:
-    return f"EVENT#{seq:010d}"
+    # Event numbers are time-ordered (`interlock.adapters.chats.event_number`): 16 digits
+    # until the year 2286.
+    return f"EVENT#{seq:016d}"
 
 
 def slot_sk(index: int, pool: str = "SLOT") -> str:

@@ -126,6 +126,10 @@ class ChatPort(Protocol):
         self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
     ) -> AuditEvent: ...
 
+    def event_entry(
+        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
+    ) -> Entry: ...
+
     def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]: ...
 
 

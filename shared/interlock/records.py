@@ -286,7 +286,7 @@ class ChatMeta:
 
 @dataclass(frozen=True, slots=True)
 class AuditEvent:
-    """One entry of a chat's audit trail, numbered by an atomic counter."""
+    """One entry of a chat's audit trail, numbered in time order."""
 
     chat_id: str
     seq: int

@@ -156,7 +156,9 @@ def test_a_client_that_disconnects_loses_nothing(slow_server: LocalServer) -> No
 
     wait_for(answered, "the abandoned stream's run to finish")
     # Reconnecting: the audit trail after the turn's start tells what happened since
-    events = client.get(f"/chats/{chat}/events?after=1")["events"]
+    started = client.get(f"/chats/{chat}/events")["events"][0]
+    assert started["type"] == "turn_started"
+    events = client.get(f"/chats/{chat}/events?after={started['seq']}")["events"]
     assert "turn_completed" in [e["type"] for e in events]
     turns = client.get(f"/chats/{chat}/turns")["turns"]
     assert [t["role"] for t in turns] == ["user", "assistant"]

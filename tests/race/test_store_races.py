@@ -141,8 +141,8 @@ def test_audit_numbers_are_unique_under_concurrent_writers(
         lambda n: server_stores.chats.record("c1", "decision", "alice", clock.now_ms(), n=n).seq,
     )
 
-    assert sorted(seqs) == list(range(1, THREADS + 1))
-    assert [e.seq for e in server_stores.chats.events("c1")] == list(range(1, THREADS + 1))
+    assert len(set(seqs)) == THREADS
+    assert [e.seq for e in server_stores.chats.events("c1")] == sorted(seqs)
 
 
 def test_concurrent_reservations_never_exceed_the_cap(

@@ -1,17 +1,35 @@
 """Per-chat records: the meta item, saved turns and the audit trail.
 
-Turn and event numbers come from atomic counters on the meta item (`ADD`), never from
-counting what is there, so two writers can never mint the same number.
+Turn numbers come from an atomic counter on the meta item (`ADD`), never from counting
+what is there, so two writers can never mint the same number. Event numbers are minted
+from the clock instead (`event_number`), so an event costs one write and can ride in
+the transaction of the change it describes.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import secrets
+import threading
+from typing import Any, Final
 
 from interlock import keys
-from interlock.adapters.dynamo import DynamoDBClient, from_item, to_item, translated
+from interlock.adapters.dynamo import (
+    ConditionFailed,
+    DynamoDBClient,
+    expression,
+    from_item,
+    to_item,
+    translated,
+)
+from interlock.ports import Entry
 from interlock.records import AuditEvent, ChatMeta
+
+# Event numbers per millisecond: the low digits of a number are random, so two writers
+# in one chat in the same millisecond almost never pick the same one, and the numbers
+# stay below 2**53 (a browser reads them as exact integers) for centuries.
+EVENT_SPREAD: Final = 1000
+_RECORD_ATTEMPTS: Final = 5
 
 
 class ChatStore:
@@ -27,6 +45,8 @@ class ChatStore:
         self._client = client
         self._table = table_name
         self._retention_s = retention_s
+        self._last_event = 0
+        self._numbering = threading.Lock()
 
     def meta(self, chat_id: str) -> ChatMeta:
         """The chat's meta item; a chat never written to reads as empty and visible."""
@@ -80,17 +100,44 @@ class ChatStore:
         return [{"seq": r["seq"], "at_ms": r["at_ms"], **json.loads(r["turn"])} for r in rows]
 
     def record(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> AuditEvent:
-        """Append an audit event under the next event number."""
-        seq = self._next(chat_id, "last_event")
+        """Append an audit event under a new time-ordered number: one conditional put
+        (a number another writer took in the same millisecond is drawn again)."""
+        for _ in range(_RECORD_ATTEMPTS):
+            event, item = self._event(chat_id, type, actor, now_ms, detail)
+            try:
+                with translated("write audit event"):
+                    self._client.put_item(
+                        TableName=self._table,
+                        Item=item,
+                        **expression(condition="attribute_not_exists(#sk)", values={}),
+                    )
+            except ConditionFailed:
+                continue
+            return event
+        raise ConditionFailed("no free event number")  # pragma: no cover - 1 in 10**15
+
+    def event_entry(
+        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
+    ) -> Entry:
+        """An audit event as a write for another store's transaction, so the event is
+        stored exactly when the change it describes is (and costs no call of its own)."""
+        _, item = self._event(chat_id, type, actor, now_ms, detail)
+        return {"Put": {"TableName": self._table, "Item": item}}
+
+    def _event(
+        self, chat_id: str, type: str, actor: str, now_ms: int, detail: dict[str, Any]
+    ) -> tuple[AuditEvent, dict[str, Any]]:
+        with self._numbering:
+            seq = event_number(now_ms, self._last_event)
+            self._last_event = seq
         event = AuditEvent(chat_id, seq, type, now_ms, actor, detail)
         body = {"seq": seq, "type": type, "at_ms": now_ms, "actor": actor, "detail": _json(detail)}
-        self._put(chat_id, keys.event_sk(seq), body, now_ms)
-        return event
+        return event, record_item(chat_id, keys.event_sk(seq), body, now_ms, self._retention_s)
 
     def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]:
         """Audit events numbered above `after`, oldest first (a reconnecting reader
         passes the last number it saw)."""
-        rows = self._range(chat_id, keys.event_sk(after + 1), keys.event_sk(10**10 - 1), limit)
+        rows = self._range(chat_id, keys.event_sk(after + 1), keys.event_sk(10**16 - 1), limit)
         return [
             AuditEvent(
                 chat_id, r["seq"], r["type"], r["at_ms"], r["actor"], json.loads(r["detail"])
@@ -127,6 +174,13 @@ class ChatStore:
                 Limit=limit,
             )
         return [from_item(item) for item in response.get("Items", [])]
+
+
+def event_number(now_ms: int, last: int = 0) -> int:
+    """A new event number: the time in milliseconds, times `EVENT_SPREAD`, plus a random
+    offset, and above `last` (the writer's previous number, so its own events stay in
+    order within a millisecond)."""
+    return max(now_ms * EVENT_SPREAD + secrets.randbelow(EVENT_SPREAD), last + 1)
 
 
 def record_item(

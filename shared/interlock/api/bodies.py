@@ -21,7 +21,8 @@ from interlock.errors import InvalidInput, TooLarge, validation_message
 MAX_BODY_BYTES: Final = 256 * 1024
 MAX_DEPTH: Final = 32
 MAX_NUMBER_CHARS: Final = 32
-MAX_QUERY_DIGITS: Final = 10
+# Event numbers are 16 digits (`interlock.adapters.chats.event_number`).
+MAX_QUERY_DIGITS: Final = 16
 
 
 def bounded_json(body: str | None) -> Any:
