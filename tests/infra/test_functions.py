@@ -245,7 +245,7 @@ def test_function_runtime_size_and_tracing(
     }
     assert set(by_description) == {"interlock", "agent"}
     assert properties["Runtime"] == "python3.12"
-    assert properties["Architectures"] == ["x86_64"]
+    assert properties["Architectures"] == ["arm64"]
     streams = name in STREAMED
     assert properties["Handler"] == ("run.sh" if streams else "handler.lambda_handler")
     # Only the functions that run the agent carry its layer
@@ -257,7 +257,7 @@ def test_function_runtime_size_and_tracing(
     if streams:
         (arn,) = adapter
         text = "".join(p if isinstance(p, str) else "|" for p in arn["Fn::Join"][1])
-        assert text == "arn:|:lambda:|:753240598075:layer:LambdaAdapterLayerX86:25"
+        assert text == "arn:|:lambda:|:753240598075:layer:LambdaAdapterLayerArm64:25"
     else:
         assert adapter == []
     assert properties["TracingConfig"] == {"Mode": "Active"}

@@ -1,0 +1,74 @@
+"""The layer's lock: `requirements.txt` resolved for the functions' platform, with hashes.
+
+`requirements.txt` holds the pins a person edits; `requirements.lock` is generated from
+it and is what the layer installs (`--require-hashes --no-deps`) and what its asset hash
+covers. Regenerate it after changing a pin:
+
+    .venv/bin/python -m infra.lock
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+from aws_cdk import aws_lambda as lambda_
+
+from infra.bundling import ARCHITECTURE, RUNTIME, runtime_version
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+REQUIREMENTS: Final = REPO_ROOT / "requirements.txt"
+LOCK: Final = REPO_ROOT / "requirements.lock"
+UV_PLATFORMS: Final = {
+    lambda_.Architecture.ARM_64.name: "aarch64-manylinux2014",
+    lambda_.Architecture.X86_64.name: "x86_64-manylinux2014",
+}
+# Dependencies of the pins that no function imports (each function's entry point and
+# first request, imported from the bundled layer: `bench/cold_start.py --layer`), left
+# out of the lock and so of the layer. An agent that uses the Strands features needing
+# them lists them in its own requirements (its layer).
+NOT_SHIPPED: Final = {
+    "mcp": "Strands imports it only for MCP tool providers (strands.tools.mcp)",
+    "mcp-types": "only mcp imports it",
+    "sse-starlette": "only mcp imports it",
+    "pyjwt": "mcp's auth, and Powertools' JWT utility, which no handler uses",
+    "cryptography": "pyjwt's and urllib3's optional pyOpenSSL support: neither is used",
+    "cffi": "only cryptography needs it",
+    "pycparser": "only cffi needs it",
+    "httpx": "Strands' HTTP vended tools and A2A client; Interlock has its own transport",
+    "httpcore": "only httpx needs it",
+    "httpx2": "mcp's client, and Starlette's test client",
+    "httpcore2": "only httpx2 needs it",
+    "truststore": "only httpcore2 needs it",
+}
+
+
+def compile_command(uv: str, architecture: lambda_.Architecture = ARCHITECTURE) -> list[str]:
+    """The `uv pip compile` command that writes the lock (uv records it in the header)."""
+    left_out = [arg for name in sorted(NOT_SHIPPED) for arg in ("--no-emit-package", name)]
+    return [
+        uv, "pip", "compile", REQUIREMENTS.name,
+        "--python-platform", UV_PLATFORMS[architecture.name],
+        "--python-version", runtime_version(RUNTIME),
+        # Wheels only, as the layer installs them: an sdist would build for the host.
+        "--only-binary", ":all:",
+        "--no-python-downloads",
+        "--generate-hashes",
+        *left_out,
+        "--output-file", LOCK.name,
+    ]  # fmt: skip
+
+
+def main() -> None:
+    """Write `requirements.lock` from `requirements.txt` with uv (needs the index)."""
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None:
+        sys.exit("infra.lock: uv is missing; ./dev setup installs it")
+    subprocess.run(compile_command(uv), check=True, cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    main()
