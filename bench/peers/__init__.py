@@ -1,0 +1,1 @@
+"""Peers measured on Interlock's own bench: the same scenario, the same emulator."""

@@ -1,0 +1,224 @@
+"""DynamoDB capacity units of each request, estimated at the emulator.
+
+DynamoDB on-demand bills request units, not calls: a write costs 1 WRU per KB of the
+item (the larger of its size before and after the write; twice that in a transaction);
+a read 1 RRU per 4 KB (half for an eventually consistent read, twice in a transaction;
+a Query pays for the sum of the items it reads, rounded up once). The emulator's
+`Traffic` counts calls and request bytes only, so `metered` wraps it for a measurement:
+every DynamoDB request is matched to the items it touches in moto's own tables, sized
+by moto's item-size rule (attribute names plus values), before and after the write.
+
+It is an estimate: moto sizes numbers by their digits, not DynamoDB's packed form; a
+Query's items are sized as returned (a projection hides attributes DynamoDB still
+bills), unless the response carries their key. Requests are measured one at a time,
+as a benchmark sends them; concurrent ones could see each other's writes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+from local.emulator import Emulator, Traffic
+
+WRITE_KB = 1024
+READ_KB = 4096
+_REGION = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/")
+Key = tuple[str, dict[str, Any]]  # table name, key attributes as DynamoDB JSON
+Units = dict[str, dict[str, float]]
+
+
+def write_units(size_bytes: int, transactional: bool = False) -> int:
+    """WRUs for one item write: 1 per KB started, at least 1; doubled in a transaction."""
+    units = max(1, math.ceil(size_bytes / WRITE_KB))
+    return units * 2 if transactional else units
+
+
+def read_units(size_bytes: int, consistent: bool, transactional: bool = False) -> float:
+    """RRUs for reading `size_bytes` (one item, or a Query's sum): 1 per 4 KB started,
+    at least 1; half when eventually consistent, double in a transaction."""
+    units = float(max(1, math.ceil(size_bytes / READ_KB)))
+    if transactional:
+        return units * 2
+    return units if consistent else units / 2
+
+
+def item_size(attributes: dict[str, Any]) -> int:
+    """An item's size by DynamoDB's rule (names plus values), as moto computes it."""
+    return sum(len(name.encode()) + DynamoType(value).size() for name, value in attributes.items())
+
+
+class _Tables:
+    """moto's tables behind the emulator, for the size of an item by its key."""
+
+    def __init__(self, region: str) -> None:
+        self._backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+
+    def size(self, table_name: str, key: dict[str, Any]) -> int:
+        """The stored item's size in bytes, 0 when absent."""
+        table = self._backend.tables.get(table_name)
+        if table is None or table.hash_key_attr not in key:
+            return 0
+        range_attr = table.range_key_attr
+        range_key = DynamoType(key[range_attr]) if range_attr and range_attr in key else None
+        if range_attr and range_key is None:
+            return 0
+        found: Item | None = table.get_item(DynamoType(key[table.hash_key_attr]), range_key)
+        return found.size() if found else 0
+
+    def key_of(self, table_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        """The key attributes of a full item."""
+        table = self._backend.tables.get(table_name)
+        if table is None:
+            return {}
+        names = [table.hash_key_attr, table.range_key_attr]
+        return {n: item[n] for n in names if n and n in item}
+
+
+def _writes(op: str, body: dict[str, Any], tables: _Tables) -> list[tuple[Key, int]]:
+    """The items a write request touches: (key, bytes it writes at least)."""
+    if op in ("PutItem", "UpdateItem", "DeleteItem"):
+        item = body.get("Item", {})
+        key = body.get("Key") or tables.key_of(body["TableName"], item)
+        return [((body["TableName"], key), item_size(item))]
+    if op == "TransactWriteItems":
+        found = []
+        for action in body.get("TransactItems", []):
+            ((_, spec),) = action.items()
+            item = spec.get("Item", {})
+            key = spec.get("Key") or tables.key_of(spec["TableName"], item)
+            found.append(((spec["TableName"], key), item_size(item)))
+        return found
+    if op == "BatchWriteItem":
+        found = []
+        for table, requests in body.get("RequestItems", {}).items():
+            for request in requests:
+                item = request.get("PutRequest", {}).get("Item", {})
+                key = request.get("DeleteRequest", {}).get("Key") or tables.key_of(table, item)
+                found.append(((table, key), item_size(item)))
+        return found
+    return []
+
+
+def _read_units(op: str, body: dict[str, Any], reply: dict[str, Any], tables: _Tables) -> float:
+    """RRUs of a read request, from the items it read."""
+    consistent = bool(body.get("ConsistentRead", False))
+    if op == "GetItem":
+        return read_units(tables.size(body["TableName"], body["Key"]), consistent)
+    if op in ("Query", "Scan"):
+        table = body["TableName"]
+        sizes = [
+            tables.size(table, tables.key_of(table, item)) or item_size(item)
+            for item in reply.get("Items", [])
+        ]
+        return read_units(sum(sizes), consistent)
+    if op == "BatchGetItem":
+        return sum(
+            read_units(tables.size(table, key), bool(spec.get("ConsistentRead", False)))
+            for table, spec in body.get("RequestItems", {}).items()
+            for key in spec.get("Keys", [])
+        )
+    if op == "TransactGetItems":
+        return sum(
+            read_units(tables.size(g["Get"]["TableName"], g["Get"]["Key"]), True, True)
+            for g in body.get("TransactItems", [])
+        )
+    return 0.0
+
+
+class _Meter:
+    """WSGI middleware around the emulator: the capacity units of each DynamoDB call."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.units: dict[str, defaultdict[str, float]] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        if not target.startswith("DynamoDB_"):
+            return list(self.app(environ, start_response))
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(raw)
+        op, body = target.split(".", 1)[1], json.loads(raw or b"{}")
+        match = _REGION.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+        tables = _Tables(match.group(1) if match else "us-east-1")
+        touched = _writes(op, body, tables)
+        before = [tables.size(*key) for key, _ in touched]
+        reply = list(self.app(environ, start_response))
+        # Named as the emulator's Traffic names it: a resumed run's journal step apart.
+        name = op + "[journal]" if op == "UpdateItem" and b"#journal" in raw else op
+        self._count(name, op, body, reply, tables, touched, before)
+        return reply
+
+    def _count(
+        self,
+        name: str,
+        op: str,
+        body: dict[str, Any],
+        reply: list[bytes],
+        tables: _Tables,
+        touched: list[tuple[Key, int]],
+        before: list[int],
+    ) -> None:
+        counter = self.units.setdefault("dynamodb." + name, defaultdict(float))
+        if touched:
+            transactional = op == "TransactWriteItems"
+            for (key, sent), old in zip(touched, before, strict=True):
+                size = max(old, tables.size(*key), sent)
+                counter["wru"] += write_units(size, transactional)
+            return
+        decoded = json.loads(b"".join(reply) or b"{}")
+        counter["rru"] += _read_units(op, body, decoded, tables)
+
+    def take(self) -> Units:
+        """Units per operation since the last take, then start again."""
+        taken = {op: dict(sorted(c.items())) for op, c in sorted(self.units.items())}
+        self.units.clear()
+        return taken
+
+
+class _MeteredTraffic(Traffic):
+    """The emulator's traffic, with each take carrying the capacity units as well.
+
+    Recording still goes to the emulator's own `Traffic`; only `take` is joined, so a
+    caller that takes between a pause and a resume splits both the same way.
+    """
+
+    def __init__(self, inner: Traffic, meter: _Meter) -> None:
+        super().__init__()
+        self._inner = inner
+        self._meter = meter
+
+    def record(self, environ: dict[str, Any], body: bytes = b"") -> None:
+        self._inner.record(environ, body)
+
+    def take(self) -> dict[str, Any]:
+        return {**self._inner.take(), "capacity_units": self._meter.take()}
+
+
+@contextmanager
+def metered(emulator: Emulator) -> Iterator[Emulator]:
+    """While inside, `emulator.traffic.take()` also reports capacity units per operation.
+
+    The meter wraps the emulator's WSGI application (outside its serializing lock) and
+    is removed on exit.
+    """
+    server = emulator._server  # the emulator exposes no hook; its app is werkzeug's
+    meter = _Meter(server.app)
+    inner = emulator.traffic
+    server.app, emulator.traffic = meter, _MeteredTraffic(inner, meter)
+    try:
+        yield emulator
+    finally:
+        server.app, emulator.traffic = meter.app, inner
