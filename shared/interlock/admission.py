@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Final
 
 from interlock import errors
-from interlock.audit import audit
+from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.records import ChatMeta, RequestRecord, TurnFence
@@ -41,10 +41,17 @@ def admit_turn(
     """Start a turn: save the prompt and take the chat's running-turn lease, or refuse.
 
     The refusal comes from the write itself, so of two turns submitted at once, or two
-    users racing for a new chat, exactly one is admitted and the other hears why.
+    users racing for a new chat, exactly one is admitted and the other hears why. The
+    turn's `turn_started` event commits with it.
     """
+    started = audit_entry(rt, caller, seen.chat_id, "turn_started", turn=seen.last_turn + 1)
     return rt.stores.turns.admit(
-        seen, caller.user_id, {"role": "user", "text": prompt}, now_ms, rt.limits.run_lease_ms
+        seen,
+        caller.user_id,
+        {"role": "user", "text": prompt},
+        now_ms,
+        rt.limits.run_lease_ms,
+        also=[started],
     )
 
 

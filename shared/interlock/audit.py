@@ -6,6 +6,7 @@ from typing import Any
 
 from interlock.caller import Caller
 from interlock.deps import Runtime
+from interlock.ports import Entry
 
 
 def audit(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) -> None:
@@ -15,11 +16,17 @@ def audit(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) 
     that lost its claim may still say what it saw (and that it stopped).
     """
     rt.stores.chats.record(
-        chat_id,
-        event,
-        caller.user_id,
-        rt.clock.now_ms(),
-        trace_id=caller.trace_id,
-        config_version=rt.config.version,
-        **detail,
+        chat_id, event, caller.user_id, rt.clock.now_ms(), **_stamped(rt, caller, detail)
     )
+
+
+def audit_entry(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) -> Entry:
+    """The same event as a write that rides in the transaction of the change it
+    describes: it is stored exactly when that change is, at no call of its own."""
+    return rt.stores.chats.event_entry(
+        chat_id, event, caller.user_id, rt.clock.now_ms(), **_stamped(rt, caller, detail)
+    )
+
+
+def _stamped(rt: Runtime, caller: Caller, detail: dict[str, Any]) -> dict[str, Any]:
+    return {"trace_id": caller.trace_id, "config_version": rt.config.version, **detail}

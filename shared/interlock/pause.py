@@ -9,7 +9,7 @@ lost its claim can never swap the snapshot a card resumes from.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from strands.agent.agent_result import AgentResult
@@ -18,12 +18,12 @@ from strands.interrupt import Interrupt
 from interlock import errors
 from interlock.admission import ASK_POOL, PauseRefused, open_ask_slot
 from interlock.answers import kind_of
-from interlock.audit import audit
+from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_of
 from interlock.outcomes import Offer
-from interlock.ports import Stores
+from interlock.ports import Entry, Stores
 from interlock.records import Asked, Kind, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent
 from interlock.runtime.snapshot import paused_batch, paused_batch_tools, take_snapshot
@@ -56,11 +56,13 @@ def persist_pause(
     owner_roles: tuple[str, ...] = (),
     fence: TurnFence | None = None,
     also_asked: tuple[Asked, ...] = (),
+    events: Sequence[Entry] = (),
 ) -> Offer:
     """Store the paused agent, then open the chat's request pointing at it.
 
     With `fence` (the running turn), the pointer is written in one transaction with the
-    turn's release, only while the turn still holds the chat.
+    turn's release, only while the turn still holds the chat. `events` (the pause's
+    audit events) commit with the pointer.
 
     Raises:
         SnapshotTooLarge: the snapshot is over the limit; nothing was written.
@@ -85,8 +87,8 @@ def persist_pause(
         owner_roles=owner_roles,
         also_asked=also_asked,
     )
-    also = [stores.turns.end_run(fence)] if fence else None
-    stores.requests.open(request, now_ms, also=also)
+    also = [*([stores.turns.end_run(fence)] if fence else []), *events]
+    stores.requests.open(request, now_ms, also=also or None)
     return Offer(request, secret, stored.size)
 
 
@@ -128,12 +130,9 @@ def offer(
         {**asked[0].card, "batch_tools": paused_batch_tools(snapshot)},
     )
     now = rt.clock.now_ms()
-    if claim is not None:
-        made = _chained(rt, caller, claim, first, tuple(asked[1:]), snapshot, now)
-    else:
-        made = _opened(rt, caller, chat_id, first, tuple(asked[1:]), snapshot, turn_seq, now, fence)
-    for one in asked:
-        audit(
+    # The pause's events commit with the request they describe.
+    events = [
+        audit_entry(
             rt,
             caller,
             chat_id,
@@ -143,7 +142,12 @@ def offer(
             kind=kind_of(one.card),
             chained=claim is not None,
         )
-    return made
+        for one in asked
+    ]
+    others = tuple(asked[1:])
+    if claim is not None:
+        return _chained(rt, caller, claim, first, others, snapshot, now, events)
+    return _opened(rt, caller, chat_id, first, others, snapshot, turn_seq, now, fence, events)
 
 
 def _asked(
@@ -174,6 +178,7 @@ def _opened(
     turn_seq: int,
     now: int,
     fence: TurnFence | None,
+    events: Sequence[Entry],
 ) -> Offer:
     ask_slot = open_ask_slot(rt, caller, chat_id, now)
     try:
@@ -191,6 +196,7 @@ def _opened(
             owner_roles=tuple(caller.roles),
             fence=fence,
             also_asked=others,
+            events=events,
         )
     except (errors.TooLarge, errors.StoreError) as exc:
         logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
@@ -207,6 +213,7 @@ def _chained(
     others: tuple[Asked, ...],
     snapshot: dict[str, Any],
     now: int,
+    events: Sequence[Entry],
 ) -> Offer:
     """A second interrupt in a resumed run replaces the claimed request in place.
 
@@ -233,7 +240,7 @@ def _chained(
             owner_roles=claim.owner_roles,
             also_asked=others,
         )
-        stores.requests.chain(claim, successor)
+        stores.requests.chain(claim, successor, also=list(events))
     except errors.TooLarge as exc:
         audit(rt, caller, claim.chat_id, "pause_failed", reason=exc.code)
         raise PauseRefused(PAUSE_FAILED) from exc

@@ -88,7 +88,9 @@ class RequestPort(Protocol):
         also: list[Entry] | None = None,
     ) -> RequestRecord: ...
 
-    def chain(self, claim: RequestRecord, successor: RequestRecord) -> None: ...
+    def chain(
+        self, claim: RequestRecord, successor: RequestRecord, also: list[Entry] | None = None
+    ) -> None: ...
 
     def release(
         self, claim: RequestRecord, now_ms: int, *, reset: bool, also: list[Entry] | None = None
@@ -137,10 +139,23 @@ class TurnPort(Protocol):
     """Turn admission (one running turn per chat) and the transcript's fenced writes."""
 
     def admit(
-        self, seen: ChatMeta, user_id: str, turn: dict[str, Any], now_ms: int, lease_ms: int
+        self,
+        seen: ChatMeta,
+        user_id: str,
+        turn: dict[str, Any],
+        now_ms: int,
+        lease_ms: int,
+        also: list[Entry] | None = None,
     ) -> tuple[TurnFence, int]: ...
 
-    def complete(self, fence: TurnFence, seq: int, turn: dict[str, Any], now_ms: int) -> int: ...
+    def complete(
+        self,
+        fence: TurnFence,
+        seq: int,
+        turn: dict[str, Any],
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> int: ...
 
     def end_run(self, fence: TurnFence) -> Entry: ...
 

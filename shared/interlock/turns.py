@@ -16,7 +16,7 @@ from strands.agent.agent_result import AgentResult
 
 from interlock import errors
 from interlock.admission import PauseRefused, admit_turn, release_ask_slot, reserved
-from interlock.audit import audit
+from interlock.audit import audit, audit_entry
 from interlock.caller import Caller as Caller  # re-exported beside run_turn
 from interlock.context import RequestContext, request_scope
 from interlock.deps import Runtime as Runtime  # re-exported beside run_turn
@@ -74,7 +74,6 @@ def run_turn(
         earlier = history(stores, chat_id)
         fence, turn_seq = admit_turn(rt, caller, seen, prompt, now)
         try:
-            audit(rt, caller, chat_id, "turn_started", turn=turn_seq)
             progress(Started())
             relay = ProgressRelay(progress, partial(text_message_id, chat_id, turn_seq, None))
             built = build_agent(rt, caller, chat_id, history=earlier, progress=relay)
@@ -171,6 +170,10 @@ def settle(
             text, message_id = refused.message, answer_message_id(chat_id, turn_seq, interrupt_id)
     now = rt.clock.now_ms()
     turn = answer_turn(text, calls)
+    # The event commits with the answer it describes.
+    completed = audit_entry(
+        rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls
+    )
     if claim is not None:
         # The answer's key names this claim's fence, so a worker that lost its claim can
         # never overwrite the winner's answer; only the finish records which one counts.
@@ -186,13 +189,12 @@ def settle(
             decision=decision or "answered",
             final_text=text,
             now_ms=now,
-            also=rt.stores.turns.answer_entries(chat_id, claim.turn_seq, turn, now),
+            also=[*rt.stores.turns.answer_entries(chat_id, claim.turn_seq, turn, now), completed],
         )
         release_ask_slot(rt, claim)
     else:
         assert fence is not None, "a new turn always holds its admission fence"
-        rt.stores.turns.complete(fence, turn_seq, turn, now)
-    audit(rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls)
+        rt.stores.turns.complete(fence, turn_seq, turn, now, also=[completed])
     return TurnResult(
         chat_id,
         "completed",

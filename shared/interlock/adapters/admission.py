@@ -17,6 +17,7 @@ from interlock.adapters.chats import record_item, turn_body
 from interlock.adapters.dynamo import Cancelled, DynamoDBClient, expression, to_item, transact
 from interlock.adapters.fencing import HOLDS_TURN
 from interlock.adapters.requests import NO_OPEN_REQUEST, request_from_item
+from interlock.ports import Entry
 from interlock.records import ChatMeta, RequestState, TurnFence
 from interlock.tokens import new_token
 
@@ -52,8 +53,11 @@ class TurnStore:
         turn: dict[str, Any],
         now_ms: int,
         lease_ms: int,
+        also: list[Entry] | None = None,
     ) -> tuple[TurnFence, int]:
         """Start a turn in the chat as `seen`; returns its fence and the user turn's number.
+
+        `also` are unconditional writes that commit with the admission (its audit event).
 
         Raises:
             ChatBusy: the chat has an open request.
@@ -91,6 +95,7 @@ class TurnStore:
                     {"ConditionCheck": check_request},
                     {"Update": take},
                     self._turn_put(chat_id, seq, turn, now_ms),
+                    *(also or []),
                 ],
                 "admit turn",
             )
@@ -98,9 +103,17 @@ class TurnStore:
             raise _refusal(refused, user_id, now_ms) from None
         return fence, seq
 
-    def complete(self, fence: TurnFence, seq: int, turn: dict[str, Any], now_ms: int) -> int:
+    def complete(
+        self,
+        fence: TurnFence,
+        seq: int,
+        turn: dict[str, Any],
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> int:
         """Save the turn's answer after turn `seq` and release the running-turn lease,
-        in one transaction fenced by the lease; returns the answer's turn number."""
+        in one transaction fenced by the lease; returns the answer's turn number.
+        `also` are unconditional writes that commit with it (its audit event)."""
         update = {
             "TableName": self._table,
             "Key": _meta_key(fence.chat_id),
@@ -113,7 +126,11 @@ class TurnStore:
         try:
             transact(
                 self._client,
-                [{"Update": update}, self._turn_put(fence.chat_id, seq + 1, turn, now_ms)],
+                [
+                    {"Update": update},
+                    self._turn_put(fence.chat_id, seq + 1, turn, now_ms),
+                    *(also or []),
+                ],
                 "complete turn",
             )
         except Cancelled:

@@ -22,6 +22,7 @@ from interlock.adapters.dynamo import (
     to_item,
     translated,
 )
+from interlock.errors import StoreError
 from interlock.ports import Entry
 from interlock.records import AuditEvent, ChatMeta
 
@@ -114,11 +115,9 @@ class ChatStore:
             except ConditionFailed:
                 continue
             return event
-        raise ConditionFailed("no free event number")  # pragma: no cover - 1 in 10**15
+        raise StoreError("write audit event failed: no free event number")
 
-    def event_entry(
-        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
-    ) -> Entry:
+    def event_entry(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> Entry:
         """An audit event as a write for another store's transaction, so the event is
         stored exactly when the change it describes is (and costs no call of its own)."""
         _, item = self._event(chat_id, type, actor, now_ms, detail)

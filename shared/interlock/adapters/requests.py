@@ -375,22 +375,31 @@ class RequestStore:
             journal=(),
         )
 
-    def chain(self, claim: RequestRecord, successor: RequestRecord) -> None:
+    def chain(
+        self,
+        claim: RequestRecord,
+        successor: RequestRecord,
+        also: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Replace the claimed request in place by a new one (new id, fresh secret).
 
         One write, conditional on still holding the claim; refused with `LeaseLost`
-        if the claim was lost, in which case nothing is written.
+        if the claim was lost, in which case nothing is written. `also` (unconditional
+        writes: the pause's audit events) commit with it.
         """
         item = self._sized(_to_item(successor.with_changes(claim_count=0)))
-        values = {**_STATES, **claim_values(claim.fence)}
+        put = {
+            "TableName": self._table,
+            "Item": item,
+            **expression(condition=HOLDS_CLAIM, values={**_STATES, **claim_values(claim.fence)}),
+        }
         try:
-            with translated("chain request"):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=item,
-                    **expression(condition=HOLDS_CLAIM, values=values),
-                )
-        except ConditionFailed:
+            if also:
+                transact(self._client, [{"Put": put}, *also], "chain request")
+            else:
+                with translated("chain request"):
+                    self._client.put_item(**put)
+        except (Cancelled, ConditionFailed):
             raise errors.LeaseLost("the claim was lost; the next request was not written") from None
 
     def record_step(self, fence: ClaimFence, entry: str) -> None:
