@@ -4,6 +4,8 @@ two identical approvals racing through the local server."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 
@@ -24,7 +26,9 @@ from bench.peers.metering import item_size, metered, read_units, write_units
 from local.emulator import Emulator
 
 
-def _traffic(calls: dict[str, int], sent: dict[str, int] | None = None, **extra: object) -> dict:
+def _traffic(
+    calls: dict[str, int], sent: dict[str, int] | None = None, **extra: object
+) -> dict[str, Any]:
     return {"calls": calls, "total_calls": sum(calls.values()), "bytes_sent": sent or {}, **extra}
 
 
