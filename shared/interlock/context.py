@@ -36,7 +36,11 @@ class RequestContext:
         user_id: The authenticated user.
         chat_id: The chat (AG-UI thread) this turn belongs to.
         roles: The user's roles, from the authorizer.
-        approved: Sites and packages approved for this user and chat (rows + admin list).
+        approved: Sites and packages known approved for this user and chat without a
+            read (on a resume, what its own answer granted).
+        more_approved: Reads the rest (the user's rows + the admin list), at most once
+            and only when a tool asks about a subject not in `approved`, so a run that
+            never meets a gated site or package reads nothing.
         can_ask_a_human: False for unattended runs: tools must not interrupt.
         refused: Sites and packages refused this turn (filled by egress checks).
         resume_cards: On a resume, the stored cards of the request being answered.
@@ -52,6 +56,7 @@ class RequestContext:
     chat_id: str
     roles: frozenset[str] = frozenset()
     approved: frozenset[Subject] = frozenset()
+    more_approved: Callable[[], frozenset[Subject]] | None = None
     can_ask_a_human: bool = True
     refused: set[Subject] = field(default_factory=set)
     resume_cards: tuple[dict[str, Any], ...] = ()
@@ -61,9 +66,17 @@ class RequestContext:
     now_ms: Callable[[], int] | None = None
     audit: Callable[[str, dict[str, Any]], None] | None = None
     scrubbed: set[str] = field(default_factory=set)
+    _read: frozenset[Subject] | None = field(default=None, init=False, repr=False)
 
     def is_approved(self, subject: Subject) -> bool:
-        return subject in self.approved
+        """Whether `subject` is approved; reads the store only for what is not known."""
+        return subject in self.approved or subject in self.all_approved()
+
+    def all_approved(self) -> frozenset[Subject]:
+        """Everything approved for this user and chat (read once, on first need)."""
+        if self._read is None:
+            self._read = self.more_approved() if self.more_approved else frozenset()
+        return self.approved | self._read
 
 
 _current: ContextVar[RequestContext] = ContextVar("interlock_request")

@@ -275,7 +275,15 @@ def _run(
 ) -> tuple[Any, int]:
     """Answer every interrupt and run to the end under a heartbeat."""
     started = len(built.agent.messages)
-    context = request_context(rt, caller, claim.chat_id, fence=claim.fence, resuming=claim)
+    # What this answer granted is known: a tool about to use it needs no read.
+    granted = frozenset(
+        subject
+        for asked in _approved_downloads(claim, answers)
+        for subject in card_subjects(asked.card, answers.decisions[asked.interrupt_id])
+    )
+    context = request_context(
+        rt, caller, claim.chat_id, fence=claim.fence, resuming=claim, granted=granted
+    )
     answer: list[InterruptResponseContent] = [
         {
             "interruptResponse": {

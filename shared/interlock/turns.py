@@ -26,7 +26,7 @@ from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
 from interlock.ports import OutboxStore
 from interlock.progress import Progress, Started, ignore
-from interlock.records import Fence, RequestRecord, TurnFence
+from interlock.records import Fence, RequestRecord, Subject, TurnFence
 from interlock.runtime.agent import BuiltAgent, build_agent
 from interlock.runtime.progress import ProgressRelay
 from interlock.transcript import (
@@ -71,7 +71,8 @@ def run_turn(
     if seen.running(now):
         raise errors.TurnRunning("a turn is already running in this chat; wait for its answer")
     with reserved(rt, caller):
-        earlier = history(stores, chat_id)
+        # A chat's first turn has no history to read.
+        earlier = history(stores, chat_id) if seen.last_turn else []
         fence, turn_seq = admit_turn(rt, caller, seen, prompt, now)
         try:
             progress(Started())
@@ -111,14 +112,19 @@ def request_context(
     *,
     fence: Fence,
     resuming: RequestRecord | None = None,
+    granted: frozenset[Subject] = frozenset(),
 ) -> RequestContext:
-    """The context tools see, read fresh from the store (approvals may have changed)."""
-    now = rt.clock.now_ms()
+    """The context tools see. Approvals are read fresh from the store, when a tool first
+    needs one that is not among those this run's own answer `granted`."""
+    approvals = rt.stores.approvals
     return RequestContext(
         user_id=caller.user_id,
         chat_id=chat_id,
         roles=caller.roles,
-        approved=rt.stores.approvals.approved_subjects(chat_id, caller.user_id, now),
+        approved=granted,
+        more_approved=lambda: approvals.approved_subjects(
+            chat_id, caller.user_id, rt.clock.now_ms()
+        ),
         can_ask_a_human=caller.can_ask_a_human,
         resume_cards=tuple(a.card for a in resuming.asked) if resuming else (),
         trace_id=caller.trace_id,
