@@ -21,9 +21,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-
 from interlock.cards import MAX_TEXT, redact
 from interlock.errors import InvalidInput
 
@@ -102,6 +99,11 @@ def checked_schema(schema: Any) -> dict[str, Any]:
         raise InvalidInput("an interrupt's response_schema must be a JSON Schema object")
     if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
         raise InvalidInput(f"an interrupt's response_schema is over {MAX_SCHEMA_BYTES} bytes")
+    # jsonschema is imported where a schema is checked: the requests and channels
+    # functions render cards but check none, and it would cost their cold start ~35 ms.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -136,6 +138,9 @@ def validate_generic(card: Mapping[str, Any], payload: Any) -> Any:
         raise InvalidInput(f"the answer is over {MAX_VALUE_BYTES} bytes")
     declared = card.get("schema")
     if isinstance(declared, Mapping):
+        from jsonschema import Draft202012Validator  # see checked_schema
+        from jsonschema.exceptions import ValidationError
+
         try:
             Draft202012Validator(declared).validate(payload)
         except ValidationError as exc:

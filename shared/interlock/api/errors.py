@@ -6,7 +6,6 @@ import logging
 from typing import Any, Final
 
 from interlock import errors
-from interlock.api.schemas import ErrorBody, ErrorDetail
 from interlock.errors import IncompleteResume as IncompleteResume  # raised while parsing
 
 logger = logging.getLogger(__name__)
@@ -57,6 +56,10 @@ class NotFound(errors.InterlockError):
 
 def error_body(exc: Exception) -> tuple[int, dict[str, Any]]:
     """Status and JSON body for `exc`; unexpected errors become an opaque 500."""
+    # The response models load with the first refusal: the streaming app renders no
+    # other JSON body, and defining them costs its cold start several milliseconds.
+    from interlock.api.schemas import ErrorBody, ErrorDetail
+
     if isinstance(exc, errors.InterlockError):
         detail = ErrorDetail(code=exc.code, message=str(exc), holder=getattr(exc, "holder", None))
         return STATUS.get(exc.code, 500), ErrorBody(error=detail).wire()

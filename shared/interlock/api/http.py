@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
+from typing import TYPE_CHECKING, Any
 
 from interlock.api.errors import NotFound, Unauthorized, error_body
 from interlock.api.routes import Function, routes_of
 from interlock.caller import Caller
 from interlock.config import Env
+
+if TYPE_CHECKING:
+    # Imported where used: the streaming app shares `caller_from` and the headers but
+    # never the Powertools resolver (a cold-start cost of tens of milliseconds).
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
 
 JSON = "application/json"
 ALLOWED_HEADERS = ("Authorization", "Content-Type")
@@ -24,6 +27,8 @@ def cors_config() -> CORSConfig:
     API Gateway answers preflights itself but not the handlers' responses, so the
     handlers must add the headers for a browser to read them.
     """
+    from aws_lambda_powertools.event_handler import CORSConfig
+
     return CORSConfig(
         allow_origin=os.environ.get(Env.ALLOWED_ORIGIN, ""),
         allow_headers=list(ALLOWED_HEADERS),
@@ -59,6 +64,8 @@ def _groups(raw: Any) -> frozenset[str]:
 
 def json_response(body: Any, status: int = 200) -> Response[str]:
     """A JSON response. Never cached: every body is one user's, some carry a secret."""
+    from aws_lambda_powertools.event_handler import Response
+
     return Response(
         status, JSON, json.dumps(body, separators=(",", ":")), headers={"Cache-Control": "no-store"}
     )

@@ -23,12 +23,15 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from interlock.api.agui import RunStream, encode
 from interlock.api.errors import error_body
 from interlock.outcomes import TurnResult
 from interlock.progress import Progress, ProgressEvent
+
+if TYPE_CHECKING:
+    # AG-UI's models load with the first run that streams (`interlock.api.stream`).
+    from interlock.api.agui import RunStream
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,6 +75,8 @@ async def respond_live(
 
     `observe` hears the run's result or failure (for metrics), once.
     """
+    from interlock.api.agui import encode  # loaded already, with `stream`
+
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 

@@ -21,7 +21,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import cache, partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -35,17 +35,18 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from interlock import errors
-from interlock.api.agui import RunStream
 from interlock.api.errors import BadRequest, Unauthorized, error_body
 from interlock.api.forward import LambdaForward, read_tap_event, resume_event
 from interlock.api.http import ALLOWED_HEADERS, caller_from
 from interlock.api.live import Work, relay, respond_live, send_json
-from interlock.api.models import carries_resume, parse_resume, parse_run
 from interlock.api.routes import Function, routes_of
 from interlock.api.wiring import lambda_client, runtime
 from interlock.caller import Caller
 from interlock.config import Env
 from interlock.outcomes import TurnResult
+
+if TYPE_CHECKING:
+    from interlock.api.agui import RunStream
 
 logger = Logger()
 
@@ -135,6 +136,11 @@ def _answering(endpoint: Endpoint) -> Endpoint:
 @_answering
 async def start_run(request: Request) -> Response:
     """A new turn, or (its body answers interrupts) the resume of one."""
+    # AG-UI's models (some 60 ms to build) load with the first run or resume, not at
+    # start: a tap handed to the resume function (`/events`) streams nothing.
+    from interlock.api.agui import RunStream
+    from interlock.api.models import carries_resume, parse_run
+
     caller, body = _caller(request), await _body(request)
     if carries_resume(body):
         metrics().add_metric(name="ResumesForwarded", unit=MetricUnit.Count, value=1)
@@ -151,8 +157,11 @@ async def resume(request: Request) -> Response:
 
 
 def _resume(caller: Caller, body: str) -> Response:
-    answer = parse_resume(body)
+    from interlock.api.agui import RunStream  # see start_run
+    from interlock.api.models import parse_resume
     from interlock.resume import resume_replies
+
+    answer = parse_resume(body)
 
     def work(progress: Any) -> TurnResult:
         return resume_replies(
