@@ -370,7 +370,8 @@ def _add_routes(
     )
     integrations = {
         name: apigw.LambdaIntegration(
-            construct.function,
+            # A SnapStart function's alias: only a published version restores a snapshot.
+            construct.invocable,
             proxy=True,
             timeout=STREAM_TIMEOUT if name in STREAMED else INTEGRATION_TIMEOUT,
             response_transfer_mode=(

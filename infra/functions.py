@@ -33,6 +33,7 @@ from infra.permissions import (
     wildcard_findings,
 )
 from infra.settings import Settings
+from infra.snapstart import invocable, snap_start
 from infra.storage import StorageRefs
 from interlock.api.routes import STREAMED
 from interlock.config import Env
@@ -86,6 +87,8 @@ class InterlockFunction(Construct):
 
     Attributes:
         function: The Lambda function.
+        invocable: What its callers invoke: the function, or for one that restores from
+            a SnapStart snapshot (`infra.snapstart`), an alias of its published version.
         role: Its execution role, holding exactly the statements of `infra.permissions`.
         log_group: Where the function logs, with a bounded retention.
     """
@@ -181,7 +184,9 @@ class InterlockFunction(Construct):
                 **channel_environment(channel_secrets or {}, page_url),
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
+            snap_start=snap_start(name),
         )
+        self.invocable = invocable(self, name, self.function)
         for finding, reason in wildcard_findings(Stack.of(self), statements).items():
             Validations.of(self.role).acknowledge(Acknowledgment(id=finding, reason=reason))
         Validations.of(self.function).acknowledge(

@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock.adapters import slack, telegram
+from interlock.api import snapstart
 from interlock.api.bodies import bounded_json
 from interlock.api.errors import Unauthorized
 from interlock.api.http import bind, json_response
@@ -34,6 +35,8 @@ tracer = Tracer(patch_modules=["boto3", "botocore"])
 metrics = Metrics()
 app = APIGatewayRestResolver()
 clock = SystemClock()
+# Resumed from a SnapStart snapshot: see infra.snapstart.
+snapstart.register()
 
 
 def slack_interaction() -> Response[str]:

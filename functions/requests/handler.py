@@ -14,7 +14,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
-from interlock.api import schemas
+from interlock.api import schemas, snapstart
 from interlock.api.bodies import parse_body, query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import iso, request_view
@@ -31,6 +31,8 @@ tracer = Tracer(patch_modules=["boto3", "botocore"])
 metrics = Metrics()
 app = APIGatewayRestResolver(cors=cors_config())
 clock = SystemClock()
+# Resumed from a SnapStart snapshot: see infra.snapstart.
+snapstart.register()
 
 
 def _caller() -> Caller:

@@ -62,10 +62,14 @@ def _resource_paths(resources: Resources) -> dict[str, str]:
 
 
 def _function_of(integration: dict[str, Any]) -> str:
+    """The function (or, for a SnapStart function, the alias) the integration invokes."""
     arn = next(
-        p for p in integration["Uri"]["Fn::Join"][1] if isinstance(p, dict) and "Fn::GetAtt" in p
+        p
+        for p in integration["Uri"]["Fn::Join"][1]
+        if isinstance(p, dict)
+        and ("Fn::GetAtt" in p or not str(p.get("Ref", "AWS::")).startswith("AWS::"))
     )
-    return str(arn["Fn::GetAtt"][0])
+    return str(arn["Fn::GetAtt"][0] if "Fn::GetAtt" in arn else arn["Ref"])
 
 
 def _logical_id(stacks: Stacks, construct: Any) -> str:
@@ -84,7 +88,7 @@ def test_route_is_authorized_and_proxies_to_its_function(
     method = methods[(route.method, route.path)]
     integration = method["Integration"]
     assert _function_of(integration) == _logical_id(
-        stacks, stacks.api.functions[route.function].function
+        stacks, stacks.api.functions[route.function].invocable
     )
     if not route.authorized:
         # A platform's webhook: verified by its signature in the handler instead
@@ -100,7 +104,7 @@ def test_route_is_authorized_and_proxies_to_its_function(
     integration = method["Integration"]
     assert (integration["Type"], integration["IntegrationHttpMethod"]) == ("AWS_PROXY", "POST")
     assert _function_of(integration) == _logical_id(
-        stacks, stacks.api.functions[route.function].function
+        stacks, stacks.api.functions[route.function].invocable
     )
 
 
@@ -154,12 +158,13 @@ def test_each_route_may_invoke_only_its_function(stacks: Stacks, resources: Reso
             continue
         *_, stage_ref, scope = permission["SourceArn"]["Fn::Join"][1]
         assert stage_ref == stage
-        granted[scope] = permission["FunctionName"]["Fn::GetAtt"][0]
+        target = permission["FunctionName"]  # a function, or a SnapStart function's alias
+        granted[scope] = target["Fn::GetAtt"][0] if "Fn::GetAtt" in target else target["Ref"]
 
     # Then there is one per route, for its function only, and none for test invokes
     expected = {
         f"/{route.method}{_PARAMETER.sub('*', route.path)}": _logical_id(
-            stacks, stacks.api.functions[route.function].function
+            stacks, stacks.api.functions[route.function].invocable
         )
         for route in ROUTES
     }

@@ -14,6 +14,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
+from infra.snapstart import PUBLISH_WARNING
 from infra.web import bootstrap_qualifier
 from infra.wiring import Stacks, build
 from tests.infra.support import CONFIGURED_QUALIFIER
@@ -43,6 +44,7 @@ _PAGE_COPY = {
     "AwsSolutions-IAM5[Resource::*]",
     "AwsSolutions-L1",
 }
+_SNAPSTART = PUBLISH_WARNING
 _PAGE_COPY_HANDLER = (
     "InterlockWebContent/Custom::CDKBucketDeployment8693BB64968944B69AAFB0CC9EB8756C"
 )
@@ -54,12 +56,13 @@ EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockApi/Sweeper/Role": {_SNAPSHOTS, _ANSWERS, _MODEL_REGIONS, _TRACING},
     "InterlockApi/Run/Function": {"AwsSolutions-L1"},
     "InterlockApi/Resume/Function": {"AwsSolutions-L1"},
-    "InterlockApi/Requests/Function": {"AwsSolutions-L1"},
+    # Restored from SnapStart snapshots of the version their alias names (infra.snapstart)
+    "InterlockApi/Requests/Function": {"AwsSolutions-L1", _SNAPSTART},
     "InterlockApi/Sweeper/Function": {"AwsSolutions-L1"},
     "InterlockApi/Channels/Role": {_TRACING},
     # The sweeper's dead-letter queue has no dead-letter queue of its own
     "InterlockApi/Sweeper/DeadLetters": {"AwsSolutions-SQS3"},
-    "InterlockApi/Channels/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Channels/Function": {"AwsSolutions-L1", _SNAPSTART},
     # The platforms' webhooks: verified by signature, not by Cognito
     "InterlockApi/Api/Default/channels/slack/interactions/POST": {
         "AwsSolutions-APIG4",
