@@ -56,6 +56,8 @@ def _operation(environ: dict[str, Any]) -> str:
     target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
     if target.startswith("DynamoDB_"):
         return "dynamodb." + target.split(".", 1)[1]
+    if target.startswith("AmazonSQS."):
+        return "sqs." + target.split(".", 1)[1]
     # S3 is REST: name the operation from the method and whether a key is addressed.
     method = str(environ.get("REQUEST_METHOD", ""))
     has_key = str(environ.get("PATH_INFO", "/")).strip("/").count("/") >= 1
