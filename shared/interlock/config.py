@@ -43,6 +43,8 @@ class Env:
     DEV_KEY: Final = "INTERLOCK_DEV_KEY"
     RESUME_FUNCTION: Final = "INTERLOCK_RESUME_FUNCTION"
     FUNCTION: Final = "INTERLOCK_FUNCTION"
+    # The queue the expiry finder puts overdue requests on, one message each.
+    SETTLE_QUEUE_URL: Final = "INTERLOCK_SETTLE_QUEUE_URL"
     # Channels: each is on when its secret is named (Secrets Manager, JSON).
     SLACK_SECRET: Final = "INTERLOCK_SLACK_SECRET"
     TELEGRAM_SECRET: Final = "INTERLOCK_TELEGRAM_SECRET"

@@ -8,6 +8,11 @@ answer, so two sweepers racing over one request settle it exactly once; a reques
 person already answered (its worker died) is continued with that recorded answer.
 Each claim reads the clock when it is made, so a lease is never born expired, and a
 sweep stops taking new requests before its own deadline.
+
+Deployed, finding and settling are apart: a scheduled finder puts one message per
+overdue request on a queue (`interlock.fanout`) and queue consumers settle each with
+`settle_message`. `sweep` does both in one process (tests, tools), through the same
+per-request step, `settle_counted`.
 """
 
 from __future__ import annotations
@@ -18,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from interlock import errors, keys
-from interlock.adapters.schema import SWEEP_SHARDS
 from interlock.admission import expire_and_release
 from interlock.answers import kind_of, recorded_answers
 from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
+from interlock.fanout import SettleMessage, overdue_chats
 from interlock.records import RequestRecord, RequestState
 from interlock.resume import continue_claimed
 
@@ -62,17 +67,39 @@ def sweep(
     `deferred` and left for the next sweep.
     """
     report = SweepReport()
-    for shard in range(SWEEP_SHARDS):
-        for chat_id in rt.stores.requests.overdue(f"OPEN#{shard}", now_ms, limit_per_shard):
-            report.found += 1
-            if deadline_ms is not None and rt.clock.now_ms() + DEADLINE_MARGIN_MS > deadline_ms:
-                report.deferred += 1
-                continue
-            outcome = settle_overdue(rt, chat_id, rt.clock.now_ms(), report)
-            setattr(report, outcome, getattr(report, outcome) + 1)
-            if outcome != "skipped":
-                report.chats.append(chat_id)
+    for chat_id in overdue_chats(rt.stores.requests, now_ms, limit_per_shard):
+        report.found += 1
+        if deadline_ms is not None and rt.clock.now_ms() + DEADLINE_MARGIN_MS > deadline_ms:
+            report.deferred += 1
+            continue
+        settle_counted(rt, chat_id, report)
     return report
+
+
+def settle_message(rt: Runtime, body: str, report: SweepReport) -> str:
+    """Settle the request one settle-queue message names, counted in `report`.
+
+    Raises:
+        InvalidInput: the body is not a settle message.
+        InterlockError: the request could not be read (a store failure, an unknown
+            stored state); the queue then delivers the message again.
+    """
+    message = SettleMessage.parse(body)
+    report.found += 1
+    return settle_counted(rt, message.chat_id, report)
+
+
+def settle_counted(rt: Runtime, chat_id: str, report: SweepReport) -> str:
+    """Settle one chat's overdue request now and count the outcome in `report`.
+
+    The one per-request step of a sweep and of a queue consumer: a duplicate (a request
+    already settled, or claimed by a live worker) is a skip, never a second settle.
+    """
+    outcome = settle_overdue(rt, chat_id, rt.clock.now_ms(), report)
+    setattr(report, outcome, getattr(report, outcome) + 1)
+    if outcome != "skipped":
+        report.chats.append(chat_id)
+    return outcome
 
 
 def settle_overdue(

@@ -24,6 +24,7 @@ from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
 if TYPE_CHECKING:
+    from interlock.adapters.queue import SqsSettleQueue
     from interlock.deps import Runtime
 
 
@@ -142,6 +143,16 @@ def notifier() -> Notifier:
     return Notifier(
         stores().channels, channels(), SystemClock().now_ms, os.environ.get(Env.PAGE_URL)
     )
+
+
+@cache
+def settle_queue() -> SqsSettleQueue:
+    """The queue the expiry finder fans overdue requests out on (`INTERLOCK_SETTLE_QUEUE_URL`)."""
+    import boto3
+
+    from interlock.adapters.queue import SqsSettleQueue
+
+    return SqsSettleQueue(boto3.client("sqs"), os.environ[Env.SETTLE_QUEUE_URL])
 
 
 @cache
