@@ -1,4 +1,9 @@
-"""Sweeper Lambda: on a schedule, settle requests nobody answered in time."""
+"""Sweeper Lambda, the expiry finder: on a schedule, queue each overdue request once.
+
+It reads the sparse expiry index and sends one settle message per overdue request
+(`interlock.fanout`); the settle function consumes them. It runs no agent, so it never
+imports strands, and it stops before its own deadline: the next run carries on.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +13,34 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from interlock.api.wiring import runtime
-from interlock.sweeper import sweep
+from interlock.api.wiring import settle_queue, stores
+from interlock.fanout import find_overdue
+from interlock.timing import SystemClock
 
 logger = Logger()
-# Only AWS calls are traced: an HTTP subsegment would record a platform URL, and a
-# Telegram URL carries the bot token.
 tracer = Tracer(patch_modules=["boto3", "botocore"])
 metrics = Metrics()
+clock = SystemClock()
+
+METRICS = {
+    "found": "OverdueFound",
+    "enqueued": "SettlesQueued",
+    "deferred": "Deferred",
+    "backlog": "SettleBacklog",
+}
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    rt = runtime()
-    now = rt.clock.now_ms()
-    # Stop taking requests before this invocation's own deadline; the next run carries on.
-    report = sweep(rt, now, deadline_ms=now + context.get_remaining_time_in_millis())
-    names = {
-        "timed_out": "Timeouts",
-        "defaulted": "Defaulted",
-        "rerouted": "Rerouted",
-        "failed": "SweepFailures",
-        "stuck": "StuckClaims",
-        "deferred": "Deferred",
-    }
-    for field, name in names.items():
+    report = find_overdue(
+        stores().requests,
+        settle_queue(),
+        clock.now_ms(),
+        remaining_ms=context.get_remaining_time_in_millis,
+    )
+    for field, name in METRICS.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=getattr(report, field))
-    logger.info("sweep finished", extra={k: v for k, v in asdict(report).items() if k != "chats"})
-    return {k: v for k, v in asdict(report).items() if k != "chats"}
+    logger.info("overdue requests queued", extra=asdict(report))
+    return asdict(report)

@@ -57,14 +57,16 @@ def test_cancelling_publishes_a_cancellation(api: Any, published: Any) -> None:
     assert "Cancellations" in published()
 
 
-def test_the_sweeper_lambda_settles_overdue_requests_and_counts_them(
-    api: Any, published: Any
+def test_the_sweeper_queues_an_overdue_request_and_the_settle_lambda_settles_it(
+    api: Any, published: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import importlib.util
-    from pathlib import Path
-
     import boto3
 
+    from interlock.adapters.queue import create_settle_queues
+    from interlock.api import wiring
+    from local.sqs_poller import LambdaSqsPoller
+
+    # Given an overdue request, and the settle queue the two functions share
     client, key = api
     stream(client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key)))
     boto3.client("dynamodb").update_item(
@@ -73,18 +75,39 @@ def test_the_sweeper_lambda_settles_overdue_requests_and_counts_them(
         UpdateExpression="SET expires_at = :past",
         ExpressionAttributeValues={":past": {"N": "1"}},
     )
-    path = Path(__file__).resolve().parents[2] / "functions" / "sweeper" / "handler.py"
-    spec = importlib.util.spec_from_file_location("sweeper_handler", path)
+    sqs = boto3.client("sqs")
+    url, _ = create_settle_queues(sqs, "settle", visibility_timeout_s=1800)
+    monkeypatch.setenv("INTERLOCK_SETTLE_QUEUE_URL", url)
+    wiring.settle_queue.cache_clear()
+
+    # When the scheduled sweeper runs, then the settle function takes its message
+    try:
+        found = _handler("sweeper").lambda_handler({"source": "aws.events"}, _Context())
+        poller = LambdaSqsPoller(sqs, url, _handler("settle").lambda_handler, context=_Context())
+        poller.poll_once()
+    finally:
+        wiring.settle_queue.cache_clear()  # made once per container: this one is the mock's
+
+    # Then the request was queued once and settled, and each function counted its part
+    assert (found["found"], found["enqueued"]) == (1, 1)
+    assert (poller.counts.records, poller.counts.deleted, poller.counts.failed) == (1, 1, 0)
+    metrics = published()
+    assert metrics["SettlesQueued"][0][0] == [1.0]
+    assert metrics["Timeouts"][0][0] == [1.0]
+    view = client.get("/chats/c1/request", headers=auth(key)).json
+    assert (view["state"], view["decision"]) == ("done", "timed_out")
+
+
+def _handler(name: str) -> Any:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "functions" / name / "handler.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_handler", path)
     assert spec and spec.loader
     handler = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(handler)
-
-    report = handler.lambda_handler({"source": "aws.events"}, _Context())
-
-    assert (report["found"], report["timed_out"]) == (1, 1)
-    assert published()["Timeouts"][0][0] == [1.0]
-    view = client.get("/chats/c1/request", headers=auth(key)).json
-    assert (view["state"], view["decision"]) == ("done", "timed_out")
+    return handler
 
 
 class _Context:
