@@ -2,8 +2,9 @@
 
 Resources and methods are built from `interlock.api.routes.ROUTES`, the table each
 handler registers its routes from, so a deployed route always has a handler and the
-proxy event's `resource` is exactly the route's path. The expiry sweeper shares the
-stack and the layer but not the API: a schedule invokes it.
+proxy event's `resource` is exactly the route's path. The expiry sweeper and the settle
+function share the stack and the layer but not the API: a schedule invokes the sweeper,
+which queues overdue requests for the settle function.
 
 The API admits one browser origin, the card page's CloudFront URL (`infra.hosting`),
 unless `interlock:allowedOrigin` names another.
@@ -39,6 +40,7 @@ from infra.hosting import SiteRefs
 from infra.layer import InterlockLayer
 from infra.monitoring import Monitoring
 from infra.settings import Settings, check_model_region
+from infra.settle import Settle
 from infra.storage import StorageRefs
 from infra.sweeper import Sweeper
 from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route
@@ -116,7 +118,8 @@ class InterlockApiStack(Stack):
 
     Attributes:
         functions: Each API handler's function construct, by route-table name.
-        sweeper: The expiry sweeper's function construct and its schedule.
+        settle: The settle function, its queue and the queue's dead letters.
+        sweeper: The expiry sweeper (the finder): its function and its schedule.
         auth: The user pool, its hosted UI domain and its client.
         api: The REST API.
         allowed_origin: The browser origin the API admits (CORS).
@@ -152,7 +155,7 @@ class InterlockApiStack(Stack):
         self.allowed_origin = settings.allowed_origin or site.origin
         layer = InterlockLayer(self, "Layer").layer_version
         # The user's agent ships as its own layer, beside Interlock's: only the functions
-        # that run it (run, resume, the sweeper) carry it.
+        # that run it (run, resume, settle) carry it.
         agent_layer = InterlockLayer(
             self,
             "AgentLayer",
@@ -182,15 +185,23 @@ class InterlockApiStack(Stack):
                 channel_secrets=self.channel_secrets,
                 page_url=page_url,
             )
-        self.sweeper = Sweeper(
+        self.settle = Settle(
             self,
-            "Sweeper",
+            "Settle",
             layer=layer,
             agent_layer=agent_layer,
             storage=storage,
             settings=settings,
             channel_secrets=self.channel_secrets,
             page_url=page_url,
+        )
+        self.sweeper = Sweeper(
+            self,
+            "Sweeper",
+            layer=layer,
+            storage=storage,
+            settings=settings,
+            settle_queue=self.settle.queue,
         )
         self.auth = Auth(
             self,
@@ -214,8 +225,13 @@ class InterlockApiStack(Stack):
             functions={
                 **{name: f.function for name, f in self.functions.items()},
                 "sweeper": self.sweeper.function,
+                "settle": self.settle.function,
             },
-            dead_letters=self.sweeper.dead_letters,
+            dead_letters={
+                "sweeper-dead-letters": self.sweeper.dead_letters,
+                "settle-dead-letters": self.settle.dead_letters,
+            },
+            queues={"settle-queue": self.settle.queue},
             model=settings.model,
         )
         # One URL output, under a name scripts can rely on, instead of the generated one.

@@ -74,8 +74,10 @@ SIZING: Final[Mapping[FunctionName, Sizing]] = {
     "resume": Sizing(Duration.minutes(5), 1024),
     # A few DynamoDB calls and at most one small S3 read.
     "requests": Sizing(Duration.seconds(10), 256),
-    # Resumes each overdue run it settles, one after another, as resume does one.
-    "sweeper": Sizing(Duration.minutes(5), 1024),
+    # The expiry finder: eight index queries and a batch send per ten overdue requests.
+    "sweeper": Sizing(Duration.minutes(1), 256),
+    # Resumes each overdue run of its batch, one after another, as resume does one.
+    "settle": Sizing(Duration.minutes(5), 1024),
     # Verifies a webhook delivery and screens a tap: two reads and a put. Platforms want
     # an answer within seconds (Slack: 3 s).
     "channels": Sizing(Duration.seconds(10), 256),
@@ -141,7 +143,7 @@ class InterlockFunction(Construct):
             *secret_statements(list((channel_secrets or {}).values())),
         ]
         # Kept: a subclass adds the statements of what it creates itself (the sweeper's
-        # dead-letter queue); the frozen role takes nothing else.
+        # dead-letter queue, the settle queue); the frozen role takes nothing else.
         self.policy = iam.PolicyDocument(statements=statements)
         self.role = iam.Role(
             self,
@@ -190,15 +192,38 @@ class InterlockFunction(Construct):
         for finding, reason in wildcard_findings(Stack.of(self), statements).items():
             Validations.of(self.role).acknowledge(Acknowledgment(id=finding, reason=reason))
         Validations.of(self.function).acknowledge(
+            Acknowledgment(id="AwsSolutions-L1", reason=RUNTIME_REASON)
+        )
+
+    def acknowledge_serverless_checks(self, *, no_lambda_dlq: str) -> None:
+        """Explain the findings of cdk-nag's Serverless pack this function leaves.
+
+        Args:
+            no_lambda_dlq: Why the function needs no Lambda dead-letter queue (how its
+                failed invocations are kept instead).
+        """
+        findings = {
+            "Serverless-LambdaLatestVersion": RUNTIME_REASON,
+            "Serverless-LambdaDLQ": no_lambda_dlq,
+        }
+        for finding, reason in findings.items():
+            Validations.of(self.function).acknowledge(Acknowledgment(id=finding, reason=reason))
+        Validations.of(self.role).acknowledge(
             Acknowledgment(
-                id="AwsSolutions-L1",
+                id="Serverless-LambdaStarPermissions",
                 reason=(
-                    "The layer's wheels are installed for CPython 3.12 (infra.layer) and a "
-                    "function must run the Python its layer was built for: both move to a "
-                    "newer runtime together, once the pinned dependencies are checked on it."
+                    "Each wildcard resource of this role is explained where it is granted, "
+                    "in its AwsSolutions-IAM5 acknowledgment (WILDCARD_REASONS)."
                 ),
             )
         )
+
+
+RUNTIME_REASON: Final = (
+    "The layer's wheels are installed for CPython 3.12 (infra.layer) and a function must "
+    "run the Python its layer was built for: both move to a newer runtime together, once "
+    "the pinned dependencies are checked on it."
+)
 
 
 _APPLICATION_LEVELS: Final = {
@@ -256,7 +281,7 @@ def environment(
         "INTERLOCK_TABLE": storage.table_name,
         "INTERLOCK_BUCKET": storage.bucket_name,
         # Every function builds its stores with this policy (the requests function and
-        # the sweeper also judge expiry and leases), so all of them must agree on it.
+        # the settle function also judge expiry and leases), so all of them must agree.
         "INTERLOCK_REQUEST_TTL_S": str(settings.request_ttl_s),
         "INTERLOCK_LEASE_MS": str(settings.lease_ms),
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
@@ -266,7 +291,7 @@ def environment(
     if allowed_origin is not None:
         # For the CORS headers of the handler's own responses: API Gateway adds them only
         # to preflight and gateway-generated responses, not to Lambda proxy responses.
-        # The sweeper answers no browser, so it is given none.
+        # The sweeper and the settle function answer no browser, so they are given none.
         variables["INTERLOCK_ALLOWED_ORIGIN"] = allowed_origin
     if ACCESS[name].invokes_model:
         variables["INTERLOCK_MODEL"] = settings.model.spec

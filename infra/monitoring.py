@@ -1,7 +1,8 @@
 """Alarms, one dashboard, and the encrypted topic they notify: monitoring as code.
 
-Built with cdk-monitoring-constructs (the API, every function and the sweeper's
-dead-letter queue: error rates, throttles, durations near the timeout, queue depth),
+Built with cdk-monitoring-constructs (the API, every function, the settle queue and the
+dead-letter queues of the sweeper and of the settle queue: error rates, throttles,
+durations near the timeout, queue depth),
 plus alarms on Interlock's own metrics and Bedrock's throttling, which it has no
 monitor for. Subscribe whatever should hear an alarm (email, a chat integration, an
 on-call tool) to the `AlarmTopicArn` output.
@@ -53,9 +54,24 @@ class Monitoring(Construct):
         api: apigw.RestApi,
         access_logs: logs.ILogGroup,
         functions: Mapping[str, lambda_.IFunction],
-        dead_letters: sqs.IQueue,
+        dead_letters: Mapping[str, sqs.IQueue],
+        queues: Mapping[str, sqs.IQueue],
         model: ModelSpec,
     ) -> None:
+        """Create the topic, the alarms and the dashboard.
+
+        Args:
+            scope: The parent construct.
+            construct_id: The construct id.
+            api: The REST API.
+            access_logs: The API's access log group (its 504s are counted from it).
+            functions: Every function, by a name for its alarms.
+            dead_letters: Every dead-letter queue, by a name for its alarm: any message
+                in one alarms.
+            queues: Work queues, by name: on the dashboard, alarmed through their
+                dead-letter queues and their consumers' alarms.
+            model: The agent's model (Bedrock's throttling of it is alarmed).
+        """
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         key = kms.Key(
@@ -106,13 +122,16 @@ class Monitoring(Construct):
                     )
                 },
             )
-        facade.monitor_sqs_queue(
-            queue=dead_letters,
-            alarm_friendly_name="sweeper-dead-letters",
-            add_queue_max_size_alarm={
-                "Critical": cmc.MaxMessageCountThreshold(max_message_count=0)
-            },
-        )
+        for name, queue in dead_letters.items():
+            facade.monitor_sqs_queue(
+                queue=queue,
+                alarm_friendly_name=name,
+                add_queue_max_size_alarm={
+                    "Critical": cmc.MaxMessageCountThreshold(max_message_count=0)
+                },
+            )
+        for name, queue in queues.items():
+            facade.monitor_sqs_queue(queue=queue, alarm_friendly_name=name)
         own = self._own_metrics(access_logs, model)
         self.alarms = {
             name: cloudwatch.Alarm(
@@ -178,7 +197,7 @@ class Monitoring(Construct):
             "SweepFailures": (
                 emf("SweepFailures"),
                 0,
-                "The sweeper could not settle an overdue request; a later sweep retries it.",
+                "An overdue request could not be settled; a later try or the claim cap ends it.",
             ),
             "StuckClaims": (
                 emf("StuckClaims", "Maximum"),

@@ -17,14 +17,16 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 
 from infra.settings import ModelChoice
 from infra.storage import StorageRefs
 from interlock.adapters.schema import ANSWER_PREFIX, EXPIRY_INDEX, INBOX_INDEX, SNAPSHOT_PREFIX
 from interlock.api.routes import Function
 
-# The API's functions come from the route table; the sweeper runs on a schedule instead.
-FunctionName = Function | Literal["sweeper"]
+# The API's functions come from the route table; the sweeper (the expiry finder) runs on
+# a schedule and the settle function on its queue instead.
+FunctionName = Function | Literal["sweeper", "settle"]
 
 # Converse and ConverseStream, which the Strands Bedrock model calls, are authorized as
 # these two actions.
@@ -120,8 +122,12 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         lists=(ANSWER_PREFIX,),
         inbox_index_actions=("dynamodb:Query",),
     ),
-    # Settles overdue requests: finds them through the expiry index, reads the pointer and
-    # reroutes or claims it (updates), audits (a counter update and a put), then continues
+    # The expiry finder: queries the expiry index (KEYS_ONLY: chat ids and expiries) and
+    # sends one message per overdue request to the settle queue (`queue_statements`).
+    # Reads no item, writes nothing, runs no agent.
+    "sweeper": Access(table_actions=(), expiry_index_actions=("dynamodb:Query",)),
+    # Settles the overdue requests the finder queued: reads the pointer and reroutes or
+    # claims it (updates), audits (a counter update and a put), then continues
     # the paused run as resume does (`continue_claimed`): a timed-out download card
     # withdraws its approval rows (a query, then conditional deletes), the snapshot is
     # loaded, approvals are read for the tools (a query), and the run either pauses again
@@ -130,8 +136,9 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # writes after the claim are fenced like resume's (transactions with a ConditionCheck);
     # a request a person answered before its worker died is continued with that answer,
     # which may grant rows (puts in such a transaction). It takes no turn slot or budget
-    # and never replays an answer (no answer reads).
-    "sweeper": Access(
+    # and never replays an answer (no answer reads). It reads no index: the message names
+    # the chat. Its queue's statements are `queue_statements`.
+    "settle": Access(
         table_actions=(
             "dynamodb:GetItem",
             "dynamodb:PutItem",
@@ -140,7 +147,6 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
             "dynamodb:Query",
             "dynamodb:ConditionCheckItem",
         ),
-        expiry_index_actions=("dynamodb:Query",),
         reads=(SNAPSHOT_PREFIX,),
         writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
         invokes_model=True,
@@ -154,11 +160,13 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
 
 def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
     """The table and bucket statements for `access`."""
-    statements = [
-        iam.PolicyStatement(
-            sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
+    statements = []
+    if access.table_actions:
+        statements.append(
+            iam.PolicyStatement(
+                sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
+            )
         )
-    ]
     for sid, actions, index in (
         ("ExpiryIndex", access.expiry_index_actions, EXPIRY_INDEX),
         ("InboxIndex", access.inbox_index_actions, INBOX_INDEX),
@@ -268,6 +276,29 @@ def secret_statements(secrets: Sequence[secretsmanager.ISecret]) -> list[iam.Pol
             resources=[secret.secret_arn for secret in secrets],
         )
     ]
+
+
+# What Lambda's SQS poller calls with the consuming function's role (the actions of
+# AWS's AWSLambdaSQSQueueExecutionRole, on the one queue).
+CONSUME_ACTIONS: Final[tuple[str, ...]] = (
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+)
+# The finder reads the queue's depth (`SqsSettleQueue.waiting`), then sends in batches;
+# SendMessageBatch is authorized as SendMessage.
+ENQUEUE_ACTIONS: Final[tuple[str, ...]] = ("sqs:GetQueueAttributes", "sqs:SendMessage")
+
+
+def queue_statements(queue: sqs.IQueue, *, consumes: bool) -> list[iam.PolicyStatement]:
+    """The settle queue: the finder enqueues on it, the settle function consumes it.
+
+    The queue is encrypted with an SQS-owned key, so neither needs a KMS permission.
+    """
+    sid, actions = (
+        ("ConsumeSettles", CONSUME_ACTIONS) if consumes else ("EnqueueSettles", ENQUEUE_ACTIONS)
+    )
+    return [iam.PolicyStatement(sid=sid, actions=list(actions), resources=[queue.queue_arn])]
 
 
 def forward_statements(resume: lambda_.IFunction) -> list[iam.PolicyStatement]:

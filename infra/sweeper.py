@@ -1,15 +1,14 @@
 """The expiry sweeper: the `sweeper` handler, run on a schedule rather than behind the API.
 
-Requests nobody answered in time are found through the table's sparse expiry index and
-settled by their kind's timeout policy (`interlock.sweeper`). Overlapping sweeps are safe
-by design: each request is settled under the same single-write claim as a person's
-answer, so one of them wins and the other skips it. The function therefore has no
-reserved concurrency: a slow sweep never holds up the next one.
+It is the finder: requests nobody answered in time are found through the table's sparse
+expiry index and sent, one message each, to the settle queue (`interlock.fanout`); the
+settle function (`infra.settle`) settles them by their kind's timeout policy. Overlapping
+runs are safe by design: a request sent twice is settled under the same single-write claim
+as a person's answer, so one settle wins and the other skips it. The function therefore
+has no reserved concurrency: a slow run never holds up the next one.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_events as events
@@ -17,21 +16,24 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.functions import InterlockFunction
+from infra.permissions import queue_statements
 from infra.settings import Settings
 from infra.storage import StorageRefs
+from interlock.config import Env
 
 
 class Sweeper(InterlockFunction):
-    """The sweeper function, with its own role and logs, and the rule that invokes it.
+    """The sweeper (finder) function, with its own role and logs, and the rule that
+    invokes it.
 
     Attributes:
         schedule: The EventBridge rule invoking the function every
             `Settings.sweep_every_minutes`.
+        dead_letters: Where a failed run's invocation lands.
     """
 
     def __init__(
@@ -40,38 +42,29 @@ class Sweeper(InterlockFunction):
         construct_id: str,
         *,
         layer: lambda_.ILayerVersion,
-        agent_layer: lambda_.ILayerVersion,
         storage: StorageRefs,
         settings: Settings,
-        channel_secrets: Mapping[str, secretsmanager.ISecret] | None = None,
-        page_url: str | None = None,
+        settle_queue: sqs.IQueue,
     ) -> None:
         """Create the function and its schedule.
 
         Args:
             scope: The parent construct.
             construct_id: The construct id.
-            layer: The layer carrying `interlock` and its dependencies.
-            agent_layer: The layer carrying the user's agent (settling runs it).
+            layer: The layer carrying `interlock` and its dependencies (it runs no
+                agent, so it carries neither the agent's layer nor the channels').
             storage: The table and bucket.
             settings: The deployment's settings, the sweep interval included.
-            channel_secrets: The channels' secrets (a settled card's posts are edited).
-            page_url: The card page's URL.
+            settle_queue: Where it sends one message per overdue request.
         """
         super().__init__(
-            scope,
-            construct_id,
-            name="sweeper",
-            layer=layer,
-            agent_layer=agent_layer,
-            storage=storage,
-            settings=settings,
-            channel_secrets=channel_secrets,
-            page_url=page_url,
+            scope, construct_id, name="sweeper", layer=layer, storage=storage, settings=settings
         )
+        self.function.add_environment(Env.SETTLE_QUEUE_URL, settle_queue.queue_url)
+        self.policy.add_statements(*queue_statements(settle_queue, consumes=False))
         every = Duration.minutes(settings.sweep_every_minutes)
-        # A sweep that fails leaves its invocation here (an alarm watches the depth):
-        # a trace of every failure, though the next sweep finds the same requests.
+        # A run that fails leaves its invocation here (an alarm watches the depth): a
+        # trace of every failure, though the next run finds the same requests.
         self.dead_letters = sqs.Queue(
             self,
             "DeadLetters",
@@ -79,12 +72,13 @@ class Sweeper(InterlockFunction):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
-        Validations.of(self.dead_letters).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-SQS3",
-                reason="This is the sweeper's dead-letter queue; it has none of its own.",
+        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            Validations.of(self.dead_letters).acknowledge(
+                Acknowledgment(
+                    id=finding,
+                    reason="This is the sweeper's dead-letter queue; it has none of its own.",
+                )
             )
-        )
         self.policy.add_statements(
             iam.PolicyStatement(
                 sid="DeadLetters",
@@ -92,7 +86,7 @@ class Sweeper(InterlockFunction):
                 resources=[self.dead_letters.queue_arn],
             )
         )
-        # Neither Lambda nor EventBridge retries a sweep: the next scheduled one finds the
+        # Neither Lambda nor EventBridge retries a run: the next scheduled one finds the
         # same overdue requests, and a retry would only overlap it.
         self.function.configure_async_invoke(
             retry_attempts=0,
@@ -102,7 +96,18 @@ class Sweeper(InterlockFunction):
         self.schedule = events.Rule(
             self,
             "Schedule",
-            description="Settles the Interlock requests nobody answered in time.",
+            description="Queues the Interlock requests nobody answered in time for settling.",
             schedule=events.Schedule.rate(every),
-            targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
+            # An invocation EventBridge could not make lands with the failed ones.
+            targets=[
+                targets.LambdaFunction(
+                    self.function, retry_attempts=0, dead_letter_queue=self.dead_letters
+                )
+            ],
+        )
+        self.acknowledge_serverless_checks(
+            no_lambda_dlq=(
+                "A failed invocation goes to an on-failure destination, the sweeper's "
+                "dead-letter queue, which keeps the error with the event."
+            )
         )

@@ -11,8 +11,9 @@ from infra.permissions import FunctionName
 from infra.wiring import Stacks
 from interlock.api.routes import FUNCTIONS
 
-# Every function the API stack deploys: the route table's, then the scheduled sweeper.
-ALL_FUNCTIONS: tuple[FunctionName, ...] = (*FUNCTIONS, "sweeper")
+# Every function the API stack deploys: the route table's, then the scheduled sweeper and
+# the settle function that consumes its queue.
+ALL_FUNCTIONS: tuple[FunctionName, ...] = (*FUNCTIONS, "sweeper", "settle")
 # The per-agent configuration parameter the configured app names (see conftest).
 AGENT_CONFIG_PARAMETER = "/interlock/agents/support"
 TABLE_ARN = {"Fn::GetStackOutput": {"StackName": "InterlockStorage", "OutputName": "TableArn"}}
@@ -30,8 +31,13 @@ CONFIGURED_QUALIFIER = "team42abc"
 
 
 def function_construct(stacks: Stacks, name: FunctionName) -> InterlockFunction:
-    """The construct of function `name`, whether it serves the API or the schedule."""
-    return stacks.api.sweeper if name == "sweeper" else stacks.api.functions[name]
+    """The construct of function `name`, whether it serves the API, the schedule or the
+    settle queue."""
+    if name == "sweeper":
+        return stacks.api.sweeper
+    if name == "settle":
+        return stacks.api.settle
+    return stacks.api.functions[name]
 
 
 def resource(stacks: Stacks, template: Template, construct: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The four functions: one minimal role each, the layer, sizes that fit their work."""
+"""The functions: one minimal role each, the layer, sizes that fit their work."""
 
 from __future__ import annotations
 
@@ -87,8 +87,19 @@ EXPECTED_ACTIONS = {
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
-    # No BatchWriteItem anywhere an agent runs: its grants are fenced transactions
+    # The finder: the index query, the settle queue's depth and sends, its own dead letters
     "sweeper": [
+        "dynamodb:Query",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "sqs:GetQueueAttributes",
+        "sqs:SendMessage",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+    ],
+    # No BatchWriteItem anywhere an agent runs: its grants are fenced transactions. The
+    # SQS actions are the event source's polling of the settle queue
+    "settle": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
         "dynamodb:ConditionCheckItem",
@@ -101,7 +112,9 @@ EXPECTED_ACTIONS = {
         "logs:PutLogEvents",
         "s3:GetObject",
         "s3:PutObject",
-        "sqs:SendMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:ReceiveMessage",
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
@@ -134,7 +147,8 @@ def test_requests_calls_no_model_and_writes_no_object(
         ("run", None, ["snapshots/"]),
         ("resume", ["snapshots/", "answers/"], ["snapshots/", "answers/"]),
         ("requests", ["answers/"], None),
-        ("sweeper", ["snapshots/"], ["snapshots/", "answers/"]),
+        ("settle", ["snapshots/"], ["snapshots/", "answers/"]),
+        ("sweeper", None, None),
     ],
 )
 def test_object_access_is_limited_to_prefixes(
@@ -176,16 +190,18 @@ def test_table_access_is_the_table_and_only_the_sweeper_reads_the_index(
     stacks: Stacks, api_template: Template, name: FunctionName
 ) -> None:
     found = by_sid(statements(stacks, api_template, name))
-    assert found["Table"]["Resource"] == TABLE_ARN
     if name == "sweeper":
+        # The finder reads the index alone, never an item
+        assert "Table" not in found
         index = found["ExpiryIndex"]
         assert index["Action"] == "dynamodb:Query"
         assert index["Resource"] == {"Fn::Join": ["", [TABLE_ARN, "/index/by_expiry"]]}
     else:
+        assert found["Table"]["Resource"] == TABLE_ARN
         assert "ExpiryIndex" not in found
 
 
-@pytest.mark.parametrize("name", ["run", "resume", "sweeper"])
+@pytest.mark.parametrize("name", ["run", "resume", "settle"])
 def test_model_access_is_one_profile_and_its_model(
     stacks: Stacks, api_template: Template, name: FunctionName
 ) -> None:
@@ -232,7 +248,13 @@ def test_roles_are_separate_and_hold_no_other_policy(api_template: Template) -> 
 
 @pytest.mark.parametrize(
     ("name", "timeout", "memory"),
-    [("run", 300, 1024), ("resume", 300, 1024), ("requests", 10, 256), ("sweeper", 300, 1024)],
+    [
+        ("run", 300, 1024),
+        ("resume", 300, 1024),
+        ("requests", 10, 256),
+        ("sweeper", 60, 256),
+        ("settle", 300, 1024),
+    ],
 )
 def test_function_runtime_size_and_tracing(
     stacks: Stacks, api_template: Template, name: FunctionName, timeout: int, memory: int
@@ -249,7 +271,7 @@ def test_function_runtime_size_and_tracing(
     streams = name in STREAMED
     assert properties["Handler"] == ("run.sh" if streams else "handler.lambda_handler")
     # Only the functions that run the agent carry its layer
-    expected = ["interlock"] if name == "requests" else ["interlock", "agent"]
+    expected = ["interlock"] if name in ("requests", "sweeper") else ["interlock", "agent"]
     own = [ref["Ref"] for ref in properties["Layers"] if isinstance(ref, dict) and "Ref" in ref]
     assert sorted(own) == sorted(by_description[kind] for kind in expected)
     # and only the streaming ones the Web Adapter, AWS's layer in the stack's region
@@ -280,10 +302,14 @@ def test_environment_names_storage_and_powertools(
         "POWERTOOLS_METRICS_NAMESPACE": "Interlock",
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
-    if name not in ("sweeper", "channels"):
+    if name not in ("sweeper", "settle", "channels"):
         # Unset in context: the card page's own CloudFront URL
         expected["INTERLOCK_ALLOWED_ORIGIN"] = SITE_ORIGIN
-    if name not in ("requests", "channels"):
+    if name == "sweeper":
+        # Where the finder sends each overdue request
+        queue = stacks.api.settle.queue.node.default_child
+        expected["INTERLOCK_SETTLE_QUEUE_URL"] = {"Ref": stacks.api.get_logical_id(queue)}  # type: ignore[arg-type]
+    if name not in ("requests", "channels", "sweeper"):
         expected["INTERLOCK_MODEL"] = "bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0"
         expected["INTERLOCK_AGENT"] = "examples.analyst:build"
     if name in STREAMED:
@@ -323,14 +349,14 @@ def test_environment_carries_the_configured_settings() -> None:
     # When each is given the origin its stack gives it (the API's functions only)
     origin = settings.allowed_origin
     run, requests = (environment(name, storage, settings, origin) for name in ("run", "requests"))
-    sweeper = environment("sweeper", storage, settings)
+    settle, sweeper = (environment(name, storage, settings) for name in ("settle", "sweeper"))
 
     # Then every function shares the store policy and the agent's document; only the API's
     # functions get the origin, and only agents the model
-    assert run["INTERLOCK_MODEL"] == sweeper["INTERLOCK_MODEL"] == "bedrock:eu.amazon.nova-pro-v1:0"
-    assert "INTERLOCK_MODEL" not in requests
-    assert "INTERLOCK_ALLOWED_ORIGIN" not in sweeper
-    for variables in (run, requests, sweeper):
+    assert run["INTERLOCK_MODEL"] == settle["INTERLOCK_MODEL"] == "bedrock:eu.amazon.nova-pro-v1:0"
+    assert "INTERLOCK_MODEL" not in requests and "INTERLOCK_MODEL" not in sweeper
+    assert "INTERLOCK_ALLOWED_ORIGIN" not in settle and "INTERLOCK_ALLOWED_ORIGIN" not in sweeper
+    for variables in (run, requests, settle, sweeper):
         assert variables["INTERLOCK_REQUEST_TTL_S"] == "3600"
         assert variables["INTERLOCK_LEASE_MS"] == "45000"
         assert variables["INTERLOCK_AGENT_CONFIG_PARAM"] == "support-agent"
@@ -380,8 +406,10 @@ def test_a_named_agent_config_parameter_is_read_by_every_function_and_no_other(
         }
     ]
     # And nothing else about the role changed (the configured app has channels too, whose
-    # secrets every function reads: tests/infra/test_channels_stack.py)
-    configured = {"ssm:GetParameter", "secretsmanager:GetSecretValue"}
+    # secrets every function but the sweeper reads: tests/infra/test_channels_stack.py)
+    configured = {"ssm:GetParameter"}
+    if name != "sweeper":
+        configured.add("secretsmanager:GetSecretValue")
     assert sorted({*EXPECTED_ACTIONS[name], *configured}) == actions(found)
 
 

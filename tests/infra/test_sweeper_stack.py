@@ -87,8 +87,9 @@ def test_the_sweeper_is_not_behind_the_api() -> None:
 def test_its_query_reaches_the_expiry_index_alone(stacks: Stacks, api_template: Template) -> None:
     found = by_sid(statements(stacks, api_template, "sweeper"))
     queries = {sid for sid, s in found.items() if "dynamodb:Query" in listed(s["Action"])}
-    # The index query is the sweep itself; the table query reads approval rows
-    assert queries == {"ExpiryIndex", "Table"}
+    # The index query is the finder itself; it reads no item of the table
+    assert queries == {"ExpiryIndex"}
+    assert "Table" not in found
     assert found["ExpiryIndex"] == {
         "Sid": "ExpiryIndex",
         "Effect": "Allow",
