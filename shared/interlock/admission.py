@@ -11,12 +11,14 @@ import datetime
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Final
 
 from interlock import errors
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
+from interlock.ports import Entry
 from interlock.records import ChatMeta, RequestRecord, TurnFence
 from interlock.tokens import new_token
 
@@ -55,12 +57,28 @@ def admit_turn(
     )
 
 
+@dataclass
+class Held:
+    """A run's concurrency slot: given back by the run's last write when it can ride in
+    it (`riders`, then `released`), else when the run's block ends."""
+
+    user_id: str
+    holder: str
+    index: int
+    released: bool = False
+
+    def riders(self, rt: Runtime) -> list[Entry]:
+        """The slot's release, as a best-effort entry of the run's last transaction."""
+        return [rt.stores.limits.release_entry(self.user_id, self.holder, self.index)]
+
+
 @contextmanager
-def reserved(rt: Runtime, caller: Caller) -> Iterator[None]:
+def reserved(rt: Runtime, caller: Caller) -> Iterator[Held]:
     """Hold one concurrency slot and one unit of daily budget for the block.
 
     The budget unit is given back when the block is refused before anything ran
-    (the request was turned away, so it costs nothing).
+    (the request was turned away, so it costs nothing). The slot is given back at the
+    end of the block unless the run's last write already did (`Held.released`).
     """
     now = rt.clock.now_ms()
     holder = new_token()
@@ -68,18 +86,32 @@ def reserved(rt: Runtime, caller: Caller) -> Iterator[None]:
     slot = rt.stores.limits.reserve_slot(
         caller.user_id, holder, cap=limits.max_concurrent, hold_ms=limits.slot_hold_ms, now_ms=now
     )
+    held = Held(caller.user_id, holder, slot)
     try:
         day = _day(now)
         rt.stores.limits.spend(
             caller.user_id, day, 1, cap=limits.daily_turns, ttl=now // 1000 + 3 * 86_400
         )
         try:
-            yield
+            yield held
         except (errors.ChatBusy, errors.Forbidden, errors.TurnRunning):
             rt.stores.limits.refund(caller.user_id, day, 1)
             raise
     finally:
-        rt.stores.limits.release_slot(caller.user_id, holder, slot)
+        if not held.released:
+            rt.stores.limits.release_slot(caller.user_id, holder, slot)
+
+
+def ask_slot_riders(rt: Runtime, request: RequestRecord) -> list[Entry]:
+    """The release of a finished request's open-request slot, as a best-effort entry of
+    its finishing transaction."""
+    if request.ask_slot is None:
+        return []
+    return [
+        rt.stores.limits.release_entry(
+            request.user_id, request.chat_id, request.ask_slot, pool=ASK_POOL
+        )
+    ]
 
 
 def open_ask_slot(rt: Runtime, caller: Caller, chat_id: str, now: int) -> int:

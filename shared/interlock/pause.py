@@ -102,8 +102,11 @@ def offer(
     *,
     fence: TurnFence | None,
     claim: RequestRecord | None,
+    also: Sequence[Entry] = (),
 ) -> Offer:
     """Persist the pause of a new turn (`fence`) or of a resumed run (`claim`).
+
+    `also` (best-effort bookkeeping, such as the run's slot release) commits with it.
 
     Raises `PauseRefused` when the pause cannot be offered; the run then ends with an
     ordinary message instead.
@@ -144,6 +147,7 @@ def offer(
         )
         for one in asked
     ]
+    events = [*events, *also]
     others = tuple(asked[1:])
     if claim is not None:
         return _chained(rt, caller, claim, first, others, snapshot, now, events)

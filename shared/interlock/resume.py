@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
-from interlock.admission import expire_and_release, release_ask_slot, reserved
+from interlock.admission import Held, expire_and_release, release_ask_slot, reserved
 from interlock.answers import (
     Answers,
     Reply,
@@ -110,7 +110,7 @@ def resume_turn(
     waited_ms = now - record.created_at * 1000
     try:
         _check_chat(rt, record, now)
-        with reserved(rt, caller):
+        with reserved(rt, caller) as held:
             _check_roles(rt, caller, record, now)
             claim = stores.requests.claim(
                 record,
@@ -142,7 +142,7 @@ def resume_turn(
                 # What was answered, for the history (sensitive fields masked).
                 answer=_answer_summary(answers.responses[record.interrupt_id]),
             )
-            result = continue_claimed(rt, caller, claim, answers, progress)
+            result = continue_claimed(rt, caller, claim, answers, progress, held=held)
             if rt.notifier is not None:
                 rt.notifier.settled(
                     chat_id, record.interrupt_ids, answers.label, caller.user_id, source
@@ -214,8 +214,10 @@ def continue_claimed(
     claim: RequestRecord,
     answers: Answers,
     progress: Progress = ignore,
+    held: Held | None = None,
 ) -> TurnResult:
-    """Continue a claimed request's paused run with `answers`, and store its end.
+    """Continue a claimed request's paused run with `answers`, and store its end
+    (giving back the run's slot, `held`, in the same write).
 
     The run continues as the chat's owner (a rerouted request may be answered by an
     operator of another role; the approvals still belong to the owner). A failure is
@@ -250,6 +252,7 @@ def continue_claimed(
             started=started,
             claim=claim,
             decision=answers.label,
+            held=held,
         )
     except errors.IncompatibleSnapshot as unusable:
         _end_unusable(rt, caller, claim, answers, str(unusable))

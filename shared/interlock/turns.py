@@ -15,7 +15,7 @@ from typing import Any
 from strands.agent.agent_result import AgentResult
 
 from interlock import errors
-from interlock.admission import PauseRefused, admit_turn, release_ask_slot, reserved
+from interlock.admission import Held, PauseRefused, admit_turn, ask_slot_riders, reserved
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller as Caller  # re-exported beside run_turn
 from interlock.context import RequestContext, request_scope
@@ -70,7 +70,7 @@ def run_turn(
         raise errors.ChatBusy("answer or cancel the open request first", open_request)
     if seen.running(now):
         raise errors.TurnRunning("a turn is already running in this chat; wait for its answer")
-    with reserved(rt, caller):
+    with reserved(rt, caller) as held:
         # A chat's first turn has no history to read.
         earlier = history(stores, chat_id) if seen.last_turn else []
         fence, turn_seq = admit_turn(rt, caller, seen, prompt, now)
@@ -84,7 +84,15 @@ def run_turn(
             with request_scope(context):
                 result = built.agent(prompt)
             ended = settle(
-                rt, caller, chat_id, built, result, turn_seq, started=started, fence=fence
+                rt,
+                caller,
+                chat_id,
+                built,
+                result,
+                turn_seq,
+                started=started,
+                fence=fence,
+                held=held,
             )
         except BaseException:
             stores.turns.abandon(fence)  # the chat is free again; nothing else was saved
@@ -147,13 +155,16 @@ def settle(
     fence: TurnFence | None = None,
     claim: RequestRecord | None = None,
     decision: str | None = None,
+    held: Held | None = None,
 ) -> TurnResult:
     """Turn a finished run into a result: a durable offer, or a stored final answer.
 
     A new turn (`fence`) opens its request or saves its answer in the same transaction
     that releases the chat. A resumed run (`claim`) chains its next request in place or
     finishes with its answer and transcript in one transaction, fenced by the claim.
+    The run's slot (`held`) is given back in that same transaction.
     """
+    riders = held.riders(rt) if held else []
     calls, usage = summary(built, result, started)
     if built.limit.tripped:
         audit(rt, caller, chat_id, "model_call_limit", limit=built.limit.max_calls)
@@ -168,7 +179,11 @@ def settle(
         text, message_id = "(no answer)", answer_message_id(chat_id, turn_seq, interrupt_id)
     if result.stop_reason == "interrupt":
         try:
-            made = offer(rt, caller, chat_id, built, result, turn_seq, fence=fence, claim=claim)
+            made = offer(
+                rt, caller, chat_id, built, result, turn_seq, fence=fence, claim=claim, also=riders
+            )
+            if held:
+                held.released = True
             return TurnResult(
                 chat_id, "interrupted", offer=made, tool_calls=calls, usage=usage, decision=decision
             )
@@ -195,12 +210,18 @@ def settle(
             decision=decision or "answered",
             final_text=text,
             now_ms=now,
-            also=[*rt.stores.turns.answer_entries(chat_id, claim.turn_seq, turn, now), completed],
+            also=[
+                *rt.stores.turns.answer_entries(chat_id, claim.turn_seq, turn, now),
+                completed,
+                *riders,
+                *ask_slot_riders(rt, claim),
+            ],
         )
-        release_ask_slot(rt, claim)
     else:
         assert fence is not None, "a new turn always holds its admission fence"
-        rt.stores.turns.complete(fence, turn_seq, turn, now, also=[completed])
+        rt.stores.turns.complete(fence, turn_seq, turn, now, also=[completed, *riders])
+    if held:
+        held.released = True
     return TurnResult(
         chat_id,
         "completed",

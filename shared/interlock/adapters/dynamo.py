@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,6 +26,7 @@ __all__ = [
     "Cancelled",
     "ConditionFailed",
     "DynamoDBClient",
+    "best_effort",
     "expression",
     "from_item",
     "item_size",
@@ -35,6 +36,8 @@ __all__ = [
     "translated",
 ]
 
+# The key `best_effort` adds to an entry; never sent.
+BEST_EFFORT: Final = "InterlockBestEffort"
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -59,12 +62,35 @@ class Cancelled(Exception):
         self.failed = failed
 
 
+def best_effort(entry: dict[str, Any]) -> dict[str, Any]:
+    """Mark a transaction entry as riding along: if only such entries lose their
+    condition, the transaction is written once more without them (see `transact`)."""
+    return {**entry, BEST_EFFORT: True}
+
+
 def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -> None:
     """Write `items` (TransactWriteItems entries) all or nothing.
 
     A failed condition raises `Cancelled` naming the items that lost, with their old
-    values (every entry asks for ALL_OLD); anything else is a `StoreError`.
+    values (every entry asks for ALL_OLD); anything else is a `StoreError`. Entries
+    marked `best_effort` (bookkeeping such as giving a slot back) never cost the write:
+    when only they lose, the rest is written without them.
     """
+    optional = [i for i, item in enumerate(items) if item.get(BEST_EFFORT)]
+    entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in items]
+    try:
+        _transact(client, entries, action)
+    except Cancelled as cancelled:
+        if not optional or not set(cancelled.failed) <= set(optional):
+            raise
+        kept = [i for i in range(len(entries)) if i not in optional]
+        try:
+            _transact(client, [entries[i] for i in kept], action)
+        except Cancelled as again:  # indexes as the caller numbered its items
+            raise Cancelled({kept[i]: old for i, old in again.failed.items()}) from None
+
+
+def _transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -> None:
     for item in items:
         ((_, body),) = item.items()
         if "ConditionExpression" in body:

@@ -13,12 +13,14 @@ from interlock import keys
 from interlock.adapters.dynamo import (
     ConditionFailed,
     DynamoDBClient,
+    best_effort,
     expression,
     from_item,
     to_item,
     translated,
 )
 from interlock.errors import LimitExceeded
+from interlock.ports import Entry
 
 
 class LimitStore:
@@ -68,6 +70,19 @@ class LimitStore:
                 )
         except ConditionFailed:
             return  # lapsed and taken by someone else, or never held
+
+    def release_entry(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> Entry:
+        """`release_slot` as a best-effort entry of another write's transaction, so a run
+        gives its slot back in its last write instead of a call of its own."""
+        return best_effort(
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": _key(user_id, keys.slot_sk(index, pool)),
+                    **expression(condition="#holder = :holder", values={":holder": holder}),
+                }
+            }
+        )
 
     def _take(self, user_id: str, sk: str, holder: str, now_ms: int, until_ms: int) -> bool:
         item = {

@@ -17,7 +17,7 @@ from strands.tools.executors import SequentialToolExecutor
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.config import Env, ModelSpec
 from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
-from interlock.runtime.journal import Journal, JournaledModel, JournalHook
+from interlock.runtime.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
 from interlock.runtime.model import Scenario, ScriptedModel
 from interlock.runtime.progress import ProgressRelay
 from interlock.runtime.scrub import UrlScrubbedModel
@@ -221,6 +221,8 @@ def compose(
         # Registered after every hook and intervention (they run in registration
         # order), so a body is replayed only once all of them decided as they did.
         agent.hooks.add_hook(JournalHook(journal))
+    else:
+        agent.hooks.add_hook(StopOnStoreFailure())
     return BuiltAgent(
         agent,
         limit,

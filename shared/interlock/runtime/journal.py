@@ -216,3 +216,17 @@ class JournalHook(HookProvider):
         if isinstance(event.exception, (StoreError, LeaseLost)):
             raise event.exception
         self._journal.record_tool(event.result)
+
+
+class StopOnStoreFailure(HookProvider):
+    """A new turn's counterpart of `JournalHook`'s rule: a tool that could not reach the
+    store (an approval read, an outbox record) stops the run instead of becoming an
+    error result the model reads and moves past; the turn then fails cleanly and can be
+    sent again, and nothing was decided on a guess."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(AfterToolCallEvent, self._after_tool)
+
+    def _after_tool(self, event: AfterToolCallEvent) -> None:
+        if isinstance(event.exception, (StoreError, LeaseLost)):
+            raise event.exception
