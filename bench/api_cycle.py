@@ -8,12 +8,16 @@
 - Handler import time of each function: median over fresh interpreters, and whether it
   pulled in strands (the requests function must not). For run and resume that is the
   streaming app and its ASGI server, as the Web Adapter starts them.
-- The `interlock` layer's unzipped size, bundled exactly as `cdk synth` bundles it
-  (pip installs manylinux wheels for the Lambda runtime; needs the package index).
+- Cold start (`bench/cold_start.py`): each handler's import next to `import strands`
+  and `import boto3`; with `--layer`, the layer as shipped.
+- The peer (`bench/peers/`): LangGraph with `langgraph-checkpoint-aws` on the same
+  emulator, measured when installed, else its recorded figures.
+- `targets`: calls per cycle (at most 12), request bytes against the peer's (at most
+  half), the import ratios, the streaming target; each with its figure.
 
 Prints JSON.
 
-    .venv/bin/python bench/api_cycle.py [--no-layer] [--runs 5]
+    .venv/bin/python bench/api_cycle.py [--layer] [--runs 5]
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import secrets
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -41,7 +44,9 @@ from interlock.api.routes import STREAMED  # noqa: E402
 from local import devtokens  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 
-LAYER_BUDGET_MB = 100
+# One pause plus one resume, through the API.
+CYCLE_CALLS_TARGET = 12
+PHASES = ("pause", "resume")
 IMPORT_PROBE = """
 import importlib.util, json, os, sys, time
 start = time.perf_counter()
@@ -271,44 +276,63 @@ def import_times(runs: int) -> dict[str, Any]:
     return figures
 
 
-def layer_size() -> dict[str, Any]:
-    """Bundle the layer as the CDK asset does and measure it unzipped."""
-    from infra.layer import PipLocalBundling
-
-    with tempfile.TemporaryDirectory() as out:
-        bundler = PipLocalBundling(ROOT / "requirements.txt", ROOT / "shared" / "interlock")
-        bundler.try_bundle(out, None)  # type: ignore[arg-type]
-        size = sum(p.stat().st_size for p in Path(out).rglob("*") if p.is_file())
+def targets(figures: dict[str, Any], peer: dict[str, Any], cold: dict[str, Any]) -> dict[str, Any]:
+    """Every target of the cycle, with the figure it is judged on."""
+    cycle_figures = figures["cycle"]
+    calls = sum(cycle_figures[phase]["total_calls"] for phase in ("pause", "resume"))
+    ours = _sent(cycle_figures)
+    theirs = _sent(peer)
     return {
-        "unzipped_mb": round(size / 1_000_000, 1),
-        "budget_mb": LAYER_BUDGET_MB,
-        "within_budget": size / 1_000_000 < LAYER_BUDGET_MB,
-    }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-layer", action="store_true", help="skip bundling the layer")
-    args = parser.parse_args()
-    emulator = Emulator().start()
-    try:
-        figures: dict[str, Any] = {"cycle": cycle(emulator), "streaming": streaming(emulator)}
-    finally:
-        emulator.stop()
-    figures["handler_import"] = import_times(args.runs)
-    if not args.no_layer:
-        figures["layer"] = layer_size()
-    figures["targets"] = {
+        "cycle_calls": calls,
+        "cycle_calls_at_most_12": calls <= CYCLE_CALLS_TARGET,
+        "bytes_sent": ours,
+        "peer_bytes_sent": theirs,
+        "bytes_ratio_to_peer": round(ours / theirs, 2),
+        "bytes_at_most_half_of_peer": ours <= theirs / 2,
+        "import_ratios": cold["ratios"],
+        **cold["targets"],
         "requests_does_not_import_strands": not figures["handler_import"]["requests"][
             "imports_strands"
         ],
-        "layer_under_100_mb": figures.get("layer", {}).get("within_budget"),
         "first_event_under_300_ms_of_a_turn_over_3_s": figures["streaming"][
             "first_event_under_300_ms"
         ]
         and figures["streaming"]["turn_over_3_s"],
     }
+
+
+def _sent(cycle_figures: dict[str, Any]) -> int:
+    return sum(sum(cycle_figures[p]["bytes_sent"].values()) for p in ("pause", "resume"))
+
+
+def main() -> None:
+    from bench import cold_start
+    from bench.peers.langgraph_cycle import peer
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--layer", action="store_true", help="also bundle the layer (bench/cold_start.py)"
+    )
+    args = parser.parse_args()
+    emulator = Emulator().start()
+    try:
+        figures: dict[str, Any] = {"cycle": cycle(emulator), "streaming": streaming(emulator)}
+        # The peer on the same emulator when its requirements are installed, else the
+        # figures it last recorded (bench/peers/README.md).
+        peer_figures, source = peer(emulator)
+    finally:
+        emulator.stop()
+    figures["peer"] = {
+        "source": source,
+        **{p: {k: peer_figures[p][k] for k in ("total_calls", "bytes_sent")} for p in PHASES},
+    }
+    figures["handler_import"] = import_times(args.runs)
+    cold = cold_start.measure(args.runs)
+    figures["cold_start"] = cold
+    if args.layer:
+        figures["layer"] = cold_start.layer()
+    figures["targets"] = targets(figures, peer_figures, cold)
     print(json.dumps(figures, indent=2))
 
 
