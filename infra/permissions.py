@@ -69,14 +69,15 @@ class Access:
 
 
 ACCESS: Final[Mapping[FunctionName, Access]] = {
-    # Starts turns: reads the chat and approvals, admits the turn (a transaction that
-    # checks the chat has no open request, updates the chat and puts the user's turn),
-    # writes audit events, the pointer and outbox rows fenced by the turn (transactions
-    # with a ConditionCheck), holds a concurrency slot for the turn (deleted when it ends,
-    # `LimitStore.release_slot`), and saves the paused agent's snapshot. Writes no approval
-    # rows (so no batch writes) and never reads a snapshot.
+    # Starts turns: reads the chat and its pointer (one batch read) and approvals, admits the turn
+    # (a transaction that checks the chat has no open request, updates the chat and puts the user's
+    # turn), writes audit events, the pointer and outbox rows fenced by the turn (transactions with
+    # a ConditionCheck), holds a concurrency slot for the turn (deleted when it ends,
+    # `LimitStore.release_slot`), and saves the paused agent's snapshot. Writes no approval rows (so
+    # no batch writes) and never reads a snapshot.
     "run": Access(
         table_actions=(
+            "dynamodb:BatchGetItem",
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
@@ -87,13 +88,14 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         writes=(SNAPSHOT_PREFIX,),
         invokes_model=True,
     ),
-    # Claims and finishes a request: loads the snapshot, writes the granted approval rows or
-    # deletes those a denial withdraws, records each step in the journal, writes outbox
-    # rows, may pause again (a new snapshot), stores the final answer and finishes with the
-    # transcript; every write after the claim is fenced by it (transactions with a
+    # Claims and finishes a request (read with its chat in one batch read): loads the snapshot,
+    # writes the granted approval rows or deletes those a denial withdraws, records each step in the
+    # journal, writes outbox rows, may pause again (a new snapshot), stores the final answer and
+    # finishes with the transcript; every write after the claim is fenced by it (transactions with a
     # ConditionCheck on the pointer, so no batch writes). Holds a concurrency slot as run does.
     "resume": Access(
         table_actions=(
+            "dynamodb:BatchGetItem",
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",

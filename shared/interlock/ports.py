@@ -41,6 +41,8 @@ class RequestPort(Protocol):
 
     def get(self, chat_id: str, now_ms: int) -> RequestRecord | None: ...
 
+    def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]: ...
+
     def new_request(
         self,
         *,

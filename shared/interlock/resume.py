@@ -46,7 +46,7 @@ from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
 from interlock.ports import Entry
 from interlock.progress import Progress, Started, ignore
-from interlock.records import RequestRecord, RequestState, refusal
+from interlock.records import ChatMeta, RequestRecord, RequestState, refusal
 from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
 from interlock.runtime.journal import Journal
 from interlock.runtime.progress import ProgressRelay
@@ -93,7 +93,7 @@ def resume_turn(
     """
     now = rt.clock.now_ms()
     stores = rt.stores
-    record = stores.requests.get(chat_id, now)
+    record, meta = stores.requests.get_with_chat(chat_id, now)
     if record is not None and not record.answerable_by(caller.user_id, caller.roles):
         raise errors.Forbidden("this request belongs to another user")
     problem = refusal(record, interrupt_id, secret, now)
@@ -109,7 +109,7 @@ def resume_turn(
     answers = decide_all(record, [Reply(interrupt_id, status, payload), *more])
     waited_ms = now - record.created_at * 1000
     try:
-        _check_chat(rt, record, now)
+        _check_chat(rt, record, meta, now)
         with reserved(rt, caller) as held:
             _check_roles(rt, caller, record, now)
             claim = stores.requests.claim(
@@ -435,8 +435,7 @@ def _check_roles(rt: Runtime, caller: Caller, record: RequestRecord, now: int) -
         raise errors.RequestExpired("your roles changed since this was asked")
 
 
-def _check_chat(rt: Runtime, record: RequestRecord, now: int) -> None:
-    meta = rt.stores.chats.meta(record.chat_id)
+def _check_chat(rt: Runtime, record: RequestRecord, meta: ChatMeta, now: int) -> None:
     reason = None
     if meta.hidden:
         reason = "the chat was hidden"

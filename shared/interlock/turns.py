@@ -61,11 +61,10 @@ def run_turn(
     if len(prompt) > rt.limits.max_prompt_chars:
         raise errors.InvalidInput(f"the prompt is over {rt.limits.max_prompt_chars} characters")
     stores = rt.stores
-    seen = stores.chats.meta(chat_id)
+    open_request, seen = stores.requests.get_with_chat(chat_id, now)
     # Cheap early refusals; the admission write below is what decides.
     if seen.owner not in (None, caller.user_id):
         raise errors.Forbidden("this chat belongs to another user")
-    open_request = stores.requests.get(chat_id, now)
     if open_request is not None and open_request.blocks_new_request(now):
         raise errors.ChatBusy("answer or cancel the open request first", open_request)
     if seen.running(now):

@@ -34,6 +34,7 @@ EXPECTED_ACTIONS = {
     "run": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
+        "dynamodb:BatchGetItem",
         "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",
@@ -50,6 +51,7 @@ EXPECTED_ACTIONS = {
     "resume": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
+        "dynamodb:BatchGetItem",
         "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",

@@ -55,15 +55,7 @@ class ChatStore:
             response = self._client.get_item(
                 TableName=self._table, Key=_meta_key(chat_id), ConsistentRead=True
             )
-        row = from_item(response.get("Item", {}))
-        return ChatMeta(
-            chat_id=chat_id,
-            owner=row.get("owner"),
-            hidden=bool(row.get("hidden", False)),
-            last_turn=row.get("last_turn", 0),
-            run_token=row.get("run_token"),
-            run_until_ms=row.get("run_until_ms"),
-        )
+        return meta_from_item(chat_id, from_item(response.get("Item", {})))
 
     def claim_owner(self, chat_id: str, user_id: str) -> str:
         """Record `user_id` as the chat's owner unless it has one; returns the owner."""
@@ -173,6 +165,18 @@ class ChatStore:
                 Limit=limit,
             )
         return [from_item(item) for item in response.get("Items", [])]
+
+
+def meta_from_item(chat_id: str, row: dict[str, Any]) -> ChatMeta:
+    """The chat's meta record from its (deserialized) item; no item reads as empty."""
+    return ChatMeta(
+        chat_id=chat_id,
+        owner=row.get("owner"),
+        hidden=bool(row.get("hidden", False)),
+        last_turn=row.get("last_turn", 0),
+        run_token=row.get("run_token"),
+        run_until_ms=row.get("run_until_ms"),
+    )
 
 
 def event_number(now_ms: int, last: int = 0) -> int:

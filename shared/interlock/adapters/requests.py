@@ -20,6 +20,7 @@ import json
 from typing import Any, Final
 
 from interlock import errors, keys
+from interlock.adapters.chats import meta_from_item
 from interlock.adapters.dynamo import (
     Cancelled,
     ConditionFailed,
@@ -36,6 +37,7 @@ from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
 from interlock.records import (
     OPEN_STATES,
     Asked,
+    ChatMeta,
     ClaimFence,
     InboxEntry,
     RequestRecord,
@@ -48,6 +50,7 @@ from interlock.timing import StorePolicy
 from interlock.tokens import hash_secret, new_secret, new_token
 
 # Named parts of the conditions. `:now_s` / `:now_ms` are the caller's clock.
+_BATCH_READ_ATTEMPTS: Final = 5
 ID_MATCHES: Final = "#interrupt_id = :interrupt_id"
 HASH_MATCHES: Final = "#secret_hash = :secret_hash"
 IS_PENDING: Final = "#state = :pending"
@@ -130,6 +133,31 @@ class RequestStore:
             return None
         request = _from_item(from_item(item))
         return request if request.ttl > now_ms // 1000 else None
+
+    def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]:
+        """The chat's pointer (as `get`) and its meta item, in one consistent read."""
+        keys_left = [_key(chat_id), _meta_key(chat_id)]
+        rows: dict[str, dict[str, Any]] = {}
+        # BatchGetItem may hand back keys it did not read (throttling); ask again for those.
+        for _ in range(_BATCH_READ_ATTEMPTS):
+            with translated("read request and chat"):
+                response = self._client.batch_get_item(
+                    RequestItems={self._table: {"Keys": keys_left, "ConsistentRead": True}}
+                )
+            for item in response.get("Responses", {}).get(self._table, []):
+                row = from_item(item)
+                rows[row["sk"]] = row
+            keys_left = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+            if not keys_left:
+                break
+        else:
+            raise errors.StoreError("read request and chat failed: keys left unprocessed")
+        meta = meta_from_item(chat_id, rows.get(keys.META_SK, {}))
+        item = rows.get(keys.REQUEST_SK)
+        if not item:
+            return None, meta
+        request = _from_item(item)
+        return (request if request.ttl > now_ms // 1000 else None), meta
 
     # -- opening -------------------------------------------------------------------
 
@@ -670,6 +698,10 @@ class RequestStore:
 
 def _key(chat_id: str) -> dict[str, Any]:
     return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK})
+
+
+def _meta_key(chat_id: str) -> dict[str, Any]:
+    return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.META_SK})
 
 
 def _changed(
