@@ -1,13 +1,15 @@
 """Admission and limits: who may start a turn or open a request, and how many.
 
-- `admit_turn`: one running turn per chat, by one conditional transaction.
-- `reserved`: a concurrency slot and a unit of daily budget for the length of a run.
+- `admitted`: one running turn per chat, with its slot and budget, by one conditional
+  transaction.
+- `reserved`: a concurrency slot and a unit of daily budget for the length of a resume.
 - `open_ask_slot` / `release_ask_slot`: backpressure on how many requests a user has open.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +20,7 @@ from interlock import errors
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
-from interlock.ports import Entry
+from interlock.ports import Entry, EntryRefused
 from interlock.records import ChatMeta, RequestRecord, TurnFence
 from interlock.tokens import new_token
 
@@ -37,24 +39,58 @@ class PauseRefused(Exception):
         self.message = message
 
 
-def admit_turn(
+@contextmanager
+def admitted(
     rt: Runtime, caller: Caller, seen: ChatMeta, prompt: str, now_ms: int
-) -> tuple[TurnFence, int]:
-    """Start a turn: save the prompt and take the chat's running-turn lease, or refuse.
+) -> Iterator[tuple[TurnFence, int, Held]]:
+    """Start a turn: save the prompt and take the chat's running-turn lease, a
+    concurrency slot and a unit of daily budget, in one transaction, or refuse.
 
     The refusal comes from the write itself, so of two turns submitted at once, or two
-    users racing for a new chat, exactly one is admitted and the other hears why. The
-    turn's `turn_started` event commits with it.
+    users racing for a new chat, exactly one is admitted and the other hears why; a
+    refused turn spent nothing. The turn's `turn_started` event commits with it. The
+    slot is given back when the block ends, unless the turn's last write already did.
+
+    Raises:
+        ChatBusy, Forbidden, TurnRunning: the chat cannot take the turn.
+        LimitExceeded: every slot is held, or the day's budget is spent.
     """
+    limits, user = rt.limits, caller.user_id
+    holder = new_token()
     started = audit_entry(rt, caller, seen.chat_id, "turn_started", turn=seen.last_turn + 1)
-    return rt.stores.turns.admit(
-        seen,
-        caller.user_id,
-        {"role": "user", "text": prompt},
-        now_ms,
-        rt.limits.run_lease_ms,
-        also=[started],
+    spend = rt.stores.limits.spend_entry(
+        user, _day(now_ms), 1, cap=limits.daily_turns, ttl=now_ms // 1000 + 3 * 86_400
     )
+    turn = {"role": "user", "text": prompt}
+    for index in slot_order(holder, limits.max_concurrent):
+        slot = rt.stores.limits.slot_entry(
+            user, holder, index, hold_ms=limits.slot_hold_ms, now_ms=now_ms
+        )
+        try:
+            fence, seq = rt.stores.turns.admit(
+                seen, user, turn, now_ms, limits.run_lease_ms, also=[started, slot, spend]
+            )
+        except EntryRefused as refused:
+            if refused.position == 1:
+                continue  # that slot is held: the next one
+            raise errors.LimitExceeded(
+                f"the daily budget of {limits.daily_turns} is spent"
+            ) from None
+        held = Held(user, holder, index)
+        try:
+            yield fence, seq, held
+        finally:
+            if not held.released:
+                rt.stores.limits.release_slot(user, holder, index)
+        return
+    raise errors.LimitExceeded(f"all {limits.max_concurrent} concurrent slots are in use")
+
+
+def slot_order(holder: str, cap: int) -> list[int]:
+    """The order in which `holder` tries the `cap` slots: from one its hash picks, so
+    concurrent holders spread out instead of all contending for the first."""
+    first = int(hashlib.sha256(holder.encode()).hexdigest(), 16) % cap
+    return [(first + offset) % cap for offset in range(cap)]
 
 
 @dataclass

@@ -36,6 +36,15 @@ from interlock.timing import StorePolicy
 Entry = dict[str, Any]
 
 
+class EntryRefused(Exception):
+    """An entry a caller passed in `also` lost its own condition; `position` is its
+    index in `also`. Nothing of the transaction was written."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(f"entry {position} of the transaction was refused")
+        self.position = position
+
+
 class RequestPort(Protocol):
     """The pointer: one open request per chat, claimed by exactly one worker."""
 
@@ -210,6 +219,19 @@ class LimitPort(Protocol):
     def release_slot(self, user_id: str, holder: str, index: int, pool: str = ...) -> None: ...
 
     def release_entry(self, user_id: str, holder: str, index: int, pool: str = ...) -> Entry: ...
+
+    def slot_entry(
+        self,
+        user_id: str,
+        holder: str,
+        index: int,
+        *,
+        hold_ms: int,
+        now_ms: int,
+        pool: str = ...,
+    ) -> Entry: ...
+
+    def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> Entry: ...
 
     def spend(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> int: ...
 

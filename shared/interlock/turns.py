@@ -15,7 +15,7 @@ from typing import Any
 from strands.agent.agent_result import AgentResult
 
 from interlock import errors
-from interlock.admission import Held, PauseRefused, admit_turn, ask_slot_riders, reserved
+from interlock.admission import Held, PauseRefused, admitted, ask_slot_riders
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller as Caller  # re-exported beside run_turn
 from interlock.context import RequestContext, request_scope
@@ -69,10 +69,9 @@ def run_turn(
         raise errors.ChatBusy("answer or cancel the open request first", open_request)
     if seen.running(now):
         raise errors.TurnRunning("a turn is already running in this chat; wait for its answer")
-    with reserved(rt, caller) as held:
-        # A chat's first turn has no history to read.
-        earlier = history(stores, chat_id) if seen.last_turn else []
-        fence, turn_seq = admit_turn(rt, caller, seen, prompt, now)
+    # A chat's first turn has no history to read.
+    earlier = history(stores, chat_id) if seen.last_turn else []
+    with admitted(rt, caller, seen, prompt, now) as (fence, turn_seq, held):
         try:
             progress(Started())
             relay = ProgressRelay(progress, partial(text_message_id, chat_id, turn_seq, None))

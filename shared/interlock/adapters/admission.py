@@ -17,7 +17,7 @@ from interlock.adapters.chats import record_item, turn_body
 from interlock.adapters.dynamo import Cancelled, DynamoDBClient, expression, to_item, transact
 from interlock.adapters.fencing import HOLDS_TURN
 from interlock.adapters.requests import NO_OPEN_REQUEST, request_from_item
-from interlock.ports import Entry
+from interlock.ports import Entry, EntryRefused
 from interlock.records import ChatMeta, RequestState, TurnFence
 from interlock.tokens import new_token
 
@@ -29,6 +29,9 @@ ADMIT_SET: Final = (
     "SET #owner = if_not_exists(#owner, :user), #last_turn = :seq, "
     "#run_token = :run_token, #run_until_ms = :run_until_ms"
 )
+# The admission's own entries, before any of `also`: the pointer check, the meta update,
+# the user's turn.
+_ADMISSION_ITEMS: Final = ("request", "meta", "turn")
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
 
 
@@ -57,7 +60,9 @@ class TurnStore:
     ) -> tuple[TurnFence, int]:
         """Start a turn in the chat as `seen`; returns its fence and the user turn's number.
 
-        `also` are unconditional writes that commit with the admission (its audit event).
+        `also` are writes that commit with the admission (its audit event, the run's
+        slot and budget); one that loses its own condition is `EntryRefused`, after
+        the admission's own refusals.
 
         Raises:
             ChatBusy: the chat has an open request.
@@ -100,7 +105,10 @@ class TurnStore:
                 "admit turn",
             )
         except Cancelled as refused:
-            raise _refusal(refused, user_id, now_ms) from None
+            own = len(_ADMISSION_ITEMS)
+            if min(refused.failed) < own:
+                raise _refusal(refused, user_id, now_ms) from None
+            raise EntryRefused(min(refused.failed) - own) from None
         return fence, seq
 
     def complete(

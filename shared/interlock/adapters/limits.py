@@ -84,7 +84,34 @@ class LimitStore:
             }
         )
 
+    def slot_entry(
+        self,
+        user_id: str,
+        holder: str,
+        index: int,
+        *,
+        hold_ms: int,
+        now_ms: int,
+        pool: str = "SLOT",
+    ) -> Entry:
+        """Taking slot `index` (free, lapsed or already this holder's) as an entry of
+        another write's transaction; refused (`EntryRefused`) when someone else holds it."""
+        return {"Put": self._take_args(user_id, keys.slot_sk(index, pool), holder, now_ms, hold_ms)}
+
     def _take(self, user_id: str, sk: str, holder: str, now_ms: int, until_ms: int) -> bool:
+        try:
+            with translated("reserve slot"):
+                self._client.put_item(
+                    **self._take_args(user_id, sk, holder, now_ms, until_ms - now_ms)
+                )
+        except ConditionFailed:
+            return False
+        return True
+
+    def _take_args(
+        self, user_id: str, sk: str, holder: str, now_ms: int, hold_ms: int
+    ) -> dict[str, Any]:
+        until_ms = now_ms + hold_ms
         item = {
             "pk": keys.user_pk(user_id),
             "sk": sk,
@@ -92,20 +119,14 @@ class LimitStore:
             "until_ms": until_ms,
             "ttl": until_ms // 1000 + 86_400,
         }
-        try:
-            with translated("reserve slot"):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=to_item(item),
-                    **expression(
-                        condition="attribute_not_exists(#pk) OR #until_ms <= :now_ms "
-                        "OR #holder = :holder",
-                        values={":now_ms": now_ms, ":holder": holder},
-                    ),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return {
+            "TableName": self._table,
+            "Item": to_item(item),
+            **expression(
+                condition="attribute_not_exists(#pk) OR #until_ms <= :now_ms OR #holder = :holder",
+                values={":now_ms": now_ms, ":holder": holder},
+            ),
+        }
 
     def spend(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> int:
         """Add `amount` to the user's spend for `day`, refusing to pass `cap`."""
@@ -114,18 +135,31 @@ class LimitStore:
         try:
             with translated("spend budget"):
                 response = self._client.update_item(
-                    TableName=self._table,
-                    Key=_key(user_id, keys.budget_sk(day)),
-                    ReturnValues="UPDATED_NEW",
-                    **expression(
-                        condition="attribute_not_exists(#used) OR #used <= :room",
-                        update="ADD #used :amount SET #ttl = :ttl",
-                        values={":room": cap - amount, ":amount": amount, ":ttl": ttl},
-                    ),
+                    ReturnValues="UPDATED_NEW", **self._spend_args(user_id, day, amount, cap, ttl)
                 )
         except ConditionFailed:
             raise LimitExceeded(f"the daily budget of {cap} is spent") from None
         return int(from_item(response["Attributes"])["used"])
+
+    def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> Entry:
+        """`spend` as an entry of another write's transaction (refused, `EntryRefused`,
+        when it would pass `cap`)."""
+        if amount > cap:
+            raise LimitExceeded("the request alone exceeds the daily budget")
+        return {"Update": self._spend_args(user_id, day, amount, cap, ttl)}
+
+    def _spend_args(
+        self, user_id: str, day: str, amount: int, cap: int, ttl: int
+    ) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Key": _key(user_id, keys.budget_sk(day)),
+            **expression(
+                condition="attribute_not_exists(#used) OR #used <= :room",
+                update="ADD #used :amount SET #ttl = :ttl",
+                values={":room": cap - amount, ":amount": amount, ":ttl": ttl},
+            ),
+        }
 
     def refund(self, user_id: str, day: str, amount: int) -> None:
         """Give back `amount` of a day's spend for a request refused before it ran."""
