@@ -3,7 +3,7 @@
 - `admitted`: one running turn per chat, with its slot and budget, by one conditional
   transaction.
 - `reserved`: a concurrency slot and a unit of daily budget for the length of a resume.
-- `open_ask_slot` / `release_ask_slot`: backpressure on how many requests a user has open.
+- `ask_slots` / `release_ask_slot`: backpressure on how many requests a user has open.
 """
 
 from __future__ import annotations
@@ -150,30 +150,46 @@ def ask_slot_riders(rt: Runtime, request: RequestRecord) -> list[Entry]:
     ]
 
 
-def open_ask_slot(rt: Runtime, caller: Caller, chat_id: str, now: int) -> int:
-    """Backpressure: cap a user's open requests and how fast new ones are opened.
+@dataclass(frozen=True)
+class AskSlots:
+    """Backpressure on a user's open requests, as entries of the pause's own transaction:
+    one unit of the per-minute budget (`spend`), and the open-request slots to try in
+    order (`slots`: index and entry; the chat is the holder, so a chained request keeps
+    its slot). A refused pause spent nothing."""
 
-    Returns the user's open-request slot this chat's request holds (one per chat, so
-    the chat id is the holder and a chained request keeps it).
-    """
-    config = rt.config
-    try:
-        minute = time.strftime("%Y%m%d%H%M", time.gmtime(now // 1000))
-        rt.stores.limits.spend(
-            caller.user_id, f"asks-{minute}", 1, cap=config.asks_per_minute, ttl=now // 1000 + 120
+    spend: Entry
+    slots: list[tuple[int, Entry]]
+
+
+def ask_slots(rt: Runtime, caller: Caller, chat_id: str, now: int) -> AskSlots:
+    """The backpressure entries of a new pause in `chat_id` (see `AskSlots`)."""
+    config, limits = rt.config, rt.stores.limits
+    minute = time.strftime("%Y%m%d%H%M", time.gmtime(now // 1000))
+    spend = limits.spend_entry(
+        caller.user_id, f"asks-{minute}", 1, cap=config.asks_per_minute, ttl=now // 1000 + 120
+    )
+    expires_at, _ = rt.stores.policy.expiry(now)
+    slots = [
+        (
+            index,
+            limits.slot_entry(
+                caller.user_id,
+                chat_id,
+                index,
+                hold_ms=expires_at * 1000 - now,
+                now_ms=now,
+                pool=ASK_POOL,
+            ),
         )
-        expires_at, _ = rt.stores.policy.expiry(now)
-        return rt.stores.limits.reserve_slot(
-            caller.user_id,
-            chat_id,
-            cap=config.max_open_requests,
-            hold_ms=expires_at * 1000 - now,
-            now_ms=now,
-            pool=ASK_POOL,
-        )
-    except errors.LimitExceeded as exc:
-        audit(rt, caller, chat_id, "pause_refused", reason=str(exc))
-        raise PauseRefused(TOO_MANY_OPEN) from exc
+        for index in slot_order(chat_id, config.max_open_requests)
+    ]
+    return AskSlots(spend, slots)
+
+
+def pause_refused(rt: Runtime, caller: Caller, chat_id: str, exc: Exception) -> PauseRefused:
+    """The refusal of a pause that backpressure turned away, audited."""
+    audit(rt, caller, chat_id, "pause_refused", reason=str(exc))
+    return PauseRefused(TOO_MANY_OPEN)
 
 
 def release_ask_slot(rt: Runtime, request: RequestRecord) -> None:

@@ -58,7 +58,7 @@ def cancel_request(
     if request.card.get("card_id"):
         # A worker that died after its claim may have granted this card's rows.
         stores.approvals.withdraw_card(chat_id, request.user_id, request.card["card_id"])
-    if request.ask_slot is not None:  # the owner's open-request slot (admission.open_ask_slot)
+    if request.ask_slot is not None:  # the owner's open-request slot (admission.ask_slots)
         stores.limits.release_slot(request.user_id, chat_id, request.ask_slot, pool="ASK")
     stores.chats.record(
         chat_id,

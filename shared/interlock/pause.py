@@ -16,14 +16,14 @@ from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
 
 from interlock import errors
-from interlock.admission import ASK_POOL, PauseRefused, open_ask_slot
+from interlock.admission import AskSlots, PauseRefused, ask_slots, pause_refused
 from interlock.answers import kind_of
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_of
 from interlock.outcomes import Offer
-from interlock.ports import Entry, Stores
+from interlock.ports import Entry, EntryRefused, Stores
 from interlock.records import Asked, Kind, RequestRecord, TurnFence
 from interlock.runtime.agent import BuiltAgent
 from interlock.runtime.snapshot import paused_batch, paused_batch_tools, take_snapshot
@@ -57,39 +57,58 @@ def persist_pause(
     fence: TurnFence | None = None,
     also_asked: tuple[Asked, ...] = (),
     events: Sequence[Entry] = (),
+    asks: AskSlots | None = None,
 ) -> Offer:
     """Store the paused agent, then open the chat's request pointing at it.
 
     With `fence` (the running turn), the pointer is written in one transaction with the
     turn's release, only while the turn still holds the chat. `events` (the pause's
-    audit events) commit with the pointer.
+    audit events) commit with the pointer, and so does `asks` (backpressure: its budget
+    unit and the first open-request slot that is free, which the request records).
 
     Raises:
         SnapshotTooLarge: the snapshot is over the limit; nothing was written.
         StoreError: the snapshot PUT failed; no pointer was written.
         ChatBusy: the chat already has an open request.
         LeaseLost: the turn lost the chat; no pointer was written.
+        LimitExceeded: `asks` found no free slot, or no budget; nothing was written.
     """
     stored = stores.blobs.put_snapshot(
         chat_id, interrupt_id, snapshot, version=fence.token if fence else None
     )
-    request, secret = stores.requests.new_request(
-        chat_id=chat_id,
-        interrupt_id=interrupt_id,
-        kind=kind,
-        card=card,
-        user_id=user_id,
-        turn_seq=turn_seq,
-        now_ms=now_ms,
-        snapshot=stored,
-        ttl_s=ttl_s,
-        ask_slot=ask_slot,
-        owner_roles=owner_roles,
-        also_asked=also_asked,
-    )
-    also = [*([stores.turns.end_run(fence)] if fence else []), *events]
-    stores.requests.open(request, now_ms, also=also or None)
-    return Offer(request, secret, stored.size)
+    fenced = [stores.turns.end_run(fence)] if fence else []
+    tries = asks.slots if asks else [(ask_slot, None)]
+    for index, take in tries:
+        request, secret = stores.requests.new_request(
+            chat_id=chat_id,
+            interrupt_id=interrupt_id,
+            kind=kind,
+            card=card,
+            user_id=user_id,
+            turn_seq=turn_seq,
+            now_ms=now_ms,
+            snapshot=stored,
+            ttl_s=ttl_s,
+            ask_slot=index,
+            owner_roles=owner_roles,
+            also_asked=also_asked,
+        )
+        # Conditional entries first: the first that lost is the one reported.
+        backpressure = [asks.spend, take] if asks and take else []
+        also = [*fenced, *backpressure, *events]
+        try:
+            stores.requests.open(request, now_ms, also=also or None)
+        except EntryRefused as refused:
+            position = refused.position - len(fenced)
+            if position < 0:
+                raise errors.LeaseLost("the turn was lost; the request was not opened") from None
+            if position == 1:
+                continue  # that open-request slot is held: the next one
+            if position == 0:
+                raise errors.LimitExceeded("too many requests opened this minute") from None
+            raise errors.LeaseLost("the request was not opened") from None
+        return Offer(request, secret, stored.size)
+    raise errors.LimitExceeded("too many open requests")
 
 
 def offer(
@@ -184,7 +203,6 @@ def _opened(
     fence: TurnFence | None,
     events: Sequence[Entry],
 ) -> Offer:
-    ask_slot = open_ask_slot(rt, caller, chat_id, now)
     try:
         return persist_pause(
             rt.stores,
@@ -196,15 +214,16 @@ def _opened(
             snapshot=snapshot,
             turn_seq=turn_seq,
             now_ms=now,
-            ask_slot=ask_slot,
             owner_roles=tuple(caller.roles),
             fence=fence,
             also_asked=others,
             events=events,
+            asks=ask_slots(rt, caller, chat_id, now),
         )
+    except errors.LimitExceeded as exc:
+        raise pause_refused(rt, caller, chat_id, exc) from exc
     except (errors.TooLarge, errors.StoreError) as exc:
         logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
-        rt.stores.limits.release_slot(caller.user_id, chat_id, ask_slot, pool=ASK_POOL)
         audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
         raise PauseRefused(PAUSE_FAILED) from exc
 

@@ -34,6 +34,7 @@ from interlock.adapters.dynamo import (
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
 from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
+from interlock.ports import EntryRefused
 from interlock.records import (
     OPEN_STATES,
     Asked,
@@ -167,9 +168,10 @@ class RequestStore:
         """Write a new pointer, only if the chat has no open request.
 
         Call only after the snapshot PUT was confirmed. `also` are transaction entries
-        that commit with it (the running turn's fence and release), all or nothing.
-        Raises `ChatBusy` with the open request when there is one, `TooLarge` when the
-        card would not fit, `LeaseLost` when an entry of `also` lost its condition.
+        that commit with it (the running turn's fence and release, backpressure, audit
+        events), all or nothing. Raises `ChatBusy` with the open request when there is
+        one, `TooLarge` when the card would not fit, `EntryRefused` naming the first
+        entry of `also` that lost its condition.
         """
         item = self._sized(_to_item(request))
         values = {**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms}
@@ -188,7 +190,7 @@ class RequestStore:
                     raise errors.ChatBusy(
                         "this chat already has an open request", current
                     ) from None
-                raise errors.LeaseLost("the turn was lost; the request was not opened") from None
+                raise EntryRefused(min(lost.failed) - 1) from None
             return
         try:
             with translated("open request"):
