@@ -11,10 +11,10 @@ from __future__ import annotations
 import datetime
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from interlock import errors
 from interlock.audit import audit, audit_entry
@@ -24,6 +24,7 @@ from interlock.ports import Entry, EntryRefused
 from interlock.records import ChatMeta, RequestRecord, TurnFence
 from interlock.tokens import new_token
 
+T = TypeVar("T")
 ASK_POOL: Final = "ASK"
 TOO_MANY_OPEN: Final = (
     "I need a decision from you to go on, but you have too many open requests (or opened "
@@ -55,30 +56,57 @@ def admitted(
         ChatBusy, Forbidden, TurnRunning: the chat cannot take the turn.
         LimitExceeded: every slot is held, or the day's budget is spent.
     """
-    limits, user = rt.limits, caller.user_id
-    holder = new_token()
     started = audit_entry(rt, caller, seen.chat_id, "turn_started", turn=seen.last_turn + 1)
-    spend = rt.stores.limits.spend_entry(
-        user, _day(now_ms), 1, cap=limits.daily_turns, ttl=now_ms // 1000 + 3 * 86_400
-    )
     turn = {"role": "user", "text": prompt}
+
+    def admit(reservation: list[Entry]) -> tuple[TurnFence, int]:
+        return rt.stores.turns.admit(
+            seen,
+            caller.user_id,
+            turn,
+            now_ms,
+            rt.limits.run_lease_ms,
+            also=[*reservation, started],
+        )
+
+    with reserved_in(rt, caller, admit) as ((fence, seq), held):
+        yield fence, seq, held
+
+
+@contextmanager
+def reserved_in(
+    rt: Runtime, caller: Caller, write: Callable[[list[Entry]], T]
+) -> Iterator[tuple[T, Held]]:
+    """`reserved`, with the slot and the budget unit taken by `write`'s own transaction.
+
+    `write(reservation)` must commit the two entries of `reservation` (a slot, then the
+    budget unit) first among its `also` entries, with its own change, or raise
+    `EntryRefused`: the next slot is tried when the slot was held, `LimitExceeded` is
+    raised when the budget is spent. A refused write spent nothing. Yields what `write`
+    returned and the slot, given back at the end of the block unless the run's last
+    write already did (`Held.released`).
+    """
+    limits, user = rt.limits, caller.user_id
+    now = rt.clock.now_ms()
+    holder = new_token()
+    spend = rt.stores.limits.spend_entry(
+        user, _day(now), 1, cap=limits.daily_turns, ttl=now // 1000 + 3 * 86_400
+    )
     for index in slot_order(holder, limits.max_concurrent):
         slot = rt.stores.limits.slot_entry(
-            user, holder, index, hold_ms=limits.slot_hold_ms, now_ms=now_ms
+            user, holder, index, hold_ms=limits.slot_hold_ms, now_ms=now
         )
         try:
-            fence, seq = rt.stores.turns.admit(
-                seen, user, turn, now_ms, limits.run_lease_ms, also=[started, slot, spend]
-            )
+            written = write([slot, spend])
         except EntryRefused as refused:
-            if refused.position == 1:
+            if refused.position == 0:
                 continue  # that slot is held: the next one
             raise errors.LimitExceeded(
                 f"the daily budget of {limits.daily_turns} is spent"
             ) from None
         held = Held(user, holder, index)
         try:
-            yield fence, seq, held
+            yield written, held
         finally:
             if not held.released:
                 rt.stores.limits.release_slot(user, holder, index)

@@ -12,7 +12,7 @@ its pause), so that "all or nothing" never needs a second round trip.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -82,6 +82,16 @@ class RequestPort(Protocol):
         worker: str,
         now_ms: int,
         answer: tuple[str, str] = ...,
+    ) -> RequestRecord: ...
+
+    def claim_with(
+        self,
+        request: RequestRecord,
+        secret: str,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str],
+        also: Callable[[RequestRecord], list[Entry]],
     ) -> RequestRecord: ...
 
     def renew(self, claim: RequestRecord, now_ms: int) -> int: ...
@@ -189,6 +199,10 @@ class ApprovalPort(Protocol):
         now_ms: int,
         fence: Fence | None = None,
     ) -> list[Approval]: ...
+
+    def grant_entries(
+        self, chat_id: str, user_id: str, subjects: Iterable[Subject], card_id: str, now_ms: int
+    ) -> list[Entry]: ...
 
     def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]: ...
 

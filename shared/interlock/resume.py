@@ -20,15 +20,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from strands.types.interrupt import InterruptResponseContent
 
 from interlock import errors
-from interlock.admission import Held, expire_and_release, release_ask_slot, reserved
+from interlock.admission import (
+    Held,
+    expire_and_release,
+    release_ask_slot,
+    reserved,
+    reserved_in,
+)
 from interlock.answers import (
     Answers,
     Reply,
@@ -37,7 +44,7 @@ from interlock.answers import (
     decide_all,
     recorded_answers,
 )
-from interlock.audit import audit
+from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, redact
 from interlock.context import request_scope
@@ -110,39 +117,34 @@ def resume_turn(
     waited_ms = now - record.created_at * 1000
     try:
         _check_chat(rt, record, meta, now)
-        with reserved(rt, caller) as held:
-            _check_roles(rt, caller, record, now)
-            claim = stores.requests.claim(
-                record,
-                secret,
-                rt.worker_id,
-                rt.clock.now_ms(),
-                answer=_recordable(answers),
-            )
-            progress(Started())
-            answers = _recorded(claim, answers)
-            decision = answers.decisions[record.interrupt_id]
-            audit(
-                rt,
-                caller,
-                chat_id,
-                "decision",
-                interrupt_id=interrupt_id,
-                kind=record.kind,
-                card_id=record.card.get("card_id"),
-                decision=answers.label,
-                interrupts=len(record.asked),
-                reason=decision.reason,
-                suggestion=decision.suggestion,
-                args_hash=args_hash(record.card),
-                waited_ms=waited_ms,
-                worker=rt.worker_id,
-                takeover=record.state is RequestState.CLAIMED,
-                source=source,
+        _check_roles(rt, caller, record, now)
+
+        def decision(recorded: Answers) -> dict[str, Any]:
+            """The `decision` event's detail, for the answers the claim recorded."""
+            first = recorded.decisions[record.interrupt_id]
+            return {
+                "interrupt_id": interrupt_id,
+                "kind": record.kind,
+                "card_id": record.card.get("card_id"),
+                "decision": recorded.label,
+                "interrupts": len(record.asked),
+                "reason": first.reason,
+                "suggestion": first.suggestion,
+                "args_hash": args_hash(record.card),
+                "waited_ms": waited_ms,
+                "worker": rt.worker_id,
+                "takeover": record.state is RequestState.CLAIMED,
+                "source": source,
                 # What was answered, for the history (sensitive fields masked).
-                answer=_answer_summary(answers.responses[record.interrupt_id]),
+                "answer": _answer_summary(recorded.responses[record.interrupt_id]),
+            }
+
+        with _claimed(rt, caller, record, secret, answers, decision) as claimed:
+            progress(Started())
+            claim, answers = claimed.claim, claimed.answers
+            result = continue_claimed(
+                rt, caller, claim, answers, progress, held=claimed.held, granted=claimed.granted
             )
-            result = continue_claimed(rt, caller, claim, answers, progress, held=held)
             if rt.notifier is not None:
                 rt.notifier.settled(
                     chat_id, record.interrupt_ids, answers.label, caller.user_id, source
@@ -153,6 +155,81 @@ def resume_turn(
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    claim: RequestRecord
+    answers: Answers  # as the claim recorded them
+    held: Held
+    granted: bool  # the approval rows were written with the claim
+
+
+# A transaction holds 100 entries: the claim, a slot, the budget and the event leave room
+# for this many granted rows; a card with more has them written after the claim.
+_ROWS_WITH_THE_CLAIM: Final = 90
+
+
+@contextmanager
+def _claimed(
+    rt: Runtime,
+    caller: Caller,
+    record: RequestRecord,
+    secret: str,
+    answers: Answers,
+    decision: Callable[[Answers], dict[str, Any]],
+) -> Iterator[_Claimed]:
+    """Claim `record` holding a concurrency slot and a unit of daily budget.
+
+    A pending request is claimed in one transaction with its slot, budget, `decision`
+    event and the rows its approvals grant. A takeover (the request is still claimed by
+    a worker whose lease lapsed) reads back what the earlier claim recorded, so it takes
+    its slot first and claims with a single conditional update, as before.
+    """
+    stores, recordable = rt.stores, _recordable(answers)
+    if record.state is not RequestState.PENDING:
+        with reserved(rt, caller) as held:
+            claim = stores.requests.claim(
+                record, secret, rt.worker_id, rt.clock.now_ms(), answer=recordable
+            )
+            recorded = _recorded(claim, answers)
+            audit(rt, caller, record.chat_id, "decision", **decision(recorded))
+            yield _Claimed(claim, recorded, held, granted=False)
+        return
+    granted = {"with_the_claim": False}
+
+    def write(reservation: list[Entry]) -> RequestRecord:
+        def also(claimed: RequestRecord) -> list[Entry]:
+            recorded = _recorded(claimed, answers)
+            event = audit_entry(rt, caller, record.chat_id, "decision", **decision(recorded))
+            rows = _grant_entries(rt, claimed, recorded)
+            granted["with_the_claim"] = rows is not None
+            return [*reservation, event, *(rows or [])]
+
+        now = rt.clock.now_ms()
+        return stores.requests.claim_with(record, secret, rt.worker_id, now, recordable, also)
+
+    with reserved_in(rt, caller, write) as (claim, held):
+        recorded = _recorded(claim, answers)
+        yield _Claimed(claim, recorded, held, granted=granted["with_the_claim"])
+
+
+def _grant_entries(rt: Runtime, claim: RequestRecord, answers: Answers) -> list[Entry] | None:
+    """The rows the approved download cards grant the chat's owner, as claim entries;
+    None when there are too many for the claim's transaction."""
+    now = rt.clock.now_ms()
+    rows = [
+        row
+        for asked in _approved_downloads(claim, answers)
+        for row in rt.stores.approvals.grant_entries(
+            claim.chat_id,
+            claim.user_id,
+            card_subjects(asked.card, answers.decisions[asked.interrupt_id]),
+            asked.card["card_id"],
+            now,
+        )
+    ]
+    return rows if len(rows) <= _ROWS_WITH_THE_CLAIM else None
 
 
 def resume_replies(
@@ -215,6 +292,7 @@ def continue_claimed(
     answers: Answers,
     progress: Progress = ignore,
     held: Held | None = None,
+    granted: bool = False,
 ) -> TurnResult:
     """Continue a claimed request's paused run with `answers`, and store its end
     (giving back the run's slot, `held`, in the same write).
@@ -234,7 +312,7 @@ def continue_claimed(
         _end_unusable(rt, caller, claim, answers, reason, event="journal_unreadable")
         raise errors.RequestExpired(reason) from unreadable
     try:
-        _apply_approvals(rt, caller, claim, answers)
+        _apply_approvals(rt, caller, claim, answers, grant=not granted)
         snapshot = rt.stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
         relay = ProgressRelay(
             progress, partial(text_message_id, claim.chat_id, claim.turn_seq, claim.interrupt_id)
@@ -304,9 +382,12 @@ def _run(
     return result, started
 
 
-def _apply_approvals(rt: Runtime, caller: Caller, claim: RequestRecord, answers: Answers) -> None:
-    """Grant or withdraw each download card's rows, fenced by the claim (idempotent: a
-    takeover writes the same rows stamped with the same card)."""
+def _apply_approvals(
+    rt: Runtime, caller: Caller, claim: RequestRecord, answers: Answers, *, grant: bool = True
+) -> None:
+    """Grant (unless the claim already did: `grant`) or withdraw each download card's
+    rows, fenced by the claim (idempotent: a takeover writes the same rows stamped with
+    the same card)."""
     approvals = rt.stores.approvals
     for asked in claim.asked:
         card = asked.card
@@ -314,6 +395,8 @@ def _apply_approvals(rt: Runtime, caller: Caller, claim: RequestRecord, answers:
             continue
         decision = answers.decisions[asked.interrupt_id]
         if decision.approved:
+            if not grant:
+                continue
             subjects = card_subjects(card, decision)
             now = rt.clock.now_ms()
             approvals.grant(

@@ -1,7 +1,8 @@
 """A worker that lost its lease must not act.
 
-Worker A claims a request and then stalls just before its effect (the outbox record,
-or the approval rows), while its renewals fail, until its lease lapses. Meanwhile the
+Worker A claims a request and then stalls just before its effect (the outbox record;
+approval rows are written with the claim itself, so for those it stalls right after the
+claim), while its renewals fail, until its lease lapses. Meanwhile the
 request is taken over, answered again with a rejection, cancelled or swept. When A
 wakes it performs no side effect and grants nothing: every such write is fenced by the
 claim A no longer holds.
@@ -174,9 +175,12 @@ def test_a_stalled_worker_grants_nothing_after_losing_its_lease(
 ) -> None:
     intervene, final_state, _ = INTERVENTIONS[case]
     chat = f"stalled-grant-{case.replace(' ', '-')}"
-    # Given A approved a download and froze right before writing the approval rows
+    # Given A approved a download, its claim wrote the rows, and A froze right after
     interrupt_id, secret = _paused(server_stores, clock, chat, "download the table")
-    a = Stalled(server_stores, clock, chat, "approvals", "grant").start(interrupt_id, secret)
+    a = Stalled(server_stores, clock, chat, "blobs", "get_snapshot").start(interrupt_id, secret)
+    assert {r.subject for r in server_stores.approvals.for_user(chat, "alice", clock.now_ms())} == {
+        SITE
+    }
     clock.advance(ms=server_stores.policy.lease_ms + 1)
 
     # When the request is taken over or cancelled, and A wakes up

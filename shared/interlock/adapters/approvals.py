@@ -21,6 +21,7 @@ from interlock.adapters.dynamo import (
 )
 from interlock.adapters.fencing import fenced
 from interlock.errors import StoreError
+from interlock.ports import Entry
 from interlock.records import Approval, Fence, Subject
 
 _BATCH = 25  # BatchWriteItem's limit
@@ -74,6 +75,25 @@ class ApprovalStore:
         else:
             self._write_all(items)
         return sorted(approvals, key=lambda a: (a.subject.kind, a.subject.name))
+
+    def grant_entries(
+        self, chat_id: str, user_id: str, subjects: Iterable[Subject], card_id: str, now_ms: int
+    ) -> list[Entry]:
+        """`grant`'s rows as entries of another write's transaction (a claim's)."""
+        now_s = now_ms // 1000
+        return [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": _to_item(
+                        keys.chat_pk(chat_id),
+                        keys.approval_sk(user_id, s.kind, s.name),
+                        Approval(s, card_id, user_id, now_s, now_s + self._ttl_s),
+                    ),
+                }
+            }
+            for s in sorted(set(subjects), key=lambda s: (s.kind, s.name))
+        ]
 
     def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]:
         """The user's live approvals in this chat; rows past their TTL are left out."""

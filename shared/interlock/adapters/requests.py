@@ -17,6 +17,7 @@ domain error carrying that record, so nobody needs a second read to say who hold
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from interlock import errors, keys
@@ -34,7 +35,7 @@ from interlock.adapters.dynamo import (
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
 from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
-from interlock.ports import EntryRefused
+from interlock.ports import Entry, EntryRefused
 from interlock.records import (
     OPEN_STATES,
     Asked,
@@ -284,16 +285,7 @@ class RequestStore:
         holder, `AlreadyAnswered` with the done record, `SecretRefused`,
         `RequestExpired` (also when the claim cap is reached) or `UnknownRequest`.
         """
-        problem = refusal(request, request.interrupt_id, secret, now_ms)
-        if problem is not None:
-            raise problem
-        if request.claim_count >= self._policy.max_claims:
-            self.expire(request, "denied: too many attempts to resume this request", now_ms)
-            raise errors.RequestExpired("denied: too many attempts to resume this request")
-        if request.failures >= self._policy.max_failures:
-            # The run keeps failing at the same recorded step: settle it, do not loop.
-            self.expire(request, KEEPS_FAILING, now_ms)
-            raise errors.RequestExpired(KEEPS_FAILING)
+        self._check_claimable(request, secret, now_ms)
         values = {
             **self._claim_values(request, worker, now_ms, answer),
             ":secret_hash": request.secret_hash,
@@ -309,6 +301,77 @@ class RequestStore:
                 or _changed(cur, request.interrupt_id, now_ms)
             ),
         )
+
+    def claim_with(
+        self,
+        request: RequestRecord,
+        secret: str,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str],
+        also: Callable[[RequestRecord], list[Entry]],
+    ) -> RequestRecord:
+        """`claim` a pending request in one transaction with `also(claimed)`: the writes
+        that belong with the claim (its slot, budget, audit event, granted rows) commit
+        with it or not at all, so none needs a fence check of its own.
+
+        The claimed record is computed rather than read back (a transaction returns no
+        values): exact, because the claim's condition also pins what a pending request
+        may change without a claim (`expires_at`, by a reroute), and nothing else writes
+        to a pending request. Refusals are `claim`'s; an entry of `also` that lost its
+        own condition is `EntryRefused` and nothing was written.
+        """
+        if request.state is not RequestState.PENDING:
+            raise ValueError("only a pending request is claimed in one transaction")
+        self._check_claimable(request, secret, now_ms)
+        values = {
+            **self._claim_values(request, worker, now_ms, answer),
+            ":secret_hash": request.secret_hash,
+            ":seen_expires_at": request.expires_at,
+        }
+        claimed = request.with_changes(
+            state=RequestState.CLAIMED,
+            worker=worker,
+            lease_token=values[":lease_token"],
+            lease_expires_at_ms=values[":lease_expires_at_ms"],
+            resume_deadline_ms=values[":resume_deadline_ms"],
+            claim_count=request.claim_count + 1,
+            decision=request.decision if request.decision is not None else answer[0],
+            response=request.response if request.response is not None else answer[1],
+        )
+        update = {
+            "TableName": self._table,
+            "Key": _key(request.chat_id),
+            **expression(
+                condition=f"{CLAIM} AND #expires_at = :seen_expires_at",
+                update=CLAIM_SET,
+                values=values,
+            ),
+        }
+        try:
+            transact(self._client, [{"Update": update}, *also(claimed)], "claim request")
+        except Cancelled as lost:
+            if 0 in lost.failed:
+                old = lost.failed[0]
+                current = _from_item(old) if old else None
+                raise (
+                    refusal(current, request.interrupt_id, secret, now_ms)
+                    or _changed(current, request.interrupt_id, now_ms)
+                ) from None
+            raise EntryRefused(min(lost.failed) - 1) from None
+        return claimed
+
+    def _check_claimable(self, request: RequestRecord, secret: str, now_ms: int) -> None:
+        problem = refusal(request, request.interrupt_id, secret, now_ms)
+        if problem is not None:
+            raise problem
+        if request.claim_count >= self._policy.max_claims:
+            self.expire(request, "denied: too many attempts to resume this request", now_ms)
+            raise errors.RequestExpired("denied: too many attempts to resume this request")
+        if request.failures >= self._policy.max_failures:
+            # The run keeps failing at the same recorded step: settle it, do not loop.
+            self.expire(request, KEEPS_FAILING, now_ms)
+            raise errors.RequestExpired(KEEPS_FAILING)
 
     def _claim_values(
         self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
