@@ -102,12 +102,15 @@ class RequestPort(Protocol):
         self,
         claim: RequestRecord,
         *,
-        answer_key: str,
+        answer_key: str | None,
         decision: str,
         now_ms: int,
         final_text: str | None = None,
+        answer: dict[str, Any] | None = None,
         also: list[Entry] | None = None,
     ) -> RequestRecord: ...
+
+    def answer_fits(self, claim: RequestRecord, text: str, answer: dict[str, Any]) -> bool: ...
 
     def chain(
         self, claim: RequestRecord, successor: RequestRecord, also: list[Entry] | None = None

@@ -73,6 +73,7 @@ class RequestRecord:
     lease_expires_at_ms: int | None = None
     resume_deadline_ms: int | None = None
     answer_key: str | None = None
+    answer: str | None = None  # inline answer's JSON (tool calls, message id), if not in S3
     final_text: str | None = None
     answered_at: int | None = None
     decision: str | None = None

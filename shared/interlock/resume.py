@@ -271,7 +271,11 @@ def replay(rt: Runtime, done: RequestRecord) -> TurnResult:
     it could (releasing is idempotent).
     """
     release_ask_slot(rt, done)
-    stored = rt.stores.blobs.get_answer(done.answer_key) if done.answer_key else None
+    stored = (
+        rt.stores.blobs.get_answer(done.answer_key)
+        if done.answer_key
+        else (json.loads(done.answer) if done.answer else None)
+    )
     text = done.final_text or (stored or {}).get("text")
     return TurnResult(
         done.chat_id,

@@ -194,17 +194,19 @@ def settle(
         rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls
     )
     if claim is not None:
-        # The answer's key names this claim's fence, so a worker that lost its claim can
-        # never overwrite the winner's answer; only the finish records which one counts.
-        answer_key = rt.stores.blobs.put_answer(
-            chat_id,
-            claim.interrupt_id,
-            {"text": text, "tool_calls": calls, "message_id": message_id},
-            version=claim.fence.token,
-        )
+        # A small answer is stored in the finish itself; a large one in S3 first, under a
+        # key naming this claim's fence, so a worker that lost its claim can never
+        # overwrite the winner's answer: only the finish records which one counts.
+        rest = {"tool_calls": calls, "message_id": message_id}
+        answer_key = None
+        if not rt.stores.requests.answer_fits(claim, text, rest):
+            answer_key = rt.stores.blobs.put_answer(
+                chat_id, claim.interrupt_id, {"text": text, **rest}, version=claim.fence.token
+            )
         rt.stores.requests.finish(
             claim,
             answer_key=answer_key,
+            answer=rest if answer_key is None else None,
             decision=decision or "answered",
             final_text=text,
             now_ms=now,

@@ -511,3 +511,33 @@ def test_heartbeat_keeps_the_lease_and_stops_when_it_is_taken_over(
     beat = Heartbeat(renew, 0.01).start()
     assert beat.lost.wait(2.0)
     beat.stop()
+
+
+def test_a_small_answer_is_stored_in_the_finish_and_a_large_one_is_not(
+    stores: Stores, clock: ManualClock
+) -> None:
+    offer = pause(stores, clock)
+    claim = stores.requests.claim(offer.request, offer.secret, "w1", clock.now_ms())
+    rest = {"tool_calls": [{"name": "fetch_url"}], "message_id": "m-1"}
+    budget = stores.policy.max_item_bytes
+
+    assert stores.requests.answer_fits(claim, "done", rest)
+    assert not stores.requests.answer_fits(claim, "x" * budget, rest)
+    done = stores.requests.finish(
+        claim,
+        answer_key=None,
+        answer=rest,
+        final_text="done",
+        decision="approved",
+        now_ms=clock.now_ms(),
+    )
+
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored is not None and stored.state is RequestState.DONE
+    assert (stored.answer_key, stored.final_text) == (None, "done")
+    assert stored.answer == done.answer and stored.answer is not None
+    assert '"message_id":"m-1"' in stored.answer
+    with pytest.raises(ValueError):
+        stores.requests.finish(
+            claim, answer_key=None, answer=None, decision="approved", now_ms=clock.now_ms()
+        )

@@ -413,33 +413,39 @@ class RequestStore:
         self,
         claim: RequestRecord,
         *,
-        answer_key: str,
+        answer_key: str | None,
         decision: str,
         now_ms: int,
         final_text: str | None = None,
+        answer: dict[str, Any] | None = None,
         also: list[dict[str, Any]] | None = None,
     ) -> RequestRecord:
-        """Mark the claimed request done and record where its answer is stored.
+        """Mark the claimed request done and record its answer.
 
-        `final_text` is kept inline for cheap replays only if the whole item stays
-        within budget; otherwise it is left out entirely (the full answer is in S3).
-        `also` (the transcript's entries) commit in the same transaction, fenced by
-        the claim: the answer and the turn that shows it land together or not at all.
+        The answer is either in S3 (`answer_key`) or inline: `final_text` with the rest
+        of it (`answer`: tool calls, message id), when `answer_fits` said it would.
+        `final_text` is also kept inline beside an S3 answer, for cheap replays, if the
+        whole item stays within budget. `also` (the transcript's entries) commit in the
+        same transaction, fenced by the claim: the answer and the turn that shows it
+        land together or not at all.
         """
         values: dict[str, Any] = {
             **_STATES,
             **claim_values(claim.fence),
-            ":answer_key": answer_key,
             ":decision": decision,
             ":answered_at": now_ms // 1000,
         }
-        sets = [
-            "#state = :done",
-            "#answer_key = :answer_key",
-            "#decision = :decision",
-            "#answered_at = :answered_at",
-        ]
-        if final_text is not None and self._fits_with(claim, final_text):
+        sets = ["#state = :done", "#decision = :decision", "#answered_at = :answered_at"]
+        inline = _answer_json(answer) if answer_key is None and answer is not None else None
+        if answer_key is not None:
+            values[":answer_key"] = answer_key
+            sets.append("#answer_key = :answer_key")
+        elif inline is None or final_text is None:
+            raise ValueError("an answer is stored in S3 or inline, with its text")
+        if inline is not None:
+            values[":answer"] = inline
+            sets.append("#answer = :answer")
+        if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
         update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal"
@@ -462,6 +468,7 @@ class RequestStore:
         return claim.with_changes(
             state=RequestState.DONE,
             answer_key=answer_key,
+            answer=inline,
             decision=decision,
             answered_at=now_ms // 1000,
             final_text=values.get(":final_text"),
@@ -755,10 +762,22 @@ class RequestStore:
             )
         return item
 
-    def _fits_with(self, claim: RequestRecord, final_text: str) -> bool:
+    def answer_fits(self, claim: RequestRecord, text: str, answer: dict[str, Any]) -> bool:
+        """Whether the answer can be stored inline in the request's own item (`finish`
+        without an S3 object): its text and the rest, within the item budget."""
+        extra = len("final_text") + len(text.encode()) + len("answer")
+        return self._fits_with(claim, json.dumps(answer, separators=(",", ":"), default=str), extra)
+
+    def _fits_with(self, claim: RequestRecord, final_text: str, extra: int = 0) -> bool:
         item = _to_item(claim)
-        grown = item_size(item) + len("final_text") + len(final_text.encode())
+        grown = item_size(item) + len("final_text") + len(final_text.encode()) + extra
         return grown <= self._policy.max_item_bytes
+
+
+def _answer_json(answer: dict[str, Any] | None) -> str | None:
+    if answer is None:
+        return None
+    return json.dumps(answer, separators=(",", ":"), sort_keys=True, default=str)
 
 
 def _key(chat_id: str) -> dict[str, Any]:
@@ -818,6 +837,7 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "lease_expires_at_ms": request.lease_expires_at_ms,
         "resume_deadline_ms": request.resume_deadline_ms,
         "answer_key": request.answer_key,
+        "answer": request.answer,
         "final_text": request.final_text,
         "answered_at": request.answered_at,
         "decision": request.decision,
@@ -879,6 +899,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             lease_expires_at_ms=values.get("lease_expires_at_ms"),
             resume_deadline_ms=values.get("resume_deadline_ms"),
             answer_key=values.get("answer_key"),
+            answer=values.get("answer"),
             final_text=values.get("final_text"),
             answered_at=values.get("answered_at"),
             decision=values.get("decision"),
