@@ -151,8 +151,9 @@ class Crash(BaseException):
 
 
 class _DiesBeforeAnswer:
-    """The blob store of a worker that dies just before storing the final answer: every
-    step of its run is recorded, none of its end is."""
+    """The pointer store of a worker that dies just before storing the final answer (its
+    finish, which holds a small answer itself): every step of its run is recorded, none
+    of its end is."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -160,7 +161,7 @@ class _DiesBeforeAnswer:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def put_answer(self, *args: Any, **kwargs: Any) -> str:
+    def finish(self, *args: Any, **kwargs: Any) -> Any:
         raise Crash()
 
 
@@ -198,7 +199,7 @@ def takeover_after_crash(stores: Stores) -> dict[str, Any]:
         "status": "resolved",
         "payload": {"decision": "approve"},
     }
-    dying = dataclasses.replace(stores, blobs=_DiesBeforeAnswer(stores.blobs))
+    dying = dataclasses.replace(stores, requests=_DiesBeforeAnswer(stores.requests))
     try:
         resume_turn(dataclasses.replace(rt, stores=dying), alice, "c-takeover", **answer)
         raise AssertionError("worker 1 was meant to die")
@@ -315,7 +316,7 @@ def doorstep_takeover(stores: Stores) -> dict[str, Any]:
     rt = _doorstep(stores, models, worker_id="w1")
     paused = run_turn(rt, DISPATCHER, "d-takeover", HEAT)
     assert paused.offer is not None
-    dying = dataclasses.replace(stores, blobs=_DiesBeforeAnswer(stores.blobs))
+    dying = dataclasses.replace(stores, requests=_DiesBeforeAnswer(stores.requests))
     try:
         _answer_all(dataclasses.replace(rt, stores=dying), "d-takeover", paused.offer)
         raise AssertionError("worker 1 was meant to die")

@@ -36,6 +36,15 @@ from interlock.timing import StorePolicy
 Entry = dict[str, Any]
 
 
+class NotPending(Exception):
+    """`claim_with` found the request claimed (a lapsed claim a takeover may continue):
+    claim it with `claim`, which reads back what the earlier claim recorded."""
+
+    def __init__(self, current: RequestRecord) -> None:
+        super().__init__("the request is no longer pending")
+        self.current = current
+
+
 class EntryRefused(Exception):
     """An entry a caller passed in `also` lost its own condition; `position` is its
     index in `also`. Nothing of the transaction was written."""

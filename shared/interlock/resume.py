@@ -51,7 +51,7 @@ from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
 from interlock.outcomes import TurnResult
-from interlock.ports import Entry
+from interlock.ports import Entry, NotPending
 from interlock.progress import Progress, Started, ignore
 from interlock.records import ChatMeta, RequestRecord, RequestState, refusal
 from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
@@ -187,31 +187,37 @@ def _claimed(
     its slot first and claims with a single conditional update, as before.
     """
     stores, recordable = rt.stores, _recordable(answers)
-    if record.state is not RequestState.PENDING:
-        with reserved(rt, caller) as held:
-            claim = stores.requests.claim(
-                record, secret, rt.worker_id, rt.clock.now_ms(), answer=recordable
-            )
-            recorded = _recorded(claim, answers)
-            audit(rt, caller, record.chat_id, "decision", **decision(recorded))
-            yield _Claimed(claim, recorded, held, granted=False)
-        return
-    granted = {"with_the_claim": False}
+    if record.state is RequestState.PENDING and not record.journal:
+        granted = {"with_the_claim": False}
 
-    def write(reservation: list[Entry]) -> RequestRecord:
-        def also(claimed: RequestRecord) -> list[Entry]:
-            recorded = _recorded(claimed, answers)
-            event = audit_entry(rt, caller, record.chat_id, "decision", **decision(recorded))
-            rows = _grant_entries(rt, claimed, recorded)
-            granted["with_the_claim"] = rows is not None
-            return [*reservation, event, *(rows or [])]
+        def write(reservation: list[Entry]) -> RequestRecord:
+            def also(claimed: RequestRecord) -> list[Entry]:
+                recorded = _recorded(claimed, answers)
+                event = audit_entry(rt, caller, record.chat_id, "decision", **decision(recorded))
+                rows = _grant_entries(rt, claimed, recorded)
+                granted["with_the_claim"] = rows is not None
+                return [*reservation, event, *(rows or [])]
 
-        now = rt.clock.now_ms()
-        return stores.requests.claim_with(record, secret, rt.worker_id, now, recordable, also)
+            now = rt.clock.now_ms()
+            return stores.requests.claim_with(record, secret, rt.worker_id, now, recordable, also)
 
-    with reserved_in(rt, caller, write) as (claim, held):
+        try:
+            with reserved_in(rt, caller, write) as (claim, held):
+                recorded = _recorded(claim, answers)
+                granted_rows = granted["with_the_claim"]
+                yield _Claimed(claim, recorded, held, granted=granted_rows)
+            return
+        except NotPending as changed:
+            # Raised by the claim's own write, before anything was held or yielded: the
+            # request was claimed meanwhile and that claim lapsed. Take it over instead.
+            record = changed.current
+    with reserved(rt, caller) as held:
+        claim = stores.requests.claim(
+            record, secret, rt.worker_id, rt.clock.now_ms(), answer=recordable
+        )
         recorded = _recorded(claim, answers)
-        yield _Claimed(claim, recorded, held, granted=granted["with_the_claim"])
+        audit(rt, caller, record.chat_id, "decision", **decision(recorded))
+        yield _Claimed(claim, recorded, held, granted=False)
 
 
 def _grant_entries(rt: Runtime, claim: RequestRecord, answers: Answers) -> list[Entry] | None:

@@ -11,6 +11,7 @@ from interlock.adapters import requests as pointer
 from interlock.adapters.factory import Stores
 from interlock.outcomes import Offer
 from interlock.pause import persist_pause
+from interlock.ports import NotPending
 from interlock.records import RequestState, StoredSnapshot
 from interlock.timing import DAY_S, ManualClock
 
@@ -541,3 +542,25 @@ def test_a_small_answer_is_stored_in_the_finish_and_a_large_one_is_not(
         stores.requests.finish(
             claim, answer_key=None, answer=None, decision="approved", now_ms=clock.now_ms()
         )
+
+
+def test_a_claim_in_one_transaction_never_takes_over_a_lapsed_claim(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given B read the request pending, then A claimed it, recorded a step and failed
+    offer = pause(stores, clock)
+    seen_by_b = offer.request
+    a = stores.requests.claim(seen_by_b, offer.secret, "A", clock.now_ms(), ("approved", "{}"))
+    stores.requests.record_step(a.fence, '{"k":"tool"}')
+    stores.requests.release(a, clock.now_ms(), reset=False)
+
+    # When B claims what it read in one transaction
+    with pytest.raises(NotPending) as lapsed:
+        stores.requests.claim_with(
+            seen_by_b, offer.secret, "B", clock.now_ms(), ("rejected", "{}"), lambda _: []
+        )
+
+    # Then nothing was written, and B is handed the claimed record to take over
+    assert lapsed.value.current.journal == ('{"k":"tool"}',)
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None and current.decision == "approved" and current.worker == "A"

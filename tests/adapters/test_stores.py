@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from interlock import errors
+from interlock.adapters.dynamo import transact
 from interlock.adapters.factory import Stores
 from interlock.records import Subject
 from interlock.timing import ManualClock
@@ -206,3 +207,27 @@ def test_identifiers_cannot_escape_their_partition(stores: Stores, clock: Manual
     for bad in ("a#b", "../etc", "", "x" * 200, "a/b"):
         with pytest.raises(errors.InvalidInput):
             stores.chats.meta(bad)
+
+
+def test_a_best_effort_entry_that_loses_drops_only_itself(
+    aws: dict[str, Any], stores: Stores, clock: ManualClock
+) -> None:
+    now = clock.now_ms()
+    mine = stores.limits.reserve_slot("alice", "me", cap=1, hold_ms=60_000, now_ms=now)
+    theirs = stores.limits.reserve_slot("bob", "them", cap=1, hold_ms=60_000, now_ms=now)
+    event = stores.chats.event_entry("c1", "note", "alice", now)
+
+    transact(
+        aws["dynamodb"],
+        [
+            event,
+            stores.limits.release_entry("bob", "not-them", theirs),  # loses: not the holder
+            stores.limits.release_entry("alice", "me", mine),  # holds: must still commit
+        ],
+        "test",
+    )
+
+    assert [e.type for e in stores.chats.events("c1")] == ["note"]
+    assert stores.limits.reserve_slot("alice", "new", cap=1, hold_ms=1, now_ms=now) == mine
+    with pytest.raises(errors.LimitExceeded):
+        stores.limits.reserve_slot("bob", "new", cap=1, hold_ms=1, now_ms=now)

@@ -76,18 +76,19 @@ def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -
     marked `best_effort` (bookkeeping such as giving a slot back) never cost the write:
     when only they lose, the rest is written without them.
     """
-    optional = [i for i, item in enumerate(items) if item.get(BEST_EFFORT)]
+    optional = {i for i, item in enumerate(items) if item.get(BEST_EFFORT)}
     entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in items]
-    try:
-        _transact(client, entries, action)
-    except Cancelled as cancelled:
-        if not optional or not set(cancelled.failed) <= set(optional):
-            raise
-        kept = [i for i in range(len(entries)) if i not in optional]
+    kept = list(range(len(entries)))  # the caller's indexes of what is still sent
+    while True:
         try:
             _transact(client, [entries[i] for i in kept], action)
-        except Cancelled as again:  # indexes as the caller numbered its items
-            raise Cancelled({kept[i]: old for i, old in again.failed.items()}) from None
+            return
+        except Cancelled as cancelled:
+            failed = {kept[i]: old for i, old in cancelled.failed.items()}
+            if not set(failed) <= optional:
+                raise Cancelled(failed) from None  # indexes as the caller numbered them
+            # Only best-effort entries lost: drop exactly those (the others still hold).
+            kept = [i for i in kept if i not in failed]
 
 
 def _transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -> None:

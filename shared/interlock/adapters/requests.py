@@ -35,7 +35,7 @@ from interlock.adapters.dynamo import (
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
 from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
-from interlock.ports import Entry, EntryRefused
+from interlock.ports import Entry, EntryRefused, NotPending
 from interlock.records import (
     OPEN_STATES,
     Asked,
@@ -69,6 +69,11 @@ ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED})
 CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
 NO_OPEN_REQUEST: Final = f"attribute_not_exists(#pk) OR {ENDED} OR {ABANDONED}"
 CLAIM: Final = f"{ID_MATCHES} AND {HASH_MATCHES} AND {CLAIMABLE} AND {COUNT_UNCHANGED}"
+# A claim whose record is computed, not read back: pending, unchanged, nothing recorded.
+CLAIM_PENDING: Final = (
+    f"{ID_MATCHES} AND {HASH_MATCHES} AND {IS_PENDING} AND {NOT_EXPIRED} AND {COUNT_UNCHANGED}"
+    " AND #expires_at = :seen_expires_at AND attribute_not_exists(#journal)"
+)
 ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
 # Ending skips NOT_EXPIRED: the sweeper must be able to expire what is overdue.
 END_OPEN: Final = f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {COUNT_UNCHANGED}"
@@ -323,6 +328,8 @@ class RequestStore:
         """
         if request.state is not RequestState.PENDING:
             raise ValueError("only a pending request is claimed in one transaction")
+        # Pending, and still as read: never a lapsed claim (a released run keeps its
+        # recorded answer and journal, which a takeover must read back; see `claim`).
         self._check_claimable(request, secret, now_ms)
         values = {
             **self._claim_values(request, worker, now_ms, answer),
@@ -343,7 +350,7 @@ class RequestStore:
             "TableName": self._table,
             "Key": _key(request.chat_id),
             **expression(
-                condition=f"{CLAIM} AND #expires_at = :seen_expires_at",
+                condition=CLAIM_PENDING,
                 update=CLAIM_SET,
                 values=values,
             ),
@@ -354,10 +361,14 @@ class RequestStore:
             if 0 in lost.failed:
                 old = lost.failed[0]
                 current = _from_item(old) if old else None
-                raise (
-                    refusal(current, request.interrupt_id, secret, now_ms)
-                    or _changed(current, request.interrupt_id, now_ms)
-                ) from None
+                problem = refusal(current, request.interrupt_id, secret, now_ms)
+                if (
+                    problem is None
+                    and current is not None
+                    and current.state is RequestState.CLAIMED
+                ):
+                    raise NotPending(current) from None  # a lapsed claim: take it over
+                raise problem or _changed(current, request.interrupt_id, now_ms) from None
             raise EntryRefused(min(lost.failed) - 1) from None
         return claimed
 
