@@ -119,24 +119,7 @@ def _cycle(emulator: Emulator) -> dict[str, Any]:
         )
         pause = emulator.traffic.take()
         interrupt = events[-1]["outcome"]["interrupts"][0]
-        events = _post(
-            url,
-            "/resume",
-            token,
-            {
-                "threadId": "bench",
-                "runId": "r2",
-                "messages": [],
-                "resume": [
-                    {
-                        "interruptId": interrupt["id"],
-                        "status": "resolved",
-                        "payload": {"decision": "approve"},
-                        "metadata": {"secret": interrupt["metadata"]["secret"]},
-                    }
-                ],
-            },
-        )
+        events = _post(url, "/resume", token, approval("bench", interrupt))
         resume = emulator.traffic.take()
         finished = events[-1]
     finally:
@@ -145,6 +128,23 @@ def _cycle(emulator: Emulator) -> dict[str, Any]:
         "pause": {**pause, "bytes_written": _written(pause)},
         "resume": {**resume, "bytes_written": _written(resume), "journal": _journal(resume)},
         "resume_outcome": finished.get("result", {}).get("outcome"),
+    }
+
+
+def approval(thread: str, interrupt: dict[str, Any]) -> dict[str, Any]:
+    """The AG-UI resume body that approves `interrupt` (as the run streamed it)."""
+    return {
+        "threadId": thread,
+        "runId": "r2",
+        "messages": [],
+        "resume": [
+            {
+                "interruptId": interrupt["id"],
+                "status": "resolved",
+                "payload": {"decision": "approve"},
+                "metadata": {"secret": interrupt["metadata"]["secret"]},
+            }
+        ],
     }
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench.api_cycle import _restoring_environment, _serve
+from bench.api_cycle import _restoring_environment, _serve, approval
 from bench.peers.effects import Downloads
 from local.emulator import Emulator
 
@@ -43,7 +43,7 @@ def _race(emulator: Emulator) -> dict[str, Any]:
         try:
             paused = _post(url, "/runs", token, _turn(chat))[1]
             calls_to_pause = model_calls.total()
-            answer = _approval(chat, paused[-1]["outcome"]["interrupts"][0])
+            answer = approval(chat, paused[-1]["outcome"]["interrupts"][0])
             outcomes = _concurrently(url, token, answer, downloads)
         finally:
             server.shutdown()
@@ -149,22 +149,6 @@ def _turn(chat: str) -> dict[str, Any]:
         "threadId": chat,
         "runId": "r1",
         "messages": [{"id": "m1", "role": "user", "content": PROMPT}],
-    }
-
-
-def _approval(chat: str, interrupt: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "threadId": chat,
-        "runId": "r2",
-        "messages": [],
-        "resume": [
-            {
-                "interruptId": interrupt["id"],
-                "status": "resolved",
-                "payload": {"decision": "approve"},
-                "metadata": {"secret": interrupt["metadata"]["secret"]},
-            }
-        ],
     }
 
 
