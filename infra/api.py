@@ -118,6 +118,8 @@ class InterlockApiStack(Stack):
 
     Attributes:
         functions: Each API handler's function construct, by route-table name.
+        resume_dead_letters: Where an asynchronous invocation of the resume function (a
+            tap the channels function handed over) lands when Lambda gives up on it.
         settle: The settle function, its queue and the queue's dead letters.
         sweeper: The expiry sweeper (the finder): its function and its schedule.
         auth: The user pool, its hosted UI domain and its client.
@@ -185,6 +187,13 @@ class InterlockApiStack(Stack):
                 channel_secrets=self.channel_secrets,
                 page_url=page_url,
             )
+            self.functions[name].acknowledge_no_lambda_dlq(_NO_LAMBDA_DLQ[name])
+        # The channels function hands each screened tap to the resume function with an
+        # asynchronous invoke: once Lambda gives up on one, it lands here (alarmed)
+        # instead of vanishing with the person's answer. The Web Adapter passes the app's
+        # own error responses on as successful invocations, so what lands here timed
+        # out, crashed or could not start.
+        self.resume_dead_letters = self.functions["resume"].keep_failed_invocations()
         self.settle = Settle(
             self,
             "Settle",
@@ -230,6 +239,7 @@ class InterlockApiStack(Stack):
             dead_letters={
                 "sweeper-dead-letters": self.sweeper.dead_letters,
                 "settle-dead-letters": self.settle.dead_letters,
+                "resume-dead-letters": self.resume_dead_letters,
             },
             queues={"settle-queue": self.settle.queue},
             model=settings.model,
@@ -251,6 +261,33 @@ class InterlockApiStack(Stack):
             }
         )
         _acknowledge(self)
+
+
+# Why each function behind the API needs no Lambda dead-letter queue (cdk-nag's
+# Serverless-LambdaDLQ), which would keep failed asynchronous invocations alone.
+_ASYNC_ONLY: Final = "A Lambda dead-letter queue keeps failed asynchronous invocations alone."
+_STREAMED_FAILURE: Final = (
+    "API Gateway invokes it synchronously (a streamed response): a failure reaches the "
+    "caller, as an error status or as a stream that ends early."
+)
+_NO_LAMBDA_DLQ: Final[Mapping[Function, str]] = {
+    "run": f"{_STREAMED_FAILURE} Nothing else invokes it. {_ASYNC_ONLY}",
+    "resume": (
+        f"{_STREAMED_FAILURE} The run function hands a resume over the same way (a "
+        "streamed invoke). Its one asynchronous caller, the channels function handing "
+        "over a tap, is covered by an on-failure destination: its own dead-letter queue, "
+        f"which keeps the error with the event. {_ASYNC_ONLY}"
+    ),
+    "requests": (
+        "API Gateway invokes it synchronously: a failure reaches the caller as an error "
+        f"status. Nothing else invokes it. {_ASYNC_ONLY}"
+    ),
+    "channels": (
+        "API Gateway invokes it synchronously for a platform's webhook delivery: a failure "
+        f"is answered to the platform with an error status. Nothing else invokes it. "
+        f"{_ASYNC_ONLY}"
+    ),
+}
 
 
 # What API Gateway needs to write access logs to CloudWatch Logs (the actions of AWS's

@@ -16,8 +16,10 @@ from typing import Final
 from aws_cdk import Acknowledgment, Aws, Duration, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.layer import ARCHITECTURE, REPO_ROOT, RUNTIME
@@ -30,6 +32,7 @@ from infra.permissions import (
     model_statements,
     runtime_statements,
     secret_statements,
+    star_reason,
     wildcard_findings,
 )
 from infra.settings import Settings
@@ -55,6 +58,8 @@ WEB_ADAPTER_PORT: Final = "8080"
 # Long enough to look back over a month of incidents; Lambda logs hold chat excerpts, so
 # they should not outlive the data they describe by much.
 LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
+# The longest SQS keeps a message: a failed invocation waits two weeks to be looked at.
+DEAD_LETTER_RETENTION: Final = Duration.days(14)
 SERVICE_NAME: Final = "interlock"
 METRICS_NAMESPACE: Final = "Interlock"
 
@@ -88,6 +93,7 @@ class InterlockFunction(Construct):
     """A handler folder deployed as a function with the layer, its own role and logs.
 
     Attributes:
+        name: Which handler it runs.
         function: The Lambda function.
         invocable: What its callers invoke: the function, or for one that restores from
             a SnapStart snapshot (`infra.snapstart`), an alias of its published version.
@@ -132,6 +138,7 @@ class InterlockFunction(Construct):
                 a function behind the API; None for one that answers no browser.
         """
         super().__init__(scope, construct_id)
+        self.name = name
         access, sizing = ACCESS[name], SIZING[name]
         self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION)
         statements = [
@@ -191,32 +198,71 @@ class InterlockFunction(Construct):
         self.invocable = invocable(self, name, self.function)
         for finding, reason in wildcard_findings(Stack.of(self), statements).items():
             Validations.of(self.role).acknowledge(Acknowledgment(id=finding, reason=reason))
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(id="AwsSolutions-L1", reason=RUNTIME_REASON)
-        )
+        if starred := star_reason(statements):
+            Validations.of(self.role).acknowledge(
+                Acknowledgment(id="Serverless-LambdaStarPermissions", reason=starred)
+            )
+        for finding in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
+            Validations.of(self.function).acknowledge(
+                Acknowledgment(id=finding, reason=RUNTIME_REASON)
+            )
 
-    def acknowledge_serverless_checks(self, *, no_lambda_dlq: str) -> None:
-        """Explain the findings of cdk-nag's Serverless pack this function leaves.
+    def acknowledge_no_lambda_dlq(self, reason: str) -> None:
+        """Explain why the function has no Lambda dead-letter queue (cdk-nag's
+        Serverless-LambdaDLQ): who invokes it, and where a failed invocation ends instead.
 
         Args:
-            no_lambda_dlq: Why the function needs no Lambda dead-letter queue (how its
-                failed invocations are kept instead).
+            reason: How its callers invoke it and what becomes of a failure.
         """
-        findings = {
-            "Serverless-LambdaLatestVersion": RUNTIME_REASON,
-            "Serverless-LambdaDLQ": no_lambda_dlq,
-        }
-        for finding, reason in findings.items():
-            Validations.of(self.function).acknowledge(Acknowledgment(id=finding, reason=reason))
-        Validations.of(self.role).acknowledge(
-            Acknowledgment(
-                id="Serverless-LambdaStarPermissions",
-                reason=(
-                    "Each wildcard resource of this role is explained where it is granted, "
-                    "in its AwsSolutions-IAM5 acknowledgment (WILDCARD_REASONS)."
-                ),
+        Validations.of(self.function).acknowledge(
+            Acknowledgment(id="Serverless-LambdaDLQ", reason=reason)
+        )
+
+    def keep_failed_invocations(
+        self, *, retry_attempts: int | None = None, max_event_age: Duration | None = None
+    ) -> sqs.Queue:
+        """Send each asynchronous invocation Lambda gives up on to a dead-letter queue of
+        the function's own: an on-failure destination, which keeps the event with the
+        error that ended it (a Lambda dead-letter queue would keep the event alone).
+
+        Lambda gives up on an invocation that failed (an error the runtime reports, a
+        timeout, a crash) after `retry_attempts` retries, or that waited longer than
+        `max_event_age`; Lambda's defaults (two retries, six hours) when None.
+
+        Args:
+            retry_attempts: How often Lambda retries a failed invocation.
+            max_event_age: How long an invocation may wait to be run.
+
+        Returns:
+            The dead-letter queue: encrypted, SSL only, its messages kept two weeks.
+        """
+        queue = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=DEAD_LETTER_RETENTION,
+        )
+        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            Validations.of(queue).acknowledge(
+                Acknowledgment(
+                    id=finding,
+                    reason=f"This is the {self.name} function's dead-letter queue; "
+                    "it has none of its own.",
+                )
+            )
+        # Lambda sends to a destination with the function's own role, which is frozen.
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
             )
         )
+        self.function.configure_async_invoke(
+            retry_attempts=retry_attempts,
+            max_event_age=max_event_age,
+            on_failure=destinations.SqsDestination(queue),
+        )
+        return queue
 
 
 RUNTIME_REASON: Final = (

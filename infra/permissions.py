@@ -336,6 +336,31 @@ def wildcard_findings(stack: Stack, statements: Sequence[iam.PolicyStatement]) -
     return findings
 
 
+def star_reason(statements: Sequence[iam.PolicyStatement]) -> str | None:
+    """Why a role grants on every resource, or None when it does not.
+
+    cdk-nag's Serverless-LambdaStarPermissions flags an allowed resource that is exactly
+    `*` (and an action `*` or `<service>:*`, which no statement here has). The reason
+    names each such statement with its entry in `WILDCARD_REASONS`.
+
+    Raises:
+        ValueError: a `*` in a statement whose need for one nobody has explained.
+    """
+    starred = [
+        statement
+        for statement in statements
+        if "*" in statement.resources
+        or any(action == "*" or action.endswith(":*") for action in statement.actions)
+    ]
+    if not starred:
+        return None
+    unexplained = [s.sid for s in starred if s.sid not in WILDCARD_REASONS]
+    if unexplained:
+        raise ValueError(f"statements {unexplained} grant on every resource, and nobody said why")
+    named = " ".join(f"{s.sid}: {WILDCARD_REASONS[s.sid]}" for s in starred)
+    return f"Every statement of this role names its resources but these. {named}"
+
+
 # Statement id -> why its resources must contain a wildcard.
 _OBJECT_KEYS = (
     "Object keys name a chat and an interrupt, known only at run time; the wildcard "

@@ -120,13 +120,11 @@ class Settle(InterlockFunction):
                 report_batch_item_failures=True,
             )
         )
-        self.acknowledge_serverless_checks(
-            no_lambda_dlq=(
-                "Only its SQS event source invokes it, synchronously: a record that fails "
-                "goes back to the queue and, after its last receive, to the queue's "
-                "dead-letter queue. A Lambda dead-letter queue serves asynchronous "
-                "invocations alone."
-            )
+        self.acknowledge_no_lambda_dlq(
+            "Only its SQS event source invokes it, synchronously: a record that fails "
+            "goes back to the queue and, after its last receive, to the queue's "
+            "dead-letter queue. A Lambda dead-letter queue serves asynchronous "
+            "invocations alone."
         )
         Validations.of(self.function).acknowledge(
             Acknowledgment(

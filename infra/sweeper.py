@@ -10,12 +10,10 @@ has no reserved concurrency: a slow run never holds up the next one.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Duration, Validations
+from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -64,35 +62,10 @@ class Sweeper(InterlockFunction):
         self.policy.add_statements(*queue_statements(settle_queue, consumes=False))
         every = Duration.minutes(settings.sweep_every_minutes)
         # A run that fails leaves its invocation here (an alarm watches the depth): a
-        # trace of every failure, though the next run finds the same requests.
-        self.dead_letters = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-            Validations.of(self.dead_letters).acknowledge(
-                Acknowledgment(
-                    id=finding,
-                    reason="This is the sweeper's dead-letter queue; it has none of its own.",
-                )
-            )
-        self.policy.add_statements(
-            iam.PolicyStatement(
-                sid="DeadLetters",
-                actions=["sqs:SendMessage"],
-                resources=[self.dead_letters.queue_arn],
-            )
-        )
-        # Neither Lambda nor EventBridge retries a run: the next scheduled one finds the
-        # same overdue requests, and a retry would only overlap it.
-        self.function.configure_async_invoke(
-            retry_attempts=0,
-            max_event_age=every,
-            on_failure=destinations.SqsDestination(self.dead_letters),
-        )
+        # trace of every failure, though the next run finds the same requests. Neither
+        # Lambda nor EventBridge retries a run: the next scheduled one finds the same
+        # overdue requests, and a retry would only overlap it.
+        self.dead_letters = self.keep_failed_invocations(retry_attempts=0, max_event_age=every)
         self.schedule = events.Rule(
             self,
             "Schedule",
@@ -105,9 +78,7 @@ class Sweeper(InterlockFunction):
                 )
             ],
         )
-        self.acknowledge_serverless_checks(
-            no_lambda_dlq=(
-                "A failed invocation goes to an on-failure destination, the sweeper's "
-                "dead-letter queue, which keeps the error with the event."
-            )
+        self.acknowledge_no_lambda_dlq(
+            "A failed invocation goes to an on-failure destination, the sweeper's "
+            "dead-letter queue, which keeps the error with the event."
         )

@@ -89,6 +89,12 @@ class WebContentStack(Stack):
         _acknowledge(self, site)
 
 
+_PINNED_RUNTIME: Final = (
+    "The handler's runtime is pinned by aws-cdk-lib together with the code it ships; it "
+    "moves when aws-cdk-lib is upgraded."
+)
+
+
 def _acknowledge(stack: WebContentStack, site: SiteRefs) -> None:
     # The copy runs in aws-cdk-lib's own handler, one per stack, beside the deployment.
     (handler,) = [c for c in stack.node.children if c.node.id.startswith(_HANDLER_ID)]
@@ -115,9 +121,16 @@ def _acknowledge(stack: WebContentStack, site: SiteRefs) -> None:
             "aws-cdk-lib grants cloudfront:CreateInvalidation and GetInvalidation on every "
             "distribution; they clear caches and read nothing."
         ),
-        "AwsSolutions-L1": (
-            "The handler's runtime is pinned by aws-cdk-lib together with the code it "
-            "ships; it moves when aws-cdk-lib is upgraded."
+        "AwsSolutions-L1": _PINNED_RUNTIME,
+        "Serverless-LambdaLatestVersion": _PINNED_RUNTIME,
+        "Serverless-LambdaDLQ": (
+            "CloudFormation waits for its answer: a copy that fails, or never answers, "
+            "fails the stack's deployment, with the error in the stack's events. A "
+            "dead-letter queue would keep an event nobody can replay."
+        ),
+        "Serverless-LambdaTracing": (
+            "aws-cdk-lib offers no tracing setting for it. It runs once per deployment, "
+            "on no request's path; its log and the stack's events record each run."
         ),
     }
     for finding, why in findings.items():

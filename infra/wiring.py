@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import App, Environment, RemovalPolicy, Validations
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from infra.api import InterlockApiStack
 from infra.auth import domain_prefix, hosted_ui_url
@@ -33,10 +33,11 @@ class Stacks:
 
 
 def build(app: App, env: Environment | None = None) -> Stacks:
-    """Add the Interlock stacks to `app` and register the AWS Solutions checks.
+    """Add the Interlock stacks to `app` and register cdk-nag's AWS Solutions and
+    Serverless checks.
 
-    The checks run as a validation plugin during synthesis: an unacknowledged finding,
-    error or warning, fails `cdk synth`, so a finding cannot pass unnoticed.
+    The checks run as validation plugins during synthesis: an unacknowledged finding of
+    either pack, error or warning, fails `cdk synth`, so a finding cannot pass unnoticed.
 
     Args:
         app: The app to add to, carrying the `cdk.json` context.
@@ -71,5 +72,5 @@ def build(app: App, env: Environment | None = None) -> Stacks:
     content.add_stack_dependency(web, "copies the page into the hosting stack's bucket")
     content.add_stack_dependency(api, "writes the API's outputs into the page's config.json")
     stacks = Stacks(storage=storage, web=web, api=api, web_content=content)
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
     return stacks

@@ -68,3 +68,20 @@ def listed(value: Any) -> list[Any]:
 def actions(found: list[dict[str, Any]]) -> list[str]:
     """Every action the statements allow, sorted and without repeats."""
     return sorted({action for statement in found for action in listed(statement["Action"])})
+
+
+def logical_id(stacks: Stacks, construct: Any) -> str:
+    """The logical id of `construct`'s CloudFormation element in the API stack."""
+    return stacks.api.get_logical_id(construct.node.default_child)
+
+
+def invoke_config(stacks: Stacks, template: Template, name: FunctionName) -> dict[str, Any]:
+    """The properties of function `name`'s asynchronous invocation settings."""
+    function = {"Ref": logical_id(stacks, function_construct(stacks, name).function)}
+    (found,) = [
+        config["Properties"]
+        for config in template.find_resources("AWS::Lambda::EventInvokeConfig").values()
+        if config["Properties"]["FunctionName"] == function
+    ]
+    properties: dict[str, Any] = found
+    return properties

@@ -13,7 +13,15 @@ from aws_cdk.assertions import Template
 from cfnlint.api import lint_file
 
 from infra.wiring import Stacks
-from tests.infra.support import ALL_FUNCTIONS, by_sid, function_construct, resource, statements
+from tests.infra.support import (
+    ALL_FUNCTIONS,
+    by_sid,
+    function_construct,
+    invoke_config,
+    logical_id,
+    resource,
+    statements,
+)
 from tests.infra.test_lint import IGNORED_RULES
 
 
@@ -69,6 +77,42 @@ def test_the_channels_function_hands_taps_to_the_resume_function_only(
     assert not any(
         a.startswith(("bedrock:", "s3:")) for s in found.values() for a in _listed(s["Action"])
     )
+
+
+def test_a_handed_over_tap_lambda_gives_up_on_lands_in_alarmed_dead_letters(
+    configured_stacks: Stacks, configured_api_template: Template
+) -> None:
+    # Given the channels function's asynchronous hand-over of a tap to the resume function
+    api, template = configured_stacks.api, configured_api_template
+    queue = logical_id(configured_stacks, api.resume_dead_letters)
+    arn = {"Fn::GetAtt": [queue, "Arn"]}
+
+    # Then an invocation Lambda gives up on (after its own retries) goes to a queue, with
+    # its error, on the version the channels function invokes ($LATEST, by name)
+    config = invoke_config(configured_stacks, template, "resume")
+    assert config["DestinationConfig"] == {"OnFailure": {"Destination": arn}}
+    assert config["Qualifier"] == "$LATEST"
+    # Lambda's own retry and age limits are kept
+    assert "MaximumRetryAttempts" not in config and "MaximumEventAgeInSeconds" not in config
+    # Lambda sends there with the resume function's own role, which may do so
+    found = by_sid(statements(configured_stacks, template, "resume"))
+    assert found["DeadLetters"] == {
+        "Sid": "DeadLetters",
+        "Effect": "Allow",
+        "Action": "sqs:SendMessage",
+        "Resource": arn,
+    }
+    # Encrypted, kept two weeks, and alarmed at its first message
+    properties = template.find_resources("AWS::SQS::Queue")[queue]["Properties"]
+    assert properties == {"SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600}
+    alarms = [
+        alarm["Properties"]
+        for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if f'"{queue}"' in json.dumps(alarm)
+    ]
+    (alarm,) = alarms
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["AlarmActions"] == [{"Ref": logical_id(configured_stacks, api.monitoring.topic)}]
 
 
 def _listed(value: Any) -> list[str]:

@@ -1,4 +1,5 @@
-"""AWS Solutions checks and the CDK's own validation: every finding fixed or explained."""
+"""cdk-nag's AWS Solutions and Serverless checks and the CDK's own validation: every
+finding fixed or explained."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 import pytest
 from aws_cdk import App, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, NagPack, ServerlessChecks
 
 from infra.snapstart import PUBLISH_WARNING
 from infra.web import bootstrap_qualifier
@@ -43,45 +45,43 @@ _PAGE_COPY = {
     f"AwsSolutions-IAM5[Resource::{_SITE}/*]",
     "AwsSolutions-IAM5[Resource::*]",
     "AwsSolutions-L1",
-}
-_SERVERLESS_FUNCTION = {
-    "AwsSolutions-L1",
+    # aws-cdk-lib's handler: its runtime, tracing and invocation are aws-cdk-lib's
     "Serverless-LambdaLatestVersion",
+    "Serverless-LambdaTracing",
     "Serverless-LambdaDLQ",
 }
+# Every function runs the Python its layer was built for (not the newest), and none has a
+# Lambda dead-letter queue: each is invoked synchronously, or keeps its failed
+# asynchronous invocations in an on-failure destination (infra.functions)
+_FUNCTION = {"AwsSolutions-L1", "Serverless-LambdaLatestVersion", "Serverless-LambdaDLQ"}
+# Every role may upload X-Ray segments, which name no resource
+_ROLE = {_TRACING, "Serverless-LambdaStarPermissions"}
+# A dead-letter queue has no dead-letter queue of its own
+_DEAD_LETTERS = {"AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"}
 _SNAPSTART = PUBLISH_WARNING
 _PAGE_COPY_HANDLER = (
     "InterlockWebContent/Custom::CDKBucketDeployment8693BB64968944B69AAFB0CC9EB8756C"
 )
 EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockStorage/Storage/AccessLogs": {"AwsSolutions-S1"},
-    "InterlockApi/Run/Role": {_SNAPSHOTS, _MODEL_REGIONS, _TRACING},
-    "InterlockApi/Resume/Role": {_SNAPSHOTS, _ANSWERS, _MODEL_REGIONS, _TRACING},
-    "InterlockApi/Requests/Role": {_ANSWERS, _TRACING},
-    # The sweeper only queries the index and queues: no object, no model. It and the
-    # settle function also pass cdk-nag's Serverless pack (test_settle_stack)
-    "InterlockApi/Sweeper/Role": {_TRACING, "Serverless-LambdaStarPermissions"},
-    "InterlockApi/Settle/Role": {
-        _SNAPSHOTS,
-        _ANSWERS,
-        _MODEL_REGIONS,
-        _TRACING,
-        "Serverless-LambdaStarPermissions",
-    },
-    "InterlockApi/Run/Function": {"AwsSolutions-L1"},
-    "InterlockApi/Resume/Function": {"AwsSolutions-L1"},
+    "InterlockApi/Run/Role": {*_ROLE, _SNAPSHOTS, _MODEL_REGIONS},
+    "InterlockApi/Resume/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _MODEL_REGIONS},
+    "InterlockApi/Requests/Role": {*_ROLE, _ANSWERS},
+    # The sweeper only queries the index and queues: no object, no model
+    "InterlockApi/Sweeper/Role": _ROLE,
+    "InterlockApi/Settle/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _MODEL_REGIONS},
+    "InterlockApi/Channels/Role": _ROLE,
+    "InterlockApi/Run/Function": _FUNCTION,
+    "InterlockApi/Resume/Function": _FUNCTION,
     # Restored from SnapStart snapshots of the version their alias names (infra.snapstart)
-    "InterlockApi/Requests/Function": {"AwsSolutions-L1", _SNAPSTART},
-    "InterlockApi/Sweeper/Function": _SERVERLESS_FUNCTION,
-    "InterlockApi/Settle/Function": {
-        *_SERVERLESS_FUNCTION,
-        "Serverless-LambdaEventSourceMappingDestination",
-    },
-    "InterlockApi/Channels/Role": {_TRACING},
-    # The dead-letter queues have no dead-letter queue of their own
-    "InterlockApi/Sweeper/DeadLetters": {"AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"},
-    "InterlockApi/Settle/DeadLetters": {"AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"},
-    "InterlockApi/Channels/Function": {"AwsSolutions-L1", _SNAPSTART},
+    "InterlockApi/Requests/Function": {*_FUNCTION, _SNAPSTART},
+    "InterlockApi/Channels/Function": {*_FUNCTION, _SNAPSTART},
+    "InterlockApi/Sweeper/Function": _FUNCTION,
+    # Its SQS event source takes no destination: the queue's redrive policy is its own
+    "InterlockApi/Settle/Function": {*_FUNCTION, "Serverless-LambdaEventSourceMappingDestination"},
+    "InterlockApi/Resume/DeadLetters": _DEAD_LETTERS,
+    "InterlockApi/Sweeper/DeadLetters": _DEAD_LETTERS,
+    "InterlockApi/Settle/DeadLetters": _DEAD_LETTERS,
     # The platforms' webhooks: verified by signature, not by Cognito
     "InterlockApi/Api/Default/channels/slack/interactions/POST": {
         "AwsSolutions-APIG4",
@@ -116,17 +116,20 @@ def _acknowledgments(app: App) -> dict[str, dict[str, str]]:
     return found
 
 
-def _findings(app: App) -> list[tuple[str, str | None, list[str | None]]]:
-    report = AwsSolutionsChecks().validate_scope(app)
+def _findings(
+    app: App, pack: type[NagPack] = AwsSolutionsChecks
+) -> list[tuple[str, str | None, list[str | None]]]:
+    report = pack().validate_scope(app)
     return [
         (v.rule_name, v.severity, [r.construct_path for r in v.violating_resources])
         for v in report.violations
     ]
 
 
-def test_aws_solutions_checks_leave_no_error_or_warning(app: App) -> None:
+@pytest.mark.parametrize("pack", [AwsSolutionsChecks, ServerlessChecks])
+def test_the_checks_leave_no_error_or_warning(app: App, pack: type[NagPack]) -> None:
     # Warnings count too: an unexplained warning is as unreviewed as an error
-    assert _findings(app) == []
+    assert _findings(app, pack) == []
 
 
 def test_synthesis_validation_report_is_clean(stacks: Stacks, outdir: Path) -> None:
@@ -147,6 +150,32 @@ def test_every_acknowledgment_is_expected_and_has_a_reason(app: App) -> None:
     assert {path: set(rules) for path, rules in acknowledged.items()} == EXPECTED_ACKNOWLEDGMENTS
     reasons = [reason for rules in acknowledged.values() for reason in rules.values()]
     assert all(reason.strip() for reason in reasons)
+
+
+def test_each_serverless_acknowledgment_answers_a_finding(
+    cdk_context: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the real app built with every acknowledgment left out
+    monkeypatch.setattr(Validations, "acknowledge", lambda *_args, **_kwargs: None)
+    app = App(context=cdk_context)
+    build(app)
+
+    # When the Serverless pack checks it
+    found = [
+        (rule, str(path)) for rule, _, paths in _findings(app, ServerlessChecks) for path in paths
+    ]
+
+    # Then each Serverless rule acknowledged is reported on the construct it is
+    # acknowledged on (or a resource within it): none outlives a finding since fixed
+    acknowledged = [
+        (path, rule)
+        for path, rules in EXPECTED_ACKNOWLEDGMENTS.items()
+        for rule in rules
+        if rule.startswith("Serverless-")
+    ]
+    assert acknowledged
+    for path, rule in acknowledged:
+        assert any(r == rule and f"{p}/".startswith(f"{path}/") for r, p in found), (path, rule)
 
 
 def test_checks_flag_an_unprotected_bucket() -> None:
@@ -170,11 +199,17 @@ def _add_table_without_recovery(stacks: Stacks) -> None:
     dynamodb.Table(stacks.storage, "Unrecoverable", partition_key=key)
 
 
+def _add_log_group_kept_forever(stacks: Stacks) -> None:
+    logs.LogGroup(stacks.api, "Forever", retention=logs.RetentionDays.INFINITE)
+
+
 @pytest.mark.parametrize(
     ("add_finding", "rule", "severity"),
     [
         (_add_bare_bucket, "AwsSolutions-S10", "error"),
         (_add_table_without_recovery, "AwsSolutions-DDB3", "warning"),
+        # Only the Serverless pack checks a log group's retention
+        (_add_log_group_kept_forever, "Serverless-CloudWatchLogGroupRetentionPeriod", "warning"),
     ],
 )
 def test_synthesis_fails_on_an_unacknowledged_finding(

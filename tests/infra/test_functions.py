@@ -7,10 +7,19 @@ from typing import Any
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
 
 from infra.functions import environment
-from infra.permissions import FunctionName, config_statements, model_statements, wildcard_findings
+from infra.permissions import (
+    WILDCARD_REASONS,
+    FunctionName,
+    config_statements,
+    model_statements,
+    runtime_statements,
+    star_reason,
+    wildcard_findings,
+)
 from infra.settings import ModelChoice, Settings
 from infra.storage import StorageRefs
 from infra.wiring import Stacks
@@ -63,6 +72,8 @@ EXPECTED_ACTIONS = {
         "s3:GetObject",
         "s3:ListBucket",
         "s3:PutObject",
+        # Its own dead letters: a handed-over tap Lambda gave up on
+        "sqs:SendMessage",
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
@@ -455,6 +466,32 @@ def test_a_wildcard_nobody_explained_fails_the_synth() -> None:
     # Then it is refused rather than acknowledged
     with pytest.raises(ValueError, match="Everything"):
         wildcard_findings(Stack(App(), "Probe"), [statement])
+
+
+def test_a_grant_on_every_resource_is_explained_by_its_statement() -> None:
+    # Given a role's statements, one of which (X-Ray's) names the resource "*"
+    log_group = logs.LogGroup(Stack(App(), "Probe"), "Logs")
+    granted = runtime_statements(log_group)
+
+    # Then the reason for the Serverless finding names that statement and why
+    reason = star_reason(granted)
+    assert reason is not None
+    assert f"Tracing: {WILDCARD_REASONS['Tracing']}" in reason
+    assert "Logs" not in reason
+    # And a role without such a grant has nothing to explain
+    assert star_reason([s for s in granted if s.sid != "Tracing"]) is None
+
+
+@pytest.mark.parametrize(
+    ("action", "resource"), [("s3:*", "arn:aws:s3:::bucket"), ("s3:GetObject", "*")]
+)
+def test_a_grant_on_everything_nobody_explained_fails_the_synth(action: str, resource: str) -> None:
+    # Given a statement granting a whole service, or on every resource, with no reason
+    statement = iam.PolicyStatement(sid="Everything", actions=[action], resources=[resource])
+
+    # Then it is refused rather than acknowledged
+    with pytest.raises(ValueError, match="Everything"):
+        star_reason([statement])
 
 
 def test_a_scripted_model_gets_no_model_access() -> None:

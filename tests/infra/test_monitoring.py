@@ -9,7 +9,7 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 from infra.wiring import Stacks
-from tests.infra.support import ALL_FUNCTIONS
+from tests.infra.support import ALL_FUNCTIONS, invoke_config
 
 
 def _alarms(template: Template) -> list[dict[str, Any]]:
@@ -73,8 +73,7 @@ def test_a_failed_sweep_lands_in_an_encrypted_dead_letter_queue(
 ) -> None:
     sweeper = stacks.api.sweeper
     queue = stacks.api.get_logical_id(sweeper.dead_letters.node.default_child)  # type: ignore[arg-type]
-    (config,) = api_template.find_resources("AWS::Lambda::EventInvokeConfig").values()
-    properties = config["Properties"]
+    properties = invoke_config(stacks, api_template, "sweeper")
     assert properties["MaximumRetryAttempts"] == 0
     assert properties["DestinationConfig"]["OnFailure"]["Destination"] == {
         "Fn::GetAtt": [queue, "Arn"]

@@ -7,15 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_cdk import App
 from aws_cdk.assertions import Match, Template
-from cdk_nag import ServerlessChecks
 
 from infra.functions import SIZING
 from infra.settle import MAX_CONCURRENCY
 from infra.wiring import Stacks
 from interlock.adapters.queue import BATCH_SIZE, MAX_RECEIVES
-from tests.infra.support import by_sid, statements
+from tests.infra.support import by_sid, invoke_config, statements
 
 
 def _ref(stacks: Stacks, construct: Any) -> str:
@@ -126,10 +124,10 @@ def test_a_failed_finder_run_lands_in_its_dead_letters_unretried(
     stacks: Stacks, api_template: Template
 ) -> None:
     sweeper = stacks.api.sweeper
-    (config,) = api_template.find_resources("AWS::Lambda::EventInvokeConfig").values()
-    assert config["Properties"]["FunctionName"] == {"Ref": _ref(stacks, sweeper.function)}
-    assert config["Properties"]["MaximumRetryAttempts"] == 0
-    assert config["Properties"]["DestinationConfig"] == {
+    config = invoke_config(stacks, api_template, "sweeper")
+    assert config["FunctionName"] == {"Ref": _ref(stacks, sweeper.function)}
+    assert config["MaximumRetryAttempts"] == 0
+    assert config["DestinationConfig"] == {
         "OnFailure": {"Destination": _arn(stacks, sweeper.dead_letters)}
     }
     # So does an invocation EventBridge could not make
@@ -160,18 +158,3 @@ def test_a_message_in_the_settle_dead_letters_raises_an_alarm(
     ]
     assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
     assert alarm["AlarmActions"] == [topic]
-
-
-def test_the_serverless_checks_pass_on_the_sweeper_and_the_settle_function(app: App) -> None:
-    # The app registers the AWS Solutions pack; these two constructs also pass the
-    # Serverless pack, each remaining finding acknowledged with its reason
-    report = ServerlessChecks().validate_scope(app)
-    ours = [
-        (violation.rule_name, resource.construct_path)
-        for violation in report.violations
-        for resource in violation.violating_resources
-        if str(resource.construct_path).startswith(
-            ("InterlockApi/Settle/", "InterlockApi/Sweeper/")
-        )
-    ]
-    assert ours == []

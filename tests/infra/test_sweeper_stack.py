@@ -10,7 +10,14 @@ from aws_cdk.assertions import Template
 from infra.wiring import Stacks
 from interlock.adapters.schema import EXPIRY_INDEX
 from interlock.api.routes import FUNCTIONS, ROUTES
-from tests.infra.support import TABLE_ARN, by_sid, listed, resource, statements
+from tests.infra.support import (
+    TABLE_ARN,
+    by_sid,
+    invoke_config,
+    listed,
+    resource,
+    statements,
+)
 
 Resources = dict[str, dict[str, Any]]
 
@@ -43,12 +50,14 @@ def test_a_rule_invokes_the_sweeper_every_minute(stacks: Stacks, resources: Reso
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0}
 
 
-def test_the_interval_comes_from_context(configured_api_template: Template) -> None:
+def test_the_interval_comes_from_context(
+    configured_stacks: Stacks, configured_api_template: Template
+) -> None:
     # Given `interlock:sweepEveryMinutes=5`
     (rule,) = configured_api_template.find_resources("AWS::Events::Rule").values()
     assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
-    (invoke,) = configured_api_template.find_resources("AWS::Lambda::EventInvokeConfig").values()
-    assert invoke["Properties"]["MaximumEventAgeInSeconds"] == 300
+    invoke = invoke_config(configured_stacks, configured_api_template, "sweeper")
+    assert invoke["MaximumEventAgeInSeconds"] == 300
 
 
 def test_only_its_rule_may_invoke_the_sweeper(stacks: Stacks, resources: Resources) -> None:
@@ -66,8 +75,8 @@ def test_only_its_rule_may_invoke_the_sweeper(stacks: Stacks, resources: Resourc
     ]
 
 
-def test_a_failed_sweep_is_not_retried_by_lambda(stacks: Stacks, resources: Resources) -> None:
-    (invoke,) = _of_type(resources, "AWS::Lambda::EventInvokeConfig")
+def test_a_failed_sweep_is_not_retried_by_lambda(stacks: Stacks, api_template: Template) -> None:
+    invoke = invoke_config(stacks, api_template, "sweeper")
     assert invoke["FunctionName"] == {"Ref": _logical_id(stacks, stacks.api.sweeper.function)}
     assert (invoke["MaximumRetryAttempts"], invoke["MaximumEventAgeInSeconds"]) == (0, 60)
 
