@@ -230,6 +230,7 @@ class InterlockApiStack(Stack):
             self,
             "Monitoring",
             api=self.api,
+            stage=STAGE_NAME,
             access_logs=access_logs,
             functions={
                 **{name: f.function for name, f in self.functions.items()},

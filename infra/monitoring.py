@@ -52,6 +52,7 @@ class Monitoring(Construct):
         construct_id: str,
         *,
         api: apigw.RestApi,
+        stage: str,
         access_logs: logs.ILogGroup,
         functions: Mapping[str, lambda_.IFunction],
         dead_letters: Mapping[str, sqs.IQueue],
@@ -64,6 +65,8 @@ class Monitoring(Construct):
             scope: The parent construct.
             construct_id: The construct id.
             api: The REST API.
+            stage: Its stage's name, as a literal (the stage's own attribute is a token
+                whose number moves as the app grows, and would rename the alarm).
             access_logs: The API's access log group (its 504s are counted from it).
             functions: Every function, by a name for its alarms.
             dead_letters: Every dead-letter queue, by a name for its alarm: any message
@@ -105,7 +108,7 @@ class Monitoring(Construct):
         )
         facade.monitor_api_gateway(
             api=api,
-            api_stage=api.deployment_stage.stage_name,
+            api_stage=stage,
             add5_xx_fault_rate_alarm={
                 "Critical": cmc.ErrorRateThreshold(max_error_rate=API_5XX_RATE)
             },

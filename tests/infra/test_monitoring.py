@@ -82,3 +82,11 @@ def test_a_failed_sweep_lands_in_an_encrypted_dead_letter_queue(
     assert queues[queue]["Properties"]["SqsManagedSseEnabled"] is True
     policies = json.dumps(api_template.find_resources("AWS::SQS::QueuePolicy"))
     assert "aws:SecureTransport" in policies
+
+
+def test_alarm_names_hold_no_unresolved_token(api_template: Template) -> None:
+    # A token's number moves as the app grows; in a name it would replace the alarm
+    alarms = api_template.find_resources("AWS::CloudWatch::Alarm")
+    names = [str(a["Properties"].get("AlarmName", "")) for a in alarms.values()]
+    assert names and not [n for n in names if "TOKEN" in n.upper()]
+    assert [n for n in names if n.endswith("-v1-Fault-Rate-Critical")]
