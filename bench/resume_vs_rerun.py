@@ -35,6 +35,7 @@ from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_replies, resume_turn  # noqa: E402
 from interlock.runtime.model import Block, Scenario, ScriptedModel  # noqa: E402
+from interlock.runtime.tools import ASKING_TOOLS  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
@@ -118,6 +119,12 @@ def _figures(results: list[TurnResult], models: Models) -> dict[str, Any]:
         "repeated_tool_executions": repeated_tools,
         "runs": [r.outcome for r in results],
     }
+
+
+def _answers_recomputed(result: TurnResult) -> int:
+    """Calls of Interlock's asking tools that answered the resumed card: not journaled,
+    a taker re-runs their answer branch (see `Journal`)."""
+    return sum(1 for c in result.tool_calls if c.get("resumed") and c["name"] in ASKING_TOOLS)
 
 
 def _cancelled(call: dict[str, Any]) -> bool:
@@ -219,8 +226,10 @@ def takeover_after_crash(stores: Stores) -> dict[str, Any]:
         "input_tokens": sum(m.usage["inputTokens"] for m in models.built),
         "output_tokens": sum(m.usage["outputTokens"] for m in models.built),
         "fetches": dict(fetched),
-        # Worker 1 ran the whole continuation: any tool body worker 2 ran is a repeat.
+        # Worker 1 ran the whole continuation: any tool body worker 2 ran is a repeat,
+        # but the approval's answer, which each taker computes from the recorded answer.
         "repeated_tool_executions": done.usage.tool_executions
+        - _answers_recomputed(done)
         + sum(n - 1 for n in fetched.values()),
         "journal_entries_at_crash": len(journal.journal),
         "journal_bytes_at_crash": sum(len(e.encode()) for e in journal.journal),

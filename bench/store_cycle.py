@@ -183,7 +183,7 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
     steps = meter.take()
 
     # The rest of the resume: load the snapshot, renew once, store the answer, finish.
-    stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
+    stores.blobs.read_snapshot(claim.stored_snapshot)
     stores.requests.renew(claim, clock.now_ms())
     answer_key = stores.blobs.put_answer("bench-chat", claim.interrupt_id, {"text": "Done."})
     stores.requests.finish(
@@ -208,7 +208,8 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
         "resume_after_claim": rest,
         "targets": {
             "pause_writes": 2,
-            "pause_writes_met": pause["writes"] == 2,
+            # One when the snapshot is small enough to ride in the pointer itself.
+            "pause_writes_met": pause["writes"] <= 2,
             "decision_round_trips_max": 2,
             "decision_met": decision["dynamodb_round_trips"] <= 2
             and losing["dynamodb_round_trips"] <= 2,

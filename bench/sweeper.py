@@ -71,7 +71,7 @@ def overdue_requests(stores: Stores, clock: ManualClock, count: int, tag: str) -
     template = run_turn(rt, Caller("alice"), f"{tag}-template", "download the table")
     assert template.offer is not None
     request = template.offer.request
-    snapshot = stores.blobs.get_snapshot(request.snapshot_key)
+    snapshot = stores.blobs.read_snapshot(request.stored_snapshot)
     for n in range(count):
         # The chat's transcript ends at the paused turn, as a real pause leaves it.
         stores.chats.append_turn(f"{tag}-{n}", {"role": "user", "text": "download"}, clock.now_ms())

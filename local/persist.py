@@ -64,19 +64,35 @@ class LocalState:
         objects = {key: self._objects[key][1] for key in listed}
         self._dir.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps({"items": items, "objects": objects}))
+        partial.write_text(json.dumps({"items": items, "objects": objects}, default=_bytes_out))
         partial.replace(self.path)
 
     def restore(self) -> int:
         """Put the saved items and objects back; returns how many items there were."""
         if not self.path.is_file():
             return 0
-        saved = json.loads(self.path.read_text())
+        saved = json.loads(self.path.read_text(), object_hook=_bytes_in)
         for item in saved["items"]:
             self._dynamodb.put_item(TableName=self._table, Item=item)
         for key, body in saved["objects"].items():
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=base64.b64decode(body))
         return len(saved["items"])
+
+
+# Binary attributes (a request's inline snapshot) in the JSON file.
+_BYTES: Final = "$base64"
+
+
+def _bytes_out(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return {_BYTES: base64.b64encode(value).decode()}
+    raise TypeError(f"cannot save {type(value).__name__}")
+
+
+def _bytes_in(value: dict[str, Any]) -> Any:
+    if value.keys() == {_BYTES}:
+        return base64.b64decode(value[_BYTES])
+    return value
 
 
 def dev_key(directory: Path) -> bytes:

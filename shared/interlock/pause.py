@@ -1,7 +1,8 @@
 """The pause protocol: snapshot first, pointer second, card last.
 
 If the snapshot cannot be stored, no pointer is written and no card may be shown: the
-worst case is a missing offer, never a card that points at nothing. The snapshot's key
+worst case is a missing offer, never a card that points at nothing. A small snapshot
+is written inside the pointer itself, so the two land together. The snapshot's key
 names the writer's fence and its digest is recorded on the pointer, so a worker that
 lost its claim can never swap the snapshot a card resumes from.
 """
@@ -74,7 +75,7 @@ def persist_pause(
         LimitExceeded: `asks` found no free slot, or no budget; nothing was written.
     """
     stored = stores.blobs.put_snapshot(
-        chat_id, interrupt_id, snapshot, version=fence.token if fence else None
+        chat_id, interrupt_id, snapshot, version=fence.token if fence else None, inline=True
     )
     fenced = [stores.turns.end_run(fence)] if fence else []
     tries = asks.slots if asks else [(ask_slot, None)]
@@ -248,7 +249,7 @@ def _chained(
     stores = rt.stores
     try:
         stored = stores.blobs.put_snapshot(
-            claim.chat_id, first.interrupt_id, snapshot, version=claim.fence.token
+            claim.chat_id, first.interrupt_id, snapshot, version=claim.fence.token, inline=True
         )
         successor, secret = stores.requests.new_request(
             chat_id=claim.chat_id,

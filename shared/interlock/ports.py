@@ -278,8 +278,16 @@ class BlobPort(Protocol):
     """Snapshots and answers as objects."""
 
     def put_snapshot(
-        self, chat_id: str, interrupt_id: str, snapshot: dict[str, Any], version: str | None = None
+        self,
+        chat_id: str,
+        interrupt_id: str,
+        snapshot: dict[str, Any],
+        version: str | None = None,
+        *,
+        inline: bool = False,
     ) -> StoredSnapshot: ...
+
+    def read_snapshot(self, stored: StoredSnapshot) -> dict[str, Any]: ...
 
     def get_snapshot(self, key: str, digest: str | None = None) -> dict[str, Any]: ...
 

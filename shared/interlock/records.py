@@ -49,8 +49,9 @@ class Asked:
 class RequestRecord:
     """The pointer: the one open (or last) request of a chat, in any state.
 
-    The card and everything a client sees live here; the paused agent lives in S3 at
-    `snapshot_key`, and the final answer at `answer_key` once done. A run that paused
+    The card and everything a client sees live here; the paused agent too when it is
+    small (`snapshot`, compressed), else in S3 at `snapshot_key`; the final answer
+    inline (`answer`, `final_text`) or at `answer_key` once done. A run that paused
     on several interrupts at once (parallel tool calls) keeps the first in
     `interrupt_id`/`card` and the others in `also_asked`; one answer settles them all.
     """
@@ -60,7 +61,7 @@ class RequestRecord:
     kind: Kind
     card: dict[str, Any]
     secret_hash: str
-    snapshot_key: str
+    snapshot_key: str | None
     user_id: str
     turn_seq: int
     created_at: int
@@ -89,6 +90,13 @@ class RequestRecord:
     failures: int = 0
     also_asked: tuple[Asked, ...] = ()
     created_ms: int = 0
+    snapshot: bytes | None = None
+
+    @property
+    def stored_snapshot(self) -> StoredSnapshot:
+        """Where this request's paused run is: inline in the item or in S3."""
+        size = len(self.snapshot) if self.snapshot is not None else 0
+        return StoredSnapshot(self.snapshot_key, size, self.snapshot_digest or "", self.snapshot)
 
     @property
     def asked(self) -> tuple[Asked, ...]:
@@ -207,11 +215,16 @@ Fence = ClaimFence | TurnFence
 
 @dataclass(frozen=True, slots=True)
 class StoredSnapshot:
-    """A paused run's snapshot as stored: where, how big, and its SHA-256 digest."""
+    """A paused run's snapshot as stored: how big, its SHA-256 digest, and where.
 
-    key: str
+    A small one rides in its request's own item (`body`, the compressed bytes, and no
+    `key`); a larger one is an S3 object at `key`.
+    """
+
+    key: str | None
     size: int
     digest: str
+    body: bytes | None = None
 
 
 def unanswerable(

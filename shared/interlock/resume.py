@@ -50,6 +50,7 @@ from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, redact
 from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
+from interlock.interrupts import is_own, tool_use_id_of
 from interlock.outcomes import TurnResult
 from interlock.ports import Entry, NotPending
 from interlock.progress import Progress, Started, ignore
@@ -58,6 +59,7 @@ from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_to
 from interlock.runtime.journal import Journal
 from interlock.runtime.progress import ProgressRelay
 from interlock.runtime.snapshot import load_snapshot
+from interlock.runtime.tools import ASKING_TOOLS
 from interlock.transcript import answer_message_id, text_message_id
 from interlock.turns import request_context, settle
 
@@ -315,7 +317,9 @@ def continue_claimed(
         caller = Caller(claim.user_id, _owner_roles(caller, claim), trace_id=caller.trace_id)
     try:
         journal = Journal(
-            claim.journal, lambda entry: rt.stores.requests.record_step(claim.fence, entry)
+            claim.journal,
+            lambda entry: rt.stores.requests.record_step(claim.fence, entry),
+            recomputed=_answered_by_card(claim),
         )
     except (ValueError, KeyError, TypeError) as unreadable:
         reason = f"the run's journal cannot be read: {type(unreadable).__name__}"
@@ -323,7 +327,7 @@ def continue_claimed(
         raise errors.RequestExpired(reason) from unreadable
     try:
         _apply_approvals(rt, caller, claim, answers, grant=not granted)
-        snapshot = rt.stores.blobs.get_snapshot(claim.snapshot_key, claim.snapshot_digest)
+        snapshot = rt.stores.blobs.read_snapshot(claim.stored_snapshot)
         relay = ProgressRelay(
             progress, partial(text_message_id, claim.chat_id, claim.turn_seq, claim.interrupt_id)
         )
@@ -450,6 +454,19 @@ def _released(
         return
     reset = released.state is RequestState.PENDING
     audit(rt, caller, claim.chat_id, "run_failed", error=type(failure).__name__, reset=reset)
+
+
+def _answered_by_card(claim: RequestRecord) -> frozenset[str]:
+    """The calls of Interlock's asking tools that this claim answers. Each re-runs its
+    answer branch from its card and the answer the claim recorded, so its result is
+    not journaled: a takeover computes the same one (and saves a write per resume)."""
+    return frozenset(
+        use
+        for one in claim.asked
+        if is_own(str(one.card.get("interrupt_name", "")))
+        and one.card.get("tool") in ASKING_TOOLS
+        and (use := tool_use_id_of(one.interrupt_id)) is not None
+    )
 
 
 def _end_unusable(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -35,10 +36,9 @@ def pause(
         interrupt_id=interrupt_id,
         kind="approval",
         card=CARD,
-        snapshot={"messages": ["hello"]},
         turn_seq=1,
         now_ms=clock.now_ms(),
-        **extra,
+        **{"snapshot": {"messages": ["hello"]}, **extra},
     )
 
 
@@ -53,7 +53,16 @@ def raw_item(aws: dict[str, Any], chat: str = CHAT) -> dict[str, Any]:
 # -- opening -----------------------------------------------------------------------------
 
 
-def test_pause_stores_snapshot_then_pointer(
+# A snapshot that does not compress below the inline limit: it goes to S3.
+LARGE = {"messages": [__import__("os").urandom(6 * 1024).hex()]}
+
+
+def s3_keys(aws: dict[str, Any]) -> list[str]:
+    listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"])
+    return [o["Key"] for o in listed.get("Contents", [])]
+
+
+def test_a_small_snapshot_is_written_inside_its_pointer(
     stores: Stores, clock: ManualClock, aws: dict[str, Any]
 ) -> None:
     opened = pause(stores, clock)
@@ -61,8 +70,32 @@ def test_pause_stores_snapshot_then_pointer(
     stored = stores.requests.get(CHAT, clock.now_ms())
     assert stored == opened.request
     assert stored.state is RequestState.PENDING
-    assert stores.blobs.get_snapshot(stored.snapshot_key) == {"messages": ["hello"]}
+    assert (stored.snapshot_key, s3_keys(aws)) == (None, [])
+    assert stored.snapshot is not None and len(stored.snapshot) == opened.snapshot_bytes
+    assert stores.blobs.read_snapshot(stored.stored_snapshot) == {"messages": ["hello"]}
     assert "sweep_shard" in raw_item(aws), "open requests are in the sparse expiry index"
+
+
+def test_a_large_snapshot_is_stored_in_s3_then_the_pointer(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    opened = pause(stores, clock, snapshot=LARGE)
+
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored == opened.request and stored.snapshot is None
+    assert s3_keys(aws) == [stored.snapshot_key]
+    assert stores.blobs.read_snapshot(stored.stored_snapshot) == LARGE
+    assert "snapshot" not in raw_item(aws)
+
+
+def test_an_inline_snapshot_that_is_not_the_recorded_one_is_refused(
+    stores: Stores, clock: ManualClock
+) -> None:
+    stored = pause(stores, clock).request
+    other = stores.blobs.put_snapshot(CHAT, "i", {"messages": ["forged"]}, inline=True)
+    assert other.body is not None
+    with pytest.raises(errors.SnapshotLost):
+        stores.blobs.read_snapshot(replace(stored.stored_snapshot, body=other.body))
 
 
 def test_pointer_is_never_written_when_the_snapshot_put_fails(
@@ -72,7 +105,7 @@ def test_pointer_is_never_written_when_the_snapshot_put_fails(
     aws["s3"].delete_bucket(Bucket=aws["bucket"])
 
     with pytest.raises(errors.StoreError):
-        pause(stores, clock)
+        pause(stores, clock, snapshot=LARGE)
 
     assert raw_item(aws) == {}
 

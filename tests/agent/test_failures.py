@@ -21,9 +21,9 @@ from interlock import errors
 from interlock.api.errors import STATUS
 from interlock.inbox import cancel_request
 from interlock.ports import Stores
-from interlock.records import RequestState, Subject
+from interlock.records import RequestRecord, RequestState, Subject
 from interlock.resume import resume_turn
-from interlock.timing import ManualClock
+from interlock.timing import ManualClock, StorePolicy
 from interlock.turns import Caller, Runtime, run_turn
 from tests.agent.support import Models, Transport
 from tests.faults.wrapper import Faulty
@@ -34,18 +34,22 @@ APPROVE = {"decision": "approve"}
 
 
 class Flaky(Models):
-    """The demo models, except that a model call fails while `failing` is set."""
+    """The demo models, except that a model call fails while `failing` is set (after
+    `failing_after` more calls went through)."""
 
     def __init__(self) -> None:
         super().__init__(DEMO_SCENARIOS)
         self.failing = False
+        self.failing_after = 0
 
     def __call__(self) -> Any:
         model = super().__call__()
         stream = model.stream
 
         async def failing_stream(*args: Any, **kwargs: Any) -> Any:
-            if self.failing:
+            if self.failing and self.failing_after:
+                self.failing_after -= 1
+            elif self.failing:
                 raise RuntimeError("the model service is down")
             async for event in stream(*args, **kwargs):
                 yield event
@@ -93,33 +97,55 @@ def _answer(
     )
 
 
-def _rewrite(aws: dict[str, Any], key: str, body: bytes) -> None:
-    aws["s3"].put_object(Bucket=aws["bucket"], Key=key, Body=body)
+def _item_key() -> dict[str, Any]:
+    return {"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}}
+
+
+def _rewrite(aws: dict[str, Any], request: RequestRecord, body: bytes) -> None:
+    """Replace the stored snapshot's bytes, wherever the request keeps them."""
+    if request.snapshot_key is None:
+        aws["dynamodb"].update_item(
+            TableName=aws["table"],
+            Key=_item_key(),
+            UpdateExpression="SET #s = :b",
+            ExpressionAttributeNames={"#s": "snapshot"},
+            ExpressionAttributeValues={":b": {"B": body}},
+        )
+    else:
+        aws["s3"].put_object(Bucket=aws["bucket"], Key=request.snapshot_key, Body=body)
 
 
 def _gzip(value: Any) -> bytes:
     return gzip.compress(json.dumps(value).encode(), mtime=0)
 
 
-def _corrupt(aws: dict[str, Any], stores: Stores, key: str) -> None:
-    _rewrite(aws, key, b"\x1f\x8b not really gzip")
+def _corrupt(aws: dict[str, Any], request: RequestRecord) -> None:
+    _rewrite(aws, request, b"\x1f\x8b not really gzip")
 
 
-def _modified(aws: dict[str, Any], stores: Stores, key: str) -> None:
-    _rewrite(aws, key, _gzip({"interlock_schema": 1, "strands": {"tampered": True}}))
+def _modified(aws: dict[str, Any], request: RequestRecord) -> None:
+    _rewrite(aws, request, _gzip({"interlock_schema": 1, "strands": {"tampered": True}}))
 
 
-def _missing(aws: dict[str, Any], stores: Stores, key: str) -> None:
-    aws["s3"].delete_object(Bucket=aws["bucket"], Key=key)
+def _missing(aws: dict[str, Any], request: RequestRecord) -> None:
+    if request.snapshot_key is None:
+        aws["dynamodb"].update_item(
+            TableName=aws["table"],
+            Key=_item_key(),
+            UpdateExpression="REMOVE #s",
+            ExpressionAttributeNames={"#s": "snapshot"},
+        )
+    else:
+        aws["s3"].delete_object(Bucket=aws["bucket"], Key=request.snapshot_key)
 
 
-def _incompatible(aws: dict[str, Any], stores: Stores, key: str) -> None:
+def _incompatible(aws: dict[str, Any], request: RequestRecord) -> None:
     # A snapshot of another schema, recorded as the pointer's own (digest and all).
     body = _gzip({"interlock_schema": 99, "strands": {}})
-    _rewrite(aws, key, body)
+    _rewrite(aws, request, body)
     aws["dynamodb"].update_item(
         TableName=aws["table"],
-        Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
+        Key=_item_key(),
         UpdateExpression="SET snapshot_digest = :d",
         ExpressionAttributeValues={":d": {"S": hashlib.sha256(body).hexdigest()}},
     )
@@ -133,16 +159,28 @@ SPOILERS = {
 }
 
 
+# Where the paused run is kept: inside its request's item (small), or in S3.
+PLACES = {"inline": StorePolicy(), "s3": StorePolicy(inline_snapshot_bytes=0)}
+
+
+@pytest.mark.parametrize("policy", PLACES.values(), ids=list(PLACES))
 @pytest.mark.parametrize("spoil", SPOILERS, ids=list(SPOILERS))
 def test_an_unusable_snapshot_settles_the_request_with_a_clear_error(
-    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, aws: dict[str, Any], spoil: str
+    rt: Runtime,
+    alice: Caller,
+    stores: Stores,
+    clock: ManualClock,
+    aws: dict[str, Any],
+    spoil: str,
+    policy: StorePolicy,
 ) -> None:
-    # Given a paused download whose snapshot is then spoiled
+    # Given a paused download whose snapshot is then spoiled, where it is kept
     interrupt_id, secret = _pause(rt, alice, "please download the table")
     request = stores.requests.get(CHAT, clock.now_ms())
     assert request is not None
+    assert (request.snapshot_key is None) is (policy.inline_snapshot_bytes > 0)
     spoiler, error = SPOILERS[spoil]
-    spoiler(aws, stores, request.snapshot_key)
+    spoiler(aws, request)
 
     # When the person approves
     with pytest.raises(error) as refused:
@@ -164,7 +202,7 @@ def test_a_failure_before_anything_was_acted_on_makes_the_request_answerable_aga
 ) -> None:
     # Given a paused download, and a bucket that fails every read of the snapshot
     interrupt_id, secret = _pause(rt, alice, "please download the table")
-    broken = replace(rt, stores=replace(stores, blobs=Faulty(stores.blobs, fail={"get_snapshot"})))
+    broken = replace(rt, stores=replace(stores, blobs=Faulty(stores.blobs, fail={"read_snapshot"})))
 
     # When the person approves, more times than the claim cap allows
     for _ in range(stores.policy.max_claims + 1):
@@ -195,15 +233,16 @@ def test_a_failure_after_a_recorded_step_keeps_the_answer_and_repeats_nothing(
     flaky: Flaky,
     transport: Transport,
 ) -> None:
-    # Given an approved download whose resumed run recorded the approval, then its model
-    # failed
+    # Given an approved download whose resumed run recorded the model's fetch and the
+    # fetched table, then its model failed on the summary
     interrupt_id, secret = _pause(rt, alice, "please download the table")
-    flaky.failing = True
+    flaky.failing, flaky.failing_after = True, 1
     with pytest.raises(errors.RunFailed):
         _answer(rt, alice, interrupt_id, secret)
     held = stores.requests.get(CHAT, clock.now_ms())
     assert held is not None
-    assert (held.state, held.decision, len(held.journal)) == (RequestState.CLAIMED, "approved", 1)
+    # (The approval's own answer is not a step: it follows from the card and the answer)
+    assert (held.state, held.decision, len(held.journal)) == (RequestState.CLAIMED, "approved", 2)
     assert {a.subject for a in stores.approvals.for_user(CHAT, "alice", clock.now_ms())} == {SITE}
 
     # When the model is back and the person answers again
@@ -211,9 +250,10 @@ def test_a_failure_after_a_recorded_step_keeps_the_answer_and_repeats_nothing(
     calls_before = flaky.calls
     done = _answer(rt, alice, interrupt_id, secret)
 
-    # Then the run went on from its journal: the model was asked only what was left
+    # Then the run went on from its journal: the model was asked only what was left,
+    # and the table was not fetched again
     assert (done.outcome, done.decision) == ("completed", "approved")
-    assert flaky.calls - calls_before == 2  # fetch again, then the summary
+    assert flaky.calls - calls_before == 1  # the summary
     assert transport.urls == ["https://data.example.org/reference/table.csv"]
 
 

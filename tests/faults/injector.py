@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +84,10 @@ def describe(operation: str, params: dict[str, Any]) -> str:
     text = f"{operation} {_sk(params)}"
     update = params.get("UpdateExpression", "")
     if update:
-        text += " " + update.split(",")[0].split(" = ")[0]
+        # Placeholders are sent as short aliases: name the attribute itself.
+        names = params.get("ExpressionAttributeNames", {})
+        first = update.split(",")[0].split(" = ")[0]
+        text += " " + re.sub(r"#\w+", lambda m: "#" + names.get(m.group(), m.group()[1:]), first)
     return text
 
 

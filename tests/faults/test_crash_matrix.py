@@ -35,7 +35,9 @@ import pytest
 from interlock import keys
 from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import SWEEP_SHARDS, create_storage
+from interlock.interrupts import tool_use_id_of
 from interlock.records import RequestState
+from interlock.runtime.tools import ASKING_TOOLS
 from interlock.timing import StorePolicy, SystemClock
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
 from tests.faults.injector import in_flight, is_write
@@ -253,7 +255,7 @@ def verdict(
     if sites != wanted:
         broken.append(f"approval rows {sorted(sites)} for decision {decision}")
     broken += _transcript(stores, chat, request.final_text)
-    broken += _repeats(work, allowance)
+    broken += _repeats(work, allowance, _answered_calls(stores, chat))
     meta = stores.chats.meta(chat)
     if meta.run_token is not None:
         broken.append("a turn still holds the chat")
@@ -277,14 +279,30 @@ def _transcript(stores: Stores, chat: str, answer: str | None) -> list[str]:
     return broken
 
 
-def _repeats(work: Path, allowance: int) -> list[str]:
+def _answered_calls(stores: Stores, chat: str) -> frozenset[str]:
+    """The tool calls that raised a card. An asking tool's call ends only in its answer
+    branch (the first call pauses), whoever answered: a person or the sweeper."""
+    return frozenset(
+        use
+        for event in stores.chats.events(chat)
+        if event.type == "paused"
+        and (use := tool_use_id_of(str(event.detail.get("interrupt_id")))) is not None
+    )
+
+
+def _repeats(work: Path, allowance: int, answered: frozenset[str]) -> list[str]:
     models = Counter(
         (line["scenario"], line["step"])
         for line in read_lines(work / "models.log")
         if line["role"] == "resume"
     )
+    # An asking tool's answer branch is not journaled: a takeover re-runs it, computing
+    # the same result from its card and the recorded answer. Not work repeated.
     tools = Counter(
-        line["id"] for line in read_lines(work / "tools.log") if line["role"] == "resume"
+        line["id"]
+        for line in read_lines(work / "tools.log")
+        if line["role"] == "resume"
+        and not (line["name"] in ASKING_TOOLS and line["id"] in answered)
     )
     repeated = sum(n - 1 for n in models.values()) + sum(n - 1 for n in tools.values())
     return [f"{repeated} repeated model calls or tool bodies"] if repeated > allowance else []

@@ -177,7 +177,7 @@ def test_a_stalled_worker_grants_nothing_after_losing_its_lease(
     chat = f"stalled-grant-{case.replace(' ', '-')}"
     # Given A approved a download, its claim wrote the rows, and A froze right after
     interrupt_id, secret = _paused(server_stores, clock, chat, "download the table")
-    a = Stalled(server_stores, clock, chat, "blobs", "get_snapshot").start(interrupt_id, secret)
+    a = Stalled(server_stores, clock, chat, "blobs", "read_snapshot").start(interrupt_id, secret)
     assert {r.subject for r in server_stores.approvals.for_user(chat, "alice", clock.now_ms())} == {
         SITE
     }

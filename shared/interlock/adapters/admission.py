@@ -103,6 +103,7 @@ class TurnStore:
                     *(also or []),
                 ],
                 "admit turn",
+                read_back=(0, 1),  # the open request and the chat: see `_refusal`
             )
         except Cancelled as refused:
             own = len(_ADMISSION_ITEMS)

@@ -2,6 +2,8 @@
 
 Only the size-checked, compressed bytes are sent; a PUT that returns has been
 confirmed, which is what the pause protocol waits for before writing the pointer.
+A snapshot small enough to ride in its request's own item is not sent at all: it is
+written with the pointer, in the same write, and read back with it.
 """
 
 from __future__ import annotations
@@ -31,12 +33,21 @@ class BlobStore:
         client: A boto3 S3 client.
         bucket: The Interlock bucket.
         max_snapshot_bytes: Largest compressed snapshot accepted.
+        inline_snapshot_bytes: Largest compressed snapshot kept in its request's item
+            rather than in S3 (`put_snapshot(inline=True)`).
     """
 
-    def __init__(self, client: S3Client, bucket: str, max_snapshot_bytes: int) -> None:
+    def __init__(
+        self,
+        client: S3Client,
+        bucket: str,
+        max_snapshot_bytes: int,
+        inline_snapshot_bytes: int = 0,
+    ) -> None:
         self._client = client
         self._bucket = bucket
         self._max_snapshot_bytes = max_snapshot_bytes
+        self._inline_snapshot_bytes = inline_snapshot_bytes
 
     def put_snapshot(
         self,
@@ -44,8 +55,14 @@ class BlobStore:
         interrupt_id: str,
         snapshot: dict[str, Any],
         version: str | None = None,
+        *,
+        inline: bool = False,
     ) -> StoredSnapshot:
         """Store a paused agent's snapshot under a key that names the writer's fence.
+
+        With `inline`, a snapshot within the inline limit is not sent: the returned
+        record carries its bytes for the pointer's own write (one S3 round trip fewer
+        to pause and one fewer to resume, and the snapshot lands with its pointer).
 
         Raises `SnapshotTooLarge` (nothing written) when over the size limit.
         """
@@ -54,27 +71,34 @@ class BlobStore:
             raise SnapshotTooLarge(
                 f"snapshot of {len(body)} compressed bytes exceeds {self._max_snapshot_bytes}"
             )
+        digest = hashlib.sha256(body).hexdigest()
+        if inline and len(body) <= self._inline_snapshot_bytes:
+            return StoredSnapshot(None, len(body), digest, body)
         key = keys.snapshot_key(chat_id, interrupt_id, version)
         self._put(key, body)
-        return StoredSnapshot(key, len(body), hashlib.sha256(body).hexdigest())
+        return StoredSnapshot(key, len(body), digest)
+
+    def read_snapshot(self, stored: StoredSnapshot) -> dict[str, Any]:
+        """Load a snapshot from where its request says it is (inline or S3), checked
+        against the digest the request recorded.
+
+        Raises `SnapshotLost` when it is missing, corrupt or not the one recorded.
+        """
+        if stored.body is not None:
+            return _snapshot_of(stored.body, stored.digest or None)
+        if stored.key is None:
+            raise SnapshotLost("the paused run's snapshot is gone")
+        return self.get_snapshot(stored.key, stored.digest or None)
 
     def get_snapshot(self, key: str, digest: str | None = None) -> dict[str, Any]:
-        """Load a snapshot, checking it against the digest the pointer recorded.
+        """Load a snapshot from S3, checking it against the digest the pointer recorded.
 
         Raises `SnapshotLost` when it is missing, corrupt or not the one recorded.
         """
         body = self._get_bytes(key)
         if body is None:
             raise SnapshotLost("the paused run's snapshot is gone")
-        if digest is not None and hashlib.sha256(body).hexdigest() != digest:
-            raise SnapshotLost("the paused run's snapshot is not the one that was stored")
-        try:
-            found = json.loads(gzip.decompress(body))
-        except (OSError, EOFError, zlib.error, ValueError) as exc:
-            raise SnapshotLost("the paused run's snapshot cannot be read") from exc
-        if not isinstance(found, dict):
-            raise SnapshotLost("the paused run's snapshot cannot be read")
-        return found
+        return _snapshot_of(body, digest)
 
     def put_answer(
         self, chat_id: str, interrupt_id: str, answer: dict[str, Any], version: str | None = None
@@ -123,6 +147,18 @@ class BlobStore:
             raise StoreError(f"read {key} failed: {type(exc).__name__}") from exc
         except BotoCoreError as exc:
             raise StoreError(f"read {key} failed: {type(exc).__name__}") from exc
+
+
+def _snapshot_of(body: bytes, digest: str | None) -> dict[str, Any]:
+    if digest is not None and hashlib.sha256(body).hexdigest() != digest:
+        raise SnapshotLost("the paused run's snapshot is not the one that was stored")
+    try:
+        found = json.loads(gzip.decompress(body))
+    except (OSError, EOFError, zlib.error, ValueError) as exc:
+        raise SnapshotLost("the paused run's snapshot cannot be read") from exc
+    if not isinstance(found, dict):
+        raise SnapshotLost("the paused run's snapshot cannot be read")
+    return found
 
 
 def _encode(value: dict[str, Any]) -> bytes:

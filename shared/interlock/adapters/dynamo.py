@@ -7,12 +7,12 @@ AWS errors are translated here, once: a failed condition becomes `ConditionFaile
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from interlock.errors import StoreError
@@ -68,16 +68,25 @@ def best_effort(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, BEST_EFFORT: True}
 
 
-def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -> None:
+def transact(
+    client: DynamoDBClient,
+    items: list[dict[str, Any]],
+    action: str,
+    *,
+    read_back: Collection[int] = (0,),
+) -> None:
     """Write `items` (TransactWriteItems entries) all or nothing.
 
     A failed condition raises `Cancelled` naming the items that lost, with their old
-    values (every entry asks for ALL_OLD); anything else is a `StoreError`. Entries
-    marked `best_effort` (bookkeeping such as giving a slot back) never cost the write:
-    when only they lose, the rest is written without them.
+    values for the entries in `read_back` (by default the first: the change the
+    transaction is about; the others' old values are not asked for, nor sent back);
+    anything else is a `StoreError`. Entries marked `best_effort` (bookkeeping such as
+    giving a slot back) never cost the write: when only they lose, the rest is written
+    without them.
     """
     optional = {i for i, item in enumerate(items) if item.get(BEST_EFFORT)}
-    entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in items]
+    entries = [_reading_back(item) if i in read_back else item for i, item in enumerate(items)]
+    entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in entries]
     kept = list(range(len(entries)))  # the caller's indexes of what is still sent
     while True:
         try:
@@ -91,11 +100,17 @@ def transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -
             kept = [i for i in kept if i not in failed]
 
 
+def _reading_back(item: dict[str, Any]) -> dict[str, Any]:
+    """`item` asking for its old value should its condition fail."""
+    return {
+        kind: {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        if kind != BEST_EFFORT and "ConditionExpression" in body
+        else body
+        for kind, body in item.items()
+    }
+
+
 def _transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) -> None:
-    for item in items:
-        ((_, body),) = item.items()
-        if "ConditionExpression" in body:
-            body.setdefault("ReturnValuesOnConditionCheckFailure", "ALL_OLD")
     try:
         client.transact_write_items(TransactItems=items)
     except ClientError as exc:
@@ -139,6 +154,8 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, set)):
         return [_plain(v) for v in value]
+    if isinstance(value, Binary):
+        return bytes(value)
     return value
 
 
@@ -198,24 +215,41 @@ def expression(
 
     Attribute names are written `#name` for the attribute `name` unless `names` says
     otherwise; DynamoDB refuses unused placeholders, so only those mentioned are sent.
+    The placeholders go out as short aliases (`#a`, `:b`): conditions stay readable
+    here, and a fenced write that repeats its condition on every step sends less.
     """
     text = f"{condition} {update or ''}"
-    placeholders = {
-        f"#{name}": (names or {}).get(f"#{name}", name)
-        for name in sorted(set(re.findall(r"#(\w+)", text)))
-    }
-    used = set(re.findall(r":\w+", text))
-    missing = used - values.keys()
+    mentioned = sorted(set(re.findall(r"#\w+", text)))
+    used = sorted(set(re.findall(r":\w+", text)))
+    missing = set(used) - values.keys()
     if missing:
         raise ValueError(f"expression values missing: {sorted(missing)}")
+    alias = {name: f"#{_short(i)}" for i, name in enumerate(mentioned)}
+    alias.update({value: f":{_short(i)}" for i, value in enumerate(used)})
+
+    def aliased(expr: str) -> str:
+        return re.sub(r"[#:]\w+", lambda m: alias[m.group()], expr)
+
     args: dict[str, Any] = {
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": placeholders,
+        "ConditionExpression": aliased(condition),
+        "ExpressionAttributeNames": {
+            alias[name]: (names or {}).get(name, name[1:]) for name in mentioned
+        },
     }
     if used:
         args["ExpressionAttributeValues"] = {
-            k: _serializer.serialize(v) for k, v in values.items() if k in used
+            alias[value]: _serializer.serialize(values[value]) for value in used
         }
     if update:
-        args["UpdateExpression"] = update
+        args["UpdateExpression"] = aliased(update)
     return args
+
+
+def _short(index: int) -> str:
+    """`a`, `b`, ..., `z`, `ba`, ...: the index in base 26."""
+    digits = ""
+    while True:
+        index, digit = divmod(index, 26)
+        digits = chr(ord("a") + digit) + digits
+        if not index:
+            return digits

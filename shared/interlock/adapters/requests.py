@@ -70,8 +70,9 @@ CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
 NO_OPEN_REQUEST: Final = f"attribute_not_exists(#pk) OR {ENDED} OR {ABANDONED}"
 CLAIM: Final = f"{ID_MATCHES} AND {HASH_MATCHES} AND {CLAIMABLE} AND {COUNT_UNCHANGED}"
 # A claim whose record is computed, not read back: pending, unchanged, nothing recorded.
+# Its expiry is pinned to the one read, which the caller checked against the same clock.
 CLAIM_PENDING: Final = (
-    f"{ID_MATCHES} AND {HASH_MATCHES} AND {IS_PENDING} AND {NOT_EXPIRED} AND {COUNT_UNCHANGED}"
+    f"{ID_MATCHES} AND {HASH_MATCHES} AND {IS_PENDING} AND {COUNT_UNCHANGED}"
     " AND #expires_at = :seen_expires_at AND attribute_not_exists(#journal)"
 )
 ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
@@ -237,6 +238,7 @@ class RequestStore:
             card=card,
             secret_hash=hash_secret(secret),
             snapshot_key=snapshot.key,
+            snapshot=snapshot.body,
             snapshot_digest=snapshot.digest,
             user_id=keys.checked_id(user_id, "user id"),
             turn_seq=turn_seq,
@@ -459,7 +461,8 @@ class RequestStore:
         if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
-        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal"
+        # The paused run is over: its journal and an inline snapshot go with it.
+        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal, #snapshot"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
             return self._update(
@@ -484,6 +487,7 @@ class RequestStore:
             answered_at=now_ms // 1000,
             final_text=values.get(":final_text"),
             journal=(),
+            snapshot=None,
         )
 
     def chain(
@@ -864,6 +868,7 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "failures": request.failures or None,
         "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
         "created_ms": request.created_ms or None,
+        "snapshot": request.snapshot,
     }
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
@@ -897,7 +902,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             kind=values["kind"],
             card=json.loads(values["card"]),
             secret_hash=values["secret_hash"],
-            snapshot_key=values["snapshot_key"],
+            snapshot_key=values.get("snapshot_key"),
             user_id=values["user_id"],
             turn_seq=values["turn_seq"],
             created_at=values["created_at"],
@@ -926,6 +931,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             failures=values.get("failures", 0),
             also_asked=_asked_from(values.get("also_asked")),
             created_ms=values.get("created_ms", 0),
+            snapshot=values.get("snapshot"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

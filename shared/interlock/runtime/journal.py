@@ -14,7 +14,7 @@ why this is written here.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Collection, Iterable, Sequence
 from typing import Any, Final
 
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
@@ -40,15 +40,25 @@ class Journal:
     Args:
         entries: The entries recorded so far (JSON text, oldest first).
         record: Appends one entry durably; raises (e.g. `LeaseLost`) to stop the run.
+        recomputed: Tool calls whose result is not recorded: Interlock's own asking
+            tools answering their card, whose result follows from the card and the
+            answer the claim recorded alone, so a takeover computes the same one.
     """
 
-    def __init__(self, entries: Sequence[str], record: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        entries: Sequence[str],
+        record: Callable[[str], None],
+        recomputed: Collection[str] = (),
+    ) -> None:
         parsed = [json.loads(entry) for entry in entries]
         self._models: list[list[StreamEvent]] = [e["events"] for e in parsed if e["k"] == MODEL]
+        # Older entries also named the call beside the result ("id").
         self._tools: dict[str, ToolResult] = {
-            e["id"]: e["result"] for e in parsed if e["k"] == TOOL
+            e["result"]["toolUseId"]: e["result"] for e in parsed if e["k"] == TOOL
         }
         self._record = record
+        self._recomputed = frozenset(recomputed)
         self._next_model = 0
         self.bytes = sum(len(entry.encode()) for entry in entries)
         self.recorded = 0
@@ -78,7 +88,9 @@ class Journal:
 
     def record_tool(self, result: ToolResult) -> None:
         """Record a tool call's result once its body has run."""
-        self._append({"k": TOOL, "id": result["toolUseId"], "result": result})
+        if result["toolUseId"] in self._recomputed:
+            return
+        self._append({"k": TOOL, "result": result})
         self._tools[result["toolUseId"]] = result
 
     def _append(self, entry: dict[str, Any]) -> None:
@@ -97,15 +109,18 @@ class Journal:
 
 
 def compact(events: Iterable[StreamEvent]) -> list[StreamEvent]:
-    """The same response in fewer events: consecutive deltas of one block are merged."""
+    """The same response in fewer events: consecutive deltas of one block are merged,
+    and the call's latency is left out (a replay takes none)."""
     out: list[Any] = []
     for event in events:
         raw: Any = event
+        if "metrics" in raw.get("metadata", {}):
+            raw = {**raw, "metadata": {k: v for k, v in raw["metadata"].items() if k != "metrics"}}
         delta = raw.get("contentBlockDelta", {}).get("delta")
         last = out[-1].get("contentBlockDelta", {}).get("delta") if out else None
         if delta and last and _merge(last, delta):
             continue
-        out.append(json.loads(json.dumps(event, default=str)))
+        out.append(json.loads(json.dumps(raw, default=str)))
     return out
 
 

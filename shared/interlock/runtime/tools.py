@@ -242,3 +242,10 @@ def _previous_call(tool_context: ToolContext) -> str | None:
             if result:
                 return str(result["toolUseId"])
     return None
+
+
+# Interlock's tools that ask a person. Resumed, each answers its card from the card and
+# the recorded answer alone (see `own_resume_card`).
+ASKING_TOOLS: Final = frozenset(
+    {request_approval.tool_name, ask_user.tool_name, request_info.tool_name}
+)
