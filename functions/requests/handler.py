@@ -6,7 +6,7 @@ It never runs an agent, so it never imports strands and starts fast.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -14,15 +14,20 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
-from interlock.api import schemas, snapstart
+from interlock.api import snapstart
 from interlock.api.bodies import parse_body, query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import iso, request_view
 from interlock.api.wiring import config, notifier, stores
 from interlock.caller import Caller
 from interlock.channels import Link
-from interlock.records import Approval
 from interlock.timing import SystemClock
+
+if TYPE_CHECKING:
+    # The response models (pydantic) are imported by the routes that render them, so
+    # the handler's import loads no pydantic; a snapshot loads them before it is taken.
+    from interlock.api import schemas
+    from interlock.records import Approval
 
 logger = Logger()
 # Only AWS calls are traced: an HTTP subsegment would record a platform URL, and a
@@ -31,8 +36,9 @@ tracer = Tracer(patch_modules=["boto3", "botocore"])
 metrics = Metrics()
 app = APIGatewayRestResolver(cors=cors_config())
 clock = SystemClock()
-# Resumed from a SnapStart snapshot: see infra.snapstart.
-snapstart.register()
+# Resumed from a SnapStart snapshot: see infra.snapstart. The snapshot holds what the
+# first request loads, as it would if this module imported it.
+snapstart.register(warm=("interlock.api.schemas", "interlock.answers"))
 
 
 def _caller() -> Caller:
@@ -59,17 +65,23 @@ def cancel_request(chat_id: str) -> Response[str]:
 
 
 def list_turns(chat_id: str) -> Response[str]:
+    from interlock.api import schemas
+
     turns = inbox.turns(stores(), _caller(), chat_id, _after())
     return json_response(schemas.Turns.model_validate({"turns": turns}).wire())
 
 
 def list_approvals(chat_id: str) -> Response[str]:
+    from interlock.api import schemas
+
     found = inbox.approvals(stores(), _caller(), chat_id, clock.now_ms())
     views = {key: [_approval(a) for a in rows] for key, rows in found.items()}
     return json_response(schemas.Approvals.model_validate(views).wire())
 
 
 def _approval(approval: Approval) -> schemas.ApprovalView:
+    from interlock.api import schemas
+
     return schemas.ApprovalView(
         kind=approval.subject.kind,
         name=approval.subject.name,
@@ -80,24 +92,32 @@ def _approval(approval: Approval) -> schemas.ApprovalView:
 
 
 def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
+    from interlock.api import schemas
+
     inbox.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms(), config().version)
     revoked = schemas.Revoked.model_validate({"revoked": {"kind": kind, "name": name}})
     return json_response(revoked.wire())
 
 
 def preapprove(kind: str, name: str) -> Response[str]:
+    from interlock.api import schemas
+
     subject = inbox.preapprove(stores(), _caller(), kind, name, clock.now_ms())
     body = {"preapproved": {"kind": subject.kind, "name": subject.name}}
     return json_response(schemas.Preapproved.model_validate(body).wire())
 
 
 def remove_preapproval(kind: str, name: str) -> Response[str]:
+    from interlock.api import schemas
+
     subject = inbox.remove_preapproval(stores(), _caller(), kind, name)
     body = {"revoked": {"kind": subject.kind, "name": subject.name}}
     return json_response(schemas.Revoked.model_validate(body).wire())
 
 
 def list_inbox() -> Response[str]:
+    from interlock.api import schemas
+
     now = clock.now_ms()
     items = [
         schemas.InboxItem(
@@ -118,6 +138,8 @@ def list_inbox() -> Response[str]:
 
 
 def link_account(channel: str, external_id: str) -> Response[str]:
+    from interlock.api import schemas
+
     body = parse_body(schemas.LinkInput, app.current_event.body)
     wanted = Link(channel, external_id, body.userId, frozenset(body.roles), body.address)  # type: ignore[arg-type]
     linked = inbox.link_account(stores(), _caller(), channel, external_id, wanted, clock.now_ms())
@@ -125,11 +147,15 @@ def link_account(channel: str, external_id: str) -> Response[str]:
 
 
 def unlink_account(channel: str, external_id: str) -> Response[str]:
+    from interlock.api import schemas
+
     removed = inbox.unlink_account(stores(), _caller(), channel, external_id)
     return json_response(schemas.Unlinked(unlinked=_link(removed)).wire())
 
 
 def _link(link: Link) -> schemas.LinkView:
+    from interlock.api import schemas
+
     return schemas.LinkView(
         channel=link.channel,
         externalId=link.external_id,
@@ -140,6 +166,8 @@ def _link(link: Link) -> schemas.LinkView:
 
 
 def list_events(chat_id: str) -> Response[str]:
+    from interlock.api import schemas
+
     events = inbox.trail(stores(), _caller(), chat_id, _after(), limit=200)
     body = schemas.Events.model_validate({"events": [asdict(e) for e in events]})
     return json_response(body.wire())

@@ -8,21 +8,25 @@ runtime would refuse at cold start fails `cdk synth` instead). `Env` names every
 The result is immutable and carries a version (a digest of its canonical form) that is
 recorded on every audit event, so any decision can be traced to the exact settings it
 ran under. Secrets never belong here: a value under a secret-looking key is refused.
+
+The validated model (`InterlockConfig`, `ToolPolicy`, `TimeoutPolicy`, `assemble`)
+lives in `interlock.config_model` and is loaded, pydantic with it, when one of those
+names is first read from here. The names and plain settings below need no pydantic, so
+a module that needs only them (`Env`, `ModelSpec`) does not make its function's import
+load pydantic.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from interlock.errors import InvalidInput, validation_message
-from interlock.timing import StorePolicy
+if TYPE_CHECKING:
+    from interlock.config_model import InterlockConfig as InterlockConfig
+    from interlock.config_model import TimeoutPolicy as TimeoutPolicy
+    from interlock.config_model import ToolPolicy as ToolPolicy
+    from interlock.config_model import assemble as assemble
 
 
 class Env:
@@ -119,136 +123,17 @@ KNOWN_TOOLS: Final = frozenset(
 )
 Risk = Literal["low", "medium", "high"]
 Kind = Literal["approval", "question", "info"]
-_SECRET_KEY: Final = re.compile(r"secret|password|passwd|token|api_?key|credential", re.I)
-_ENV: Final = {
-    Env.MODEL: "model",
-    Env.REQUEST_TTL_S: "request_ttl_s",
-    Env.LEASE_MS: "lease_ms",
-    Env.MAX_MODEL_CALLS: "max_model_calls",
-    Env.SAMPLE_RATE: "sample_rate",
-}
+_VALIDATED: Final = frozenset({"InterlockConfig", "ToolPolicy", "TimeoutPolicy", "assemble"})
 
 
-class ToolPolicy(BaseModel):
-    """How a tool with outside effects is admitted.
+if not TYPE_CHECKING:
 
-    `risk` is a floor: a call may declare a higher risk in its input, never a lower one.
-    """
+    def __getattr__(name: str) -> Any:
+        """The validated model's names, loaded on first use (see the module's docstring)."""
+        if name not in _VALIDATED:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from interlock import config_model
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    risk: Risk = "high"
-    impact: str = Field(default="An action outside this chat.", max_length=300)
-
-
-class TimeoutPolicy(BaseModel):
-    """What happens to an unanswered request of one kind when it expires."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    action: Literal["deny", "default", "reroute"] = "deny"
-    reroute_role: str | None = None
-    reroute_extra_s: int = Field(default=3600, ge=60, le=86_400)
-
-    @model_validator(mode="after")
-    def _role_for_reroute(self) -> TimeoutPolicy:
-        if (self.action == "reroute") != (self.reroute_role is not None):
-            raise ValueError("reroute needs reroute_role, and only reroute takes one")
-        return self
-
-
-_TIMEOUTS: Final[dict[Kind, TimeoutPolicy]] = {
-    "approval": TimeoutPolicy(action="deny"),
-    "question": TimeoutPolicy(action="default"),
-    "info": TimeoutPolicy(action="deny"),
-}
-
-
-class InterlockConfig(BaseModel):
-    """The frozen configuration of one agent deployment."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str = f"bedrock:{DEFAULT_MODEL_ID}"
-    tools: tuple[str, ...] = tuple(sorted(KNOWN_TOOLS))
-    tool_policies: dict[str, ToolPolicy] = Field(
-        default_factory=lambda: {
-            "send_report": ToolPolicy(
-                risk="low", impact="A message leaves this chat for the named recipient."
-            )
-        }
-    )
-    sample_rate: float = Field(default=0.5, ge=0.0, le=1.0)
-    timeouts: dict[Kind, TimeoutPolicy] = Field(default_factory=lambda: dict(_TIMEOUTS))
-    request_ttl_s: int = Field(default=86_400, ge=60, le=7 * 86_400)
-    lease_ms: int = Field(default=30_000, ge=2_000, le=300_000)
-    max_model_calls: int = Field(default=12, ge=1, le=50)
-    max_open_requests: int = Field(default=20, ge=1, le=1000)
-    asks_per_minute: int = Field(default=10, ge=1, le=1000)
-
-    @field_validator("model")
-    @classmethod
-    def _model_spec(cls, value: str) -> str:
-        return ModelSpec.parse(value).spec
-
-    @property
-    def model_spec(self) -> ModelSpec:
-        """The model setting, parsed."""
-        return ModelSpec.parse(self.model)
-
-    def store_policy(self) -> StorePolicy:
-        """The store's durations, as this deployment sets them."""
-        return StorePolicy(request_ttl_s=self.request_ttl_s, lease_ms=self.lease_ms)
-
-    @model_validator(mode="after")
-    def _allowlisted(self) -> InterlockConfig:
-        unknown = (set(self.tools) | set(self.tool_policies)) - KNOWN_TOOLS
-        if unknown:
-            raise ValueError(f"tools not on the allowlist: {sorted(unknown)}")
-        return self
-
-    @property
-    def version(self) -> str:
-        """A short digest of the canonical configuration."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        return hashlib.sha256(canonical).hexdigest()[:12]
-
-
-def assemble(env: Mapping[str, str], agent: Mapping[str, Any] | None = None) -> InterlockConfig:
-    """Merge defaults, the environment and a per-agent document, then validate and freeze.
-
-    Raises:
-        InvalidInput: a value is out of bounds, a tool is not allowlisted, or a secret
-            was put in plain configuration.
-    """
-    merged: dict[str, Any] = InterlockConfig().model_dump(mode="json")
-    for variable, field in _ENV.items():
-        if variable in env:
-            merged[field] = env[variable]
-    _refuse_secrets(agent or {})
-    merged = _deep_merge(merged, dict(agent or {}))
-    try:
-        return InterlockConfig.model_validate(merged)
-    except ValidationError as exc:
-        raise InvalidInput(f"configuration {validation_message(exc)}") from None
-
-
-def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(dict(merged[key]), value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _refuse_secrets(document: Mapping[str, Any], path: str = "") -> None:
-    for key, value in document.items():
-        where = f"{path}.{key}" if path else str(key)
-        if isinstance(value, Mapping):
-            _refuse_secrets(value, where)
-        elif _SECRET_KEY.search(str(key)) and value not in (None, ""):
-            raise InvalidInput(
-                f"configuration {where}: secrets must be injected securely, not configured"
-            )
+        value = getattr(config_model, name)
+        globals()[name] = value
+        return value

@@ -11,12 +11,15 @@ body is a stable 4xx and nothing is written.
 from __future__ import annotations
 
 import json
-from typing import Any, Final, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from interlock.api.errors import BadRequest
 from interlock.errors import InvalidInput, TooLarge, validation_message
+
+if TYPE_CHECKING:
+    # pydantic loads with the first body parsed into a model, not with this module:
+    # `bounded_json` and the query values need none of it.
+    from pydantic import BaseModel
 
 MAX_BODY_BYTES: Final = 256 * 1024
 MAX_DEPTH: Final = 32
@@ -89,7 +92,7 @@ def _constant(name: str) -> Any:
     raise BadRequest(f"{name} is not a JSON number")
 
 
-Parsed = TypeVar("Parsed", bound=BaseModel)
+Parsed = TypeVar("Parsed", bound="BaseModel")
 
 
 def parse_body(model: type[Parsed], body: str | None) -> Parsed:
@@ -99,6 +102,8 @@ def parse_body(model: type[Parsed], body: str | None) -> Parsed:
         TooLarge, BadRequest: as `bounded_json`, or not a JSON object.
         InvalidInput: the object does not fit `model`.
     """
+    from pydantic import ValidationError
+
     data = bounded_json(body)
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")

@@ -1,21 +1,28 @@
-"""JSON views of stored records for the JSON routes (no AG-UI models: fast to import)."""
+"""JSON views of stored records for the JSON routes (no AG-UI models: fast to import).
+
+The response model and the card readers (pydantic, both) load with the first view
+rendered: only the request routes render one, and `iso` alone needs neither.
+"""
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from interlock.answers import kind_of, response_schema
-from interlock.api.schemas import RequestView
-from interlock.records import RequestRecord
+if TYPE_CHECKING:
+    from interlock.records import RequestRecord
 
 
 def request_view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, Any]:
     """The JSON shape of a chat's open (or last) request for the requests route."""
+    from interlock.api.schemas import RequestView
+
     return RequestView.model_validate(_view(request, now_ms, secret)).wire()
 
 
 def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, Any]:
+    from interlock.answers import kind_of, response_schema
+
     view: dict[str, Any] = {
         "interruptId": request.interrupt_id,
         "kind": request.kind,

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
 from interlock.channels import Channel, ChannelName, Tap
-from interlock.config import DEFAULT_AGENT, Env, InterlockConfig, assemble
+from interlock.config import DEFAULT_AGENT, Env
 from interlock.notify import Notifier
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
 if TYPE_CHECKING:
     from interlock.adapters.queue import SqsSettleQueue
+    from interlock.config import InterlockConfig
     from interlock.deps import Runtime
 
 
@@ -43,6 +44,9 @@ def config() -> InterlockConfig:
     """Defaults, then the environment, then the agent's document (a local JSON file
     named by `INTERLOCK_AGENT_CONFIG_FILE`, or the SSM parameter named by
     `INTERLOCK_AGENT_CONFIG_PARAM` when deployed), validated and frozen."""
+    # The validated model loads pydantic: with the settings, not with this module.
+    from interlock.config import assemble
+
     document = None
     if path := os.environ.get(Env.AGENT_CONFIG_FILE):
         document = json.loads(Path(path).read_text())
