@@ -84,10 +84,11 @@ def test_a_resume_that_fails_after_its_claim_ends_with_run_error_and_stays_answe
     events = stream(answered)
     assert events[0].type == "RUN_STARTED"
     assert (events[-1].type, events[-1].code) == ("RUN_ERROR", "run_failed")
-    # The claim was released, not stranded: the question's answer is recorded (its tool
-    # ran), so the next resume takes the run over from its journal, and fails the same
+    # The claim was released, not stranded: nothing was acted on (the question's own
+    # answer is no step: it follows from the card and the answer), so the request is
+    # pending again and answerable afresh; the next resume fails the same way
     view = client.get("/chats/c1/request", headers=auth(key))
-    assert (view.status_code, view.json["state"]) == (200, "claimed")
+    assert (view.status_code, view.json["state"]) == (200, "pending")
     again = client.post(
         "/resume",
         headers=auth(key),
