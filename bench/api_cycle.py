@@ -55,11 +55,9 @@ if sys.argv[1].endswith(".py"):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 else:  # the streaming functions: uvicorn and the app, as run.sh starts them
-    import uvicorn
-    from interlock.api.stream import create_app
     os.environ["INTERLOCK_FUNCTION"] = sys.argv[1]
-    create_app()
-    import interlock.resume, interlock.turns  # what the app imports on its first request
+    from interlock.api import serve
+    serve.ready()  # the app, and what its first request imports
 elapsed = time.perf_counter() - start
 print(json.dumps({"ms": elapsed * 1000, "strands": "strands" in sys.modules}))
 """

@@ -2,9 +2,9 @@
 
 - Median import time over fresh interpreters of `import strands`, `import boto3` and
   each handler: run and resume are the streaming app as the Web Adapter starts it
-  (uvicorn, `create_app`, and the service modules its first request imports); requests
-  is `functions/requests/handler.py`. Rounds are interleaved, after one warm-up round
-  that writes the bytecode cache (the layer ships bytecode), with the environment
+  (`interlock.api.serve`: uvicorn, the app, and the service modules its first request
+  imports); requests is `functions/requests/handler.py`. Rounds are interleaved, after
+  one warm-up round that writes the bytecode cache (the layer ships bytecode), with the environment
   Lambda gives a function (`LAMBDA_TASK_ROOT` set: the X-Ray SDK then builds no
   sampling client). Wall and CPU time are both reported; the ratios use CPU time, the
   import's own work, which other processes on a shared machine do not inflate.
@@ -47,11 +47,9 @@ if target.endswith(".py"):
     spec = importlib.util.spec_from_file_location("handler", target)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 elif target in ("run", "resume"):  # as functions/stream/run.sh starts them
-    import uvicorn
-    from interlock.api.stream import create_app
     os.environ["INTERLOCK_FUNCTION"] = target
-    create_app()
-    import interlock.resume, interlock.turns  # what the app imports on its first request
+    from interlock.api import serve  # uvicorn and the app's modules
+    serve.ready()  # the app, and what its first request imports
 else:
     __import__(target)
 print(json.dumps({"ms": (time.perf_counter() - wall) * 1000,
@@ -202,11 +200,11 @@ if entry.endswith(".py"):
     import importlib.util
     spec = importlib.util.spec_from_file_location("handler", entry)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
-else:  # uvicorn loads the app as run.sh has it, then the first request's modules
-    import uvicorn, uvicorn.main
+else:  # the app as run.sh starts it, then the first request's modules
     os.environ["INTERLOCK_FUNCTION"] = entry
-    uvicorn.Config("interlock.api.stream:create_app", factory=True).load()
-    import interlock.resume, interlock.turns, interlock.respond, interlock.api.agui
+    from interlock.api import serve
+    serve.ready()
+    import interlock.respond, interlock.api.agui
     import interlock.api.models
     from interlock.api import wiring
     wiring.runtime()  # the agent, built at start

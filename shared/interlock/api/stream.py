@@ -1,7 +1,7 @@
 """The run and resume functions: one ASGI app that streams AG-UI events as they happen.
 
 Deployed, each of the two functions runs this app under the AWS Lambda Web Adapter
-(`functions/stream/run.sh` starts `uvicorn --factory interlock.api.stream:create_app`)
+(`functions/stream/run.sh` starts it under uvicorn: `interlock.api.serve`)
 behind an API Gateway method whose responses stream. The
 adapter turns the invocation into an HTTP request and puts the API Gateway request
 context, the authorizer's claims included, in the `x-amzn-request-context` header,
