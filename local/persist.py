@@ -71,9 +71,9 @@ class LocalState:
         """Put the saved items and objects back; returns how many items there were."""
         if not self.path.is_file():
             return 0
-        saved = json.loads(self.path.read_text(), object_hook=_bytes_in)
+        saved = json.loads(self.path.read_text())
         for item in saved["items"]:
-            self._dynamodb.put_item(TableName=self._table, Item=item)
+            self._dynamodb.put_item(TableName=self._table, Item=_bytes_in(item))
         for key, body in saved["objects"].items():
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=base64.b64decode(body))
         return len(saved["items"])
@@ -89,10 +89,21 @@ def _bytes_out(value: Any) -> Any:
     raise TypeError(f"cannot save {type(value).__name__}")
 
 
-def _bytes_in(value: dict[str, Any]) -> Any:
-    if value.keys() == {_BYTES}:
-        return base64.b64decode(value[_BYTES])
-    return value
+def _bytes_in(value: Any) -> Any:
+    """Binary attribute values back to bytes: only where DynamoDB's JSON says binary."""
+    if isinstance(value, list):
+        return [_bytes_in(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for kind, inner in value.items():
+        if kind == "B" and isinstance(inner, dict) and inner.keys() == {_BYTES}:
+            out[kind] = base64.b64decode(inner[_BYTES])
+        elif kind == "BS" and isinstance(inner, list):
+            out[kind] = [base64.b64decode(v[_BYTES]) for v in inner]
+        else:
+            out[kind] = _bytes_in(inner)
+    return out
 
 
 def dev_key(directory: Path) -> bytes:

@@ -50,7 +50,7 @@ from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, redact
 from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.heartbeat import Heartbeat
-from interlock.interrupts import is_own, tool_use_id_of
+from interlock.interrupts import guards_call, is_own, tool_use_id_of
 from interlock.outcomes import TurnResult
 from interlock.ports import Entry, NotPending
 from interlock.progress import Progress, Started, ignore
@@ -59,7 +59,7 @@ from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_to
 from interlock.runtime.journal import Journal
 from interlock.runtime.progress import ProgressRelay
 from interlock.runtime.snapshot import load_snapshot
-from interlock.runtime.tools import ASKING_TOOLS
+from interlock.runtime.tools import ASKING_KINDS, ASKING_TOOLS
 from interlock.transcript import answer_message_id, text_message_id
 from interlock.turns import request_context, settle
 
@@ -464,7 +464,10 @@ def _answered_by_card(claim: RequestRecord) -> frozenset[str]:
         use
         for one in claim.asked
         if is_own(str(one.card.get("interrupt_name", "")))
+        and one.card.get("type") in ASKING_KINDS
         and one.card.get("tool") in ASKING_TOOLS
+        # Raised by the tool itself, not by a gate before it (whose card names the tool)
+        and not guards_call(one.interrupt_id)
         and (use := tool_use_id_of(one.interrupt_id)) is not None
     )
 

@@ -58,7 +58,8 @@ class StorePolicy:
         lease_ms: How long one claim or renewal holds a request.
         max_resume_ms: Hard stop: no lease is renewed past claim time + this.
         max_claims: Claims allowed per card before it is denied and expired (crashes).
-        max_failures: Released failures after the run acted, before it is given up.
+        max_failures: Failed runs of an answered request (released, or reset to be
+            answered afresh when nothing was acted on) before it is given up.
         max_item_bytes: Budget for one pointer item, well under DynamoDB's 400 KB.
         approval_ttl_s: How long an approval row lives (it covers the rest of the chat).
         max_snapshot_bytes: Largest compressed snapshot accepted.

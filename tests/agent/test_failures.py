@@ -225,6 +225,30 @@ def test_a_failure_before_anything_was_acted_on_makes_the_request_answerable_aga
     assert (done.outcome, done.decision) == ("completed", "rejected")
 
 
+def test_a_run_that_keeps_failing_before_it_acts_is_given_up_at_the_cap(
+    rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, flaky: Flaky
+) -> None:
+    # Given an approved download whose model fails every time right after the answer
+    interrupt_id, secret = _pause(rt, alice, "please download the table")
+    flaky.failing = True
+
+    # When the person answers again and again: each failure resets the request (nothing
+    # was acted on), and each one counts
+    for failures in range(1, stores.policy.max_failures + 1):
+        with pytest.raises(errors.RunFailed):
+            _answer(rt, alice, interrupt_id, secret)
+        request = stores.requests.get(CHAT, clock.now_ms())
+        assert request is not None
+        assert (request.state, request.failures) == (RequestState.PENDING, failures)
+
+    # Then the next answer finds it given up, not another run
+    with pytest.raises(errors.RequestExpired):
+        _answer(rt, alice, interrupt_id, secret)
+    ended = stores.requests.get(CHAT, clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+
+
 def test_a_failure_after_a_recorded_step_keeps_the_answer_and_repeats_nothing(
     rt: Runtime,
     alice: Caller,

@@ -102,8 +102,11 @@ RELEASE_SET: Final = (
     "SET #lease_token = :new_token, #lease_expires_at_ms = :now_ms, "
     "#claim_count = #claim_count - :one, #failures = if_not_exists(#failures, :zero) + :one"
 )
+# Resetting: answerable afresh, but the failure counts, so a run that fails the same way
+# before it acts (a model that keeps refusing) is still given up on at the cap.
 RESET_SET: Final = (
-    "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one "
+    "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one, "
+    "#failures = if_not_exists(#failures, :zero) + :one "
     "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, #journal"
 )
 JOURNAL_APPEND: Final = "SET #journal = list_append(if_not_exists(#journal, :empty), :entry)"
@@ -598,14 +601,18 @@ class RequestStore:
             if 0 in cancelled.failed and not (old and old.get("lease_token") == claim.lease_token):
                 raise _lost() from None
             raise _Acted() from None  # acted on, or a grant changed under us: keep the answer
-        return claim.with_changes(state=RequestState.PENDING, claim_count=claim.claim_count - 1)
+        return claim.with_changes(
+            state=RequestState.PENDING,
+            claim_count=claim.claim_count - 1,
+            failures=claim.failures + 1,
+        )
 
     def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord:
         """Expire a claimed request that can never run (its snapshot is unusable)."""
         values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
         update = (
             "SET #state = :expired, #ended_reason = :reason "
-            "REMOVE #sweep_shard, #inbox_user, #journal"
+            "REMOVE #sweep_shard, #inbox_user, #journal, #snapshot"
         )
         return self._update(
             claim.chat_id,
@@ -731,7 +738,8 @@ class RequestStore:
             ":reason": reason,
         }
         update = (
-            f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard, #inbox_user"
+            f"SET #state = :{state.value}, #ended_reason = :reason "
+            "REMOVE #sweep_shard, #inbox_user, #snapshot"
         )
         condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
         return self._update(

@@ -53,7 +53,6 @@ class Journal:
     ) -> None:
         parsed = [json.loads(entry) for entry in entries]
         self._models: list[list[StreamEvent]] = [e["events"] for e in parsed if e["k"] == MODEL]
-        # Older entries also named the call beside the result ("id").
         self._tools: dict[str, ToolResult] = {
             e["result"]["toolUseId"]: e["result"] for e in parsed if e["k"] == TOOL
         }
@@ -90,7 +89,9 @@ class Journal:
         """Record a tool call's result once its body has run."""
         if result["toolUseId"] in self._recomputed:
             return
-        self._append({"k": TOOL, "result": result})
+        # "id" repeats the result's own; kept so a worker of the previous release can
+        # still read a journal this one wrote.
+        self._append({"k": TOOL, "id": result["toolUseId"], "result": result})
         self._tools[result["toolUseId"]] = result
 
     def _append(self, entry: dict[str, Any]) -> None:

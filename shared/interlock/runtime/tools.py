@@ -244,8 +244,9 @@ def _previous_call(tool_context: ToolContext) -> str | None:
     return None
 
 
-# Interlock's tools that ask a person. Resumed, each answers its card from the card and
-# the recorded answer alone (see `own_resume_card`).
+# Interlock's tools that ask a person, and the kinds of card they raise. Resumed, each
+# answers its card from the card and the recorded answer alone (see `own_resume_card`).
 ASKING_TOOLS: Final = frozenset(
     {request_approval.tool_name, ask_user.tool_name, request_info.tool_name}
 )
+ASKING_KINDS: Final = frozenset({DOWNLOAD, QUESTION, INFO})
