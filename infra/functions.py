@@ -236,21 +236,7 @@ class InterlockFunction(Construct):
         Returns:
             The dead-letter queue: encrypted, SSL only, its messages kept two weeks.
         """
-        queue = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=DEAD_LETTER_RETENTION,
-        )
-        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-            Validations.of(queue).acknowledge(
-                Acknowledgment(
-                    id=finding,
-                    reason=f"This is the {self.name} function's dead-letter queue; "
-                    "it has none of its own.",
-                )
-            )
+        queue = dead_letter_queue(self, f"the {self.name} function's")
         # Lambda sends to a destination with the function's own role, which is frozen.
         self.policy.add_statements(
             iam.PolicyStatement(
@@ -293,6 +279,26 @@ STREAM_ENVIRONMENT: Final = {
     # not; the function's active tracing still records every invocation.
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
+
+
+def dead_letter_queue(scope: Construct, of: str) -> sqs.Queue:
+    """`scope`'s dead-letter queue ("DeadLetters"): encrypted, SSL only, its messages kept
+    two weeks; `of` says whose it is ("the settle queue's"), for the findings that a
+    dead-letter queue has no dead-letter queue of its own."""
+    queue = sqs.Queue(
+        scope,
+        "DeadLetters",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=DEAD_LETTER_RETENTION,
+    )
+    for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+        Validations.of(queue).acknowledge(
+            Acknowledgment(
+                id=finding, reason=f"This is {of} dead-letter queue; it has none of its own."
+            )
+        )
+    return queue
 
 
 def channel_environment(

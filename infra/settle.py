@@ -20,7 +20,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.functions import SIZING, InterlockFunction
+from infra.functions import SIZING, InterlockFunction, dead_letter_queue
 from infra.permissions import queue_statements
 from infra.settings import Settings
 from infra.storage import StorageRefs
@@ -37,9 +37,8 @@ MAX_CONCURRENCY: Final = 4
 VISIBILITY_TIMEOUT: Final = Duration.seconds(6 * SIZING["settle"].timeout.to_seconds())
 # The index is the list of what is overdue, so an old message is worth nothing: the
 # finder sends a new one. The dead-letter queue keeps its messages longer than the queue
-# (for a standard queue their age counts from the first send).
+# (`DEAD_LETTER_RETENTION`; for a standard queue their age counts from the first send).
 QUEUE_RETENTION: Final = Duration.days(1)
-DEAD_LETTER_RETENTION: Final = Duration.days(14)
 
 
 class Settle(InterlockFunction):
@@ -85,20 +84,7 @@ class Settle(InterlockFunction):
             channel_secrets=channel_secrets,
             page_url=page_url,
         )
-        self.dead_letters = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=DEAD_LETTER_RETENTION,
-        )
-        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-            Validations.of(self.dead_letters).acknowledge(
-                Acknowledgment(
-                    id=finding,
-                    reason="This is the settle queue's dead-letter queue; it has none of its own.",
-                )
-            )
+        self.dead_letters = dead_letter_queue(self, "the settle queue's")
         self.queue = sqs.Queue(
             self,
             "Queue",
