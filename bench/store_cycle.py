@@ -177,7 +177,9 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
     losing = _merged(losing_read, meter.take())
 
     # The journal: the resumed run records each model response and tool result.
-    journal = Journal((), lambda entry: stores.requests.record_step(claim.fence, entry))
+    journal = Journal(
+        (), lambda entry, acting: stores.requests.record_step(claim.fence, entry, acting=acting)
+    )
     journal.record_tool(TOOL_RESULT)
     journal.record_model(MODEL_RESPONSE)
     steps = meter.take()

@@ -68,11 +68,18 @@ export class Card {
     this.timer = h("p", { class: "expiry" });
     this.error = h("p", { class: "error", role: "alert", hidden: true });
     this.outcome = h("p", { class: "outcome", role: "status" });
+    this.note = h("p", { class: "note", hidden: true });
     this.el.append(
       h("h2", { id: titleId }, titleOf(card)),
       h("p", { class: "reason" }, card.reason || ""),
     );
-    this.el.append(facts(card, this.editsPackages()), this.timer, this.error, this.outcome);
+    this.el.append(
+      facts(card, this.editsPackages()),
+      this.note,
+      this.timer,
+      this.error,
+      this.outcome,
+    );
     this.show(request);
   }
 
@@ -83,14 +90,32 @@ export class Card {
     if (request.state === "done") return this.finish(request, true);
     if (request.state === "expired" || request.state === "cancelled")
       return this.end(request.state);
+    if (request.state === "claimed" && (request.binding || !request.secret))
+      return this.continuing(request);
     if (request.state === "claimed") {
-      this.outcome.textContent = "Being answered in another window…";
-      return this.busy(true);
-    }
+      // Interrupted before anything was done: the recorded answer runs unless changed.
+      this.el.dataset.state = "pending";
+      this.note.textContent = `${request.decided || "Your answer"} was interrupted before anything was done with it. It will be carried out unless you answer differently now.`;
+      this.note.hidden = false;
+    } else this.note.hidden = true;
     if (!this.form) this.drawForm();
     this.busy(false);
     this.tick();
     this.clock ??= setInterval(() => this.tick(), 1000);
+  }
+
+  /** Someone's answer is being carried out: say whose, and offer nothing to press. */
+  continuing(request) {
+    this.form?.remove();
+    this.form = null;
+    this.controls = null;
+    this.note.hidden = true;
+    const after = request.interrupted ? " after an interruption" : "";
+    this.outcome.textContent = request.binding
+      ? `${request.decided || "Answered"}: continuing${after}…`
+      : request.interrupted
+        ? `${request.decided || "Answered"}: continuing after an interruption…`
+        : "Being answered in another window…";
   }
 
   get answerable() {
@@ -330,6 +355,7 @@ export class Card {
     this.form?.remove();
     this.timer.remove();
     this.error.hidden = true;
+    this.note.hidden = true;
     if (this.el.contains(document.activeElement) || document.activeElement === document.body)
       this.el.focus();
     if (was !== state) this.settled();
@@ -386,6 +412,20 @@ export class CardGroup {
 
   answers() {
     return this.cards.map((card) => this.chosen.get(card.request.interruptId));
+  }
+
+  /** Someone's answer is being carried out: say whose, and offer nothing to press. */
+  continuing(request) {
+    this.form?.remove();
+    this.form = null;
+    this.controls = null;
+    this.note.hidden = true;
+    const after = request.interrupted ? " after an interruption" : "";
+    this.outcome.textContent = request.binding
+      ? `${request.decided || "Answered"}: continuing${after}…`
+      : request.interrupted
+        ? `${request.decided || "Answered"}: continuing after an interruption…`
+        : "Being answered in another window…";
   }
 
   get answerable() {

@@ -84,6 +84,17 @@ class ResumeInProgress(InterlockError):
         return self.current.worker if self.current else None
 
 
+class DecisionBinding(InterlockError):
+    """A different answer to a request whose recorded answer was already acted on: the
+    recorded one stands (`current` carries it), and this one is refused."""
+
+    code = "decision_binding"
+
+    def __init__(self, message: str, current: RequestRecord) -> None:
+        super().__init__(message)
+        self.current = current
+
+
 class LeaseLost(InterlockError):
     """This worker's lease was taken over or ended; its writes are refused."""
 

@@ -24,17 +24,31 @@ class Heartbeat:
         renew: Extends the lease; raises `LeaseLost` when the lease is gone.
         interval_s: Seconds between renewals (well under the lease length).
 
+        until_ms: When the lease held at the start runs out; `renew` returning a number
+            moves it on (the new `lease_expires_at_ms`).
+
     Use as a context manager; `lost` is set if the lease could not be kept, and the
-    holder must then stop writing (its writes would be refused anyway).
+    holder must then stop writing (its writes would be refused anyway) and start no
+    further work: `holds` says, without a call, whether the lease is known to hold.
     """
 
-    def __init__(self, renew: Callable[[], object], interval_s: float) -> None:
+    def __init__(
+        self, renew: Callable[[], object], interval_s: float, until_ms: int | None = None
+    ) -> None:
         self._renew = renew
         self._interval_s = interval_s
         self._stop = threading.Event()
         self.lost = threading.Event()
         self.renewals = 0
+        self.until_ms = until_ms
         self._executor: ThreadPoolExecutor | None = None
+
+    def holds(self, now_ms: int) -> bool:
+        """Whether the lease is known to hold at `now_ms`: never lost, and renewed (or
+        taken) until later than now. A renewal that keeps failing lets it run out."""
+        if self.lost.is_set():
+            return False
+        return self.until_ms is None or now_ms < self.until_ms
 
     def start(self) -> Heartbeat:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heartbeat")
@@ -51,7 +65,9 @@ class Heartbeat:
     def _beat(self) -> None:
         while not self._stop.wait(self._interval_s):
             try:
-                self._renew()
+                until = self._renew()
+                if isinstance(until, int):
+                    self.until_ms = until
                 self.renewals += 1
             except LeaseLost:
                 logger.warning("lease lost or past its deadline | heartbeat stopped")

@@ -91,6 +91,9 @@ class RequestPort(Protocol):
         worker: str,
         now_ms: int,
         answer: tuple[str, str] = ...,
+        *,
+        by: str | None = None,
+        via: str = "api",
     ) -> RequestRecord: ...
 
     def claim_with(
@@ -101,11 +104,16 @@ class RequestPort(Protocol):
         now_ms: int,
         answer: tuple[str, str],
         also: Callable[[RequestRecord], list[Entry]],
+        *,
+        by: str | None = None,
+        via: str = "api",
     ) -> RequestRecord: ...
 
     def renew(self, claim: RequestRecord, now_ms: int) -> int: ...
 
-    def record_step(self, fence: ClaimFence, entry: str) -> None: ...
+    def record_step(self, fence: ClaimFence, entry: str, *, acting: bool = False) -> None: ...
+
+    def mark_acted(self, fence: ClaimFence) -> None: ...
 
     def finish(
         self,

@@ -6,6 +6,7 @@ has lapsed is decided on read from the timestamps, because TTL deletes late.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
@@ -91,6 +92,9 @@ class RequestRecord:
     also_asked: tuple[Asked, ...] = ()
     created_ms: int = 0
     snapshot: bytes | None = None
+    decided_by: str | None = None
+    decided_at_ms: int | None = None
+    decided_via: str | None = None
 
     @property
     def stored_snapshot(self) -> StoredSnapshot:
@@ -113,6 +117,17 @@ class RequestRecord:
         if self.state is not RequestState.CLAIMED or self.lease_token is None:
             raise errors.LeaseLost("this record holds no claim")
         return ClaimFence(self.chat_id, self.lease_token, self.claim_count)
+
+    @property
+    def acted_on(self) -> bool:
+        """Whether the recorded answer was acted on under a claim: an effect reserved in
+        the outbox, or a tool body about to run on it (marked before the body starts, by
+        the model step that called it or by the tool's own start). Model responses alone
+        are not acting: they may be thrown away with the answer that produced them.
+
+        The one definition the decision rule, a failure's release and a cancel all use.
+        """
+        return self.acted
 
     def is_past_expiry(self, now_ms: int) -> bool:
         return now_ms >= self.expires_at * 1000
@@ -164,6 +179,55 @@ class RequestRecord:
 
     def with_changes(self, **changes: Any) -> RequestRecord:
         return replace(self, **changes)
+
+
+class AnswerRule(StrEnum):
+    """What a claim does with the answer it brings, given what is recorded."""
+
+    RECORD = "record"  # nothing recorded yet: this answer is recorded
+    KEEP = "keep"  # the recorded answer is this one: continue with it
+    REPLACE = "replace"  # another answer, but nothing acted on it: this one replaces it
+    BINDING = "binding"  # another answer, and the recorded one was acted on: refused
+
+
+def answer_rule(current: RequestRecord, response: str) -> AnswerRule:
+    """The decision rule, failing closed: until anything was acted on under a claim, the
+    latest answer a person gives is the one that runs (so a Deny after a crash wins over
+    the approve nothing acted on); once something was, the recorded answer binds.
+
+    `response` is the answer as a claim records it (JSON by interrupt id, keys sorted),
+    compared with the recorded one as written.
+    """
+    if current.response is None:
+        return AnswerRule.RECORD
+    if current.response == response:
+        return AnswerRule.KEEP
+    return AnswerRule.BINDING if current.acted_on else AnswerRule.REPLACE
+
+
+def binding_refusal(current: RequestRecord) -> errors.DecisionBinding:
+    """The refusal of a different answer to a request whose recorded answer was acted on,
+    naming that answer, who gave it and when."""
+    return errors.DecisionBinding(f"{decided_text(current)}; that decision stands", current)
+
+
+def decided_text(current: RequestRecord) -> str:
+    """ "Approved by alice at 12:03 UTC": the recorded decision, as a person reads it."""
+    label = {
+        "approved": "Approved",
+        "rejected": "Denied",
+        "answered": "Answered",
+        "cancelled": "Cancelled",
+        "timed_out": "Timed out",
+        "defaulted": "Answered with its default",
+    }.get(current.decision or "", (current.decision or "Answered").replace("_", " ").capitalize())
+    text = label
+    if current.decided_by:
+        text += f" by {current.decided_by}"
+    if current.decided_at_ms:
+        at = datetime.datetime.fromtimestamp(current.decided_at_ms / 1000, datetime.UTC)
+        text += f" at {at:%H:%M} UTC"
+    return text
 
 
 @dataclass(frozen=True, slots=True)

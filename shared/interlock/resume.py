@@ -42,6 +42,7 @@ from interlock.answers import (
     Status,
     agent_response,
     decide_all,
+    kind_of,
     recorded_answers,
 )
 from interlock.audit import audit, audit_entry
@@ -54,7 +55,16 @@ from interlock.interrupts import guards_call, is_own, tool_use_id_of
 from interlock.outcomes import TurnResult
 from interlock.ports import Entry, NotPending
 from interlock.progress import Progress, Started, ignore
-from interlock.records import ChatMeta, RequestRecord, RequestState, refusal
+from interlock.records import (
+    AnswerRule,
+    ChatMeta,
+    RequestRecord,
+    RequestState,
+    answer_rule,
+    binding_refusal,
+    decided_text,
+    refusal,
+)
 from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
 from interlock.runtime.journal import Journal
 from interlock.runtime.progress import ProgressRelay
@@ -116,32 +126,42 @@ def resume_turn(
         raise problem
     assert record is not None
     answers = decide_all(record, [Reply(interrupt_id, status, payload), *more])
+    if answer_rule(record, _recordable(answers)[1]) is AnswerRule.BINDING:
+        raise binding_refusal(record)  # before anything is reserved or written
     waited_ms = now - record.created_at * 1000
     try:
         _check_chat(rt, record, meta, now)
         _check_roles(rt, caller, record, now)
 
-        def decision(recorded: Answers) -> dict[str, Any]:
-            """The `decision` event's detail, for the answers the claim recorded."""
-            first = recorded.decisions[record.interrupt_id]
-            return {
-                "interrupt_id": interrupt_id,
-                "kind": record.kind,
-                "card_id": record.card.get("card_id"),
-                "decision": recorded.label,
-                "interrupts": len(record.asked),
-                "reason": first.reason,
-                "suggestion": first.suggestion,
-                "args_hash": args_hash(record.card),
-                "waited_ms": waited_ms,
-                "worker": rt.worker_id,
-                "takeover": record.state is RequestState.CLAIMED,
-                "source": source,
-                # What was answered, for the history (sensitive fields masked).
-                "answer": _answer_summary(recorded.responses[record.interrupt_id]),
-            }
+        def decisions(recorded: Answers) -> list[dict[str, Any]]:
+            """One `decision` event's detail per interrupt, for the answers the claim
+            recorded: each with its own answer, source and answerer."""
+            takeover = record.state is RequestState.CLAIMED
+            replaced = (
+                takeover and record.response is not None and recorded.label != record.decision
+            )
+            return [
+                {
+                    "interrupt_id": asked.interrupt_id,
+                    "kind": kind_of(asked.card),
+                    "card_id": asked.card.get("card_id"),
+                    "decision": recorded.decisions[asked.interrupt_id].label,
+                    "interrupts": len(record.asked),
+                    "reason": recorded.decisions[asked.interrupt_id].reason,
+                    "suggestion": recorded.decisions[asked.interrupt_id].suggestion,
+                    "args_hash": args_hash(asked.card),
+                    "waited_ms": waited_ms,
+                    "worker": rt.worker_id,
+                    "takeover": takeover,
+                    **({"replaced": record.decision} if replaced else {}),
+                    "source": source,
+                    # What was answered, for the history (sensitive fields masked).
+                    "answer": _answer_summary(recorded.responses[asked.interrupt_id]),
+                }
+                for asked in record.asked
+            ]
 
-        with _claimed(rt, caller, record, secret, answers, decision) as claimed:
+        with _claimed(rt, caller, record, secret, answers, decisions, source) as claimed:
             progress(Started())
             claim, answers = claimed.claim, claimed.answers
             result = continue_claimed(
@@ -167,9 +187,10 @@ class _Claimed:
     granted: bool  # the approval rows were written with the claim
 
 
-# A transaction holds 100 entries: the claim, a slot, the budget and the event leave room
-# for this many granted rows; a card with more has them written after the claim.
-_ROWS_WITH_THE_CLAIM: Final = 90
+# A transaction holds 100 entries: the claim, a slot, the budget and the events (one
+# per interrupt) leave room for the rest of them as granted rows; a card with more has
+# them written after the claim.
+_TRANSACTION_ENTRIES: Final = 96
 
 
 @contextmanager
@@ -179,29 +200,39 @@ def _claimed(
     record: RequestRecord,
     secret: str,
     answers: Answers,
-    decision: Callable[[Answers], dict[str, Any]],
+    decisions: Callable[[Answers], list[dict[str, Any]]],
+    source: str,
 ) -> Iterator[_Claimed]:
     """Claim `record` holding a concurrency slot and a unit of daily budget.
 
     A pending request is claimed in one transaction with its slot, budget, `decision`
-    event and the rows its approvals grant. A takeover (the request is still claimed by
+    events and the rows its approvals grant. A takeover (the request is still claimed by
     a worker whose lease lapsed) reads back what the earlier claim recorded, so it takes
-    its slot first and claims with a single conditional update, as before.
+    its slot first and claims with a single conditional update; when it brings another
+    answer and nothing was acted on, its answer replaces the recorded one and what the
+    earlier answer granted is withdrawn under the new claim.
     """
     stores, recordable = rt.stores, _recordable(answers)
+    by = dict(by=caller.user_id, via=source)
     if record.state is RequestState.PENDING and not record.journal:
         granted = {"with_the_claim": False}
 
         def write(reservation: list[Entry]) -> RequestRecord:
             def also(claimed: RequestRecord) -> list[Entry]:
                 recorded = _recorded(claimed, answers)
-                event = audit_entry(rt, caller, record.chat_id, "decision", **decision(recorded))
-                rows = _grant_entries(rt, claimed, recorded)
+                events = [
+                    audit_entry(rt, caller, record.chat_id, "decision", **detail)
+                    for detail in decisions(recorded)
+                ]
+                room = _TRANSACTION_ENTRIES - len(reservation) - len(events)
+                rows = _grant_entries(rt, claimed, recorded, room)
                 granted["with_the_claim"] = rows is not None
-                return [*reservation, event, *(rows or [])]
+                return [*reservation, *events, *(rows or [])]
 
             now = rt.clock.now_ms()
-            return stores.requests.claim_with(record, secret, rt.worker_id, now, recordable, also)
+            return stores.requests.claim_with(
+                record, secret, rt.worker_id, now, recordable, also, **by
+            )
 
         try:
             with reserved_in(rt, caller, write) as (claim, held):
@@ -214,17 +245,32 @@ def _claimed(
             # request was claimed meanwhile and that claim lapsed. Take it over instead.
             record = changed.current
     with reserved(rt, caller) as held:
+        replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
         claim = stores.requests.claim(
-            record, secret, rt.worker_id, rt.clock.now_ms(), answer=recordable
+            record, secret, rt.worker_id, rt.clock.now_ms(), answer=recordable, **by
         )
         recorded = _recorded(claim, answers)
-        audit(rt, caller, record.chat_id, "decision", **decision(recorded))
+        if replacing and record.response is not None:
+            _withdraw_earlier(rt, claim, recorded_answers(record, json.loads(record.response)))
+        for detail in decisions(recorded):
+            audit(rt, caller, record.chat_id, "decision", **detail)
         yield _Claimed(claim, recorded, held, granted=False)
 
 
-def _grant_entries(rt: Runtime, claim: RequestRecord, answers: Answers) -> list[Entry] | None:
+def _withdraw_earlier(rt: Runtime, claim: RequestRecord, earlier: Answers) -> None:
+    """Withdraw what a replaced answer granted, fenced by the claim that replaced it (the
+    new answer's own grants follow in `continue_claimed`)."""
+    for asked in _approved_downloads(claim, earlier):
+        rt.stores.approvals.withdraw_card(
+            claim.chat_id, claim.user_id, asked.card["card_id"], fence=claim.fence
+        )
+
+
+def _grant_entries(
+    rt: Runtime, claim: RequestRecord, answers: Answers, room: int
+) -> list[Entry] | None:
     """The rows the approved download cards grant the chat's owner, as claim entries;
-    None when there are too many for the claim's transaction."""
+    None when there are more than `room` for the claim's transaction."""
     now = rt.clock.now_ms()
     rows = [
         row
@@ -237,7 +283,7 @@ def _grant_entries(rt: Runtime, claim: RequestRecord, answers: Answers) -> list[
             now,
         )
     ]
-    return rows if len(rows) <= _ROWS_WITH_THE_CLAIM else None
+    return rows if len(rows) <= room else None
 
 
 def resume_replies(
@@ -318,8 +364,10 @@ def continue_claimed(
     try:
         journal = Journal(
             claim.journal,
-            lambda entry: rt.stores.requests.record_step(claim.fence, entry),
+            lambda entry, acting: rt.stores.requests.record_step(claim.fence, entry, acting=acting),
             recomputed=_answered_by_card(claim),
+            acted=claim.acted_on,
+            mark_acted=lambda: rt.stores.requests.mark_acted(claim.fence),
         )
     except (ValueError, KeyError, TypeError) as unreadable:
         reason = f"the run's journal cannot be read: {type(unreadable).__name__}"
@@ -333,7 +381,7 @@ def continue_claimed(
         )
         built = build_agent(rt, caller, claim.chat_id, journal=journal, progress=relay)
         load_snapshot(built.agent, snapshot)
-        result, started = _run(rt, caller, claim, built, answers)
+        result, started = _run(rt, caller, claim, built, answers, journal)
         return settle(
             rt,
             caller,
@@ -359,16 +407,36 @@ def continue_claimed(
             reason = f"the run could not be recorded: {outgrown}"
             _end_unusable(rt, caller, claim, answers, reason, event="journal_full")
             raise errors.RequestExpired(reason) from failure
-        _released(rt, caller, claim, answers, failure)
-        raise errors.RunFailed(
-            "the run failed after it was answered; the request can be answered again"
-        ) from failure
+        released = _released(rt, caller, claim, answers, failure)
+        raise errors.RunFailed(_failed_text(claim, released)) from failure
+
+
+def _failed_text(claim: RequestRecord, released: RequestRecord | None) -> str:
+    """What a person is told when the run failed after their answer: the truth about
+    what happens to that answer next."""
+    if released is None:
+        return (
+            "the run failed after it was answered; it will be picked up again shortly, "
+            "with your answer unless nothing was acted on yet"
+        )
+    if released.state is RequestState.PENDING:
+        return "the run failed before it acted on your answer; the request can be answered again"
+    return (
+        f"the run failed after acting on the answer ({decided_text(released)}); "
+        "it will be continued with that answer, which can no longer be changed"
+    )
 
 
 def _run(
-    rt: Runtime, caller: Caller, claim: RequestRecord, built: BuiltAgent, answers: Answers
+    rt: Runtime,
+    caller: Caller,
+    claim: RequestRecord,
+    built: BuiltAgent,
+    answers: Answers,
+    journal: Journal,
 ) -> tuple[Any, int]:
-    """Answer every interrupt and run to the end under a heartbeat."""
+    """Answer every interrupt and run to the end under a heartbeat; no tool body starts
+    once the heartbeat knows the lease is gone (`Heartbeat.holds`)."""
     started = len(built.agent.messages)
     # What this answer granted is known: a tool about to use it needs no read.
     granted = frozenset(
@@ -389,7 +457,14 @@ def _run(
         for asked in claim.asked
     ]
     renew = lambda: rt.stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
-    with Heartbeat(renew, rt.limits.heartbeat_s) as heartbeat, request_scope(context):
+    heartbeat = Heartbeat(renew, rt.limits.heartbeat_s, until_ms=claim.lease_expires_at_ms)
+
+    def guard() -> None:
+        if not heartbeat.holds(rt.clock.now_ms()):
+            raise errors.LeaseLost("the claim's lease lapsed; the tool was not started")
+
+    journal.guard = guard
+    with heartbeat, request_scope(context):
         result = built.agent(answer)
     if heartbeat.lost.is_set():
         raise errors.LeaseLost("the claim was lost while the run continued; it stopped")
@@ -428,7 +503,7 @@ def _released(
     claim: RequestRecord,
     answers: Answers,
     failure: Exception,
-) -> None:
+) -> RequestRecord | None:
     """Give the claim back after a failure that is not the request's fault.
 
     When nothing was acted on yet (no step or effect recorded), the grants are withdrawn
@@ -451,9 +526,10 @@ def _released(
         released = stores.requests.release(claim, rt.clock.now_ms(), reset=True, also=grants)
     except errors.InterlockError:
         logger.warning("chat_id=<%s> | release failed; the lease will lapse", claim.chat_id)
-        return
+        return None
     reset = released.state is RequestState.PENDING
     audit(rt, caller, claim.chat_id, "run_failed", error=type(failure).__name__, reset=reset)
+    return released
 
 
 def _answered_by_card(claim: RequestRecord) -> frozenset[str]:

@@ -47,26 +47,66 @@ def _claimed(stores: Stores, clock: ManualClock, worker: str = "w1") -> Any:
     ), opened
 
 
-def _taken_over(stores: Stores, clock: ManualClock, opened: Offer) -> Any:
+def _taken_over(
+    stores: Stores,
+    clock: ManualClock,
+    opened: Offer,
+    answer: tuple[str, str] = ("approved", '{"decision":"approve"}'),
+) -> Any:
     clock.advance(ms=stores.policy.lease_ms + 1)
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None
-    return stores.requests.claim(
-        current, opened.secret, "w2", clock.now_ms(), answer=("rejected", "{}")
-    )
+    return stores.requests.claim(current, opened.secret, "w2", clock.now_ms(), answer=answer)
 
 
-def test_the_first_claim_records_the_answer_and_a_takeover_keeps_it(
+def test_the_first_claim_records_the_answer_and_a_takeover_with_it_keeps_it(
     stores: Stores, clock: ManualClock
 ) -> None:
     first, opened = _claimed(stores, clock)
     assert (first.decision, first.response) == ("approved", '{"decision":"approve"}')
+    stores.requests.record_step(first.fence, '{"k":"model","events":[]}')
 
     second = _taken_over(stores, clock, opened)
 
     assert (second.decision, second.response) == ("approved", '{"decision":"approve"}')
+    assert second.journal == ('{"k":"model","events":[]}',), "the journal carries on"
     assert (second.claim_count, second.worker) == (2, "w2")
     assert second.fence != first.fence
+
+
+def test_a_takeover_with_another_answer_replaces_one_nothing_acted_on(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given an approve whose run journaled a model response, but started nothing
+    first, opened = _claimed(stores, clock)
+    stores.requests.record_step(first.fence, '{"k":"model","events":[]}')
+
+    # When a Deny comes once the lease lapsed
+    second = _taken_over(stores, clock, opened, answer=("rejected", '{"decision":"reject"}'))
+
+    # Then the Deny is what the run continues with, and the approve's steps are gone
+    assert (second.decision, second.response) == ("rejected", '{"decision":"reject"}')
+    assert second.journal == () and not second.acted_on
+    stored = stores.requests.get(CHAT, clock.now_ms())
+    assert stored is not None and stored.decision == "rejected" and stored.journal == ()
+    assert stored.decided_by == "api" and stored.decided_at_ms == clock.now_ms()
+
+
+def test_a_takeover_with_another_answer_is_refused_once_the_answer_was_acted_on(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given an approve whose run called a tool (the step marked it acted on)
+    first, opened = _claimed(stores, clock)
+    stores.requests.record_step(first.fence, '{"k":"model","events":[]}', acting=True)
+    before = stores.requests.get(CHAT, clock.now_ms())
+
+    # When a Deny comes once the lease lapsed
+    with pytest.raises(errors.DecisionBinding, match="Approved by") as refused:
+        _taken_over(stores, clock, opened, answer=("rejected", '{"decision":"reject"}'))
+
+    # Then it is refused naming the binding approve, and nothing changed
+    assert refused.value.current.decision == "approved"
+    assert stores.requests.get(CHAT, clock.now_ms()) == before
 
 
 def test_an_old_claim_can_write_nothing(stores: Stores, clock: ManualClock) -> None:
@@ -119,9 +159,17 @@ def test_a_release_resets_only_what_was_not_acted_on(stores: Stores, clock: Manu
     assert current is not None and (current.decision, current.response) == (None, None)
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
 
-    # A step recorded: the answer stands, only the lease is given back
+    # A model response recorded, and nothing started on it: still reset
     again = stores.requests.claim(current, opened.secret, "w3", clock.now_ms(), ("approved", "{}"))
     stores.requests.record_step(again.fence, '{"k":"model","events":[]}')
+    reset = stores.requests.release(again, clock.now_ms(), reset=True)
+    assert reset.state is RequestState.PENDING
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None and current.journal == ()
+
+    # A step that calls a tool recorded: the answer stands, only the lease is given back
+    again = stores.requests.claim(current, opened.secret, "w3", clock.now_ms(), ("approved", "{}"))
+    stores.requests.record_step(again.fence, '{"k":"model","events":[]}', acting=True)
     kept = stores.requests.release(again, clock.now_ms(), reset=True)
     assert (kept.state, kept.decision, kept.claim_count) == (RequestState.CLAIMED, "approved", 0)
     assert kept.lease_lapsed(clock.now_ms()) and kept.fence != again.fence

@@ -3,7 +3,8 @@
 - an unusable snapshot (missing, corrupt, modified, incompatible) settles the request as
   expired with the reason, withdraws what the answer granted and frees the chat;
 - any other failure gives the claim back without counting it: answerable afresh when
-  nothing was acted on yet, or continued with the recorded answer when something was.
+  nothing was acted on yet, or continued with the recorded answer when something was,
+  which then binds (another answer is refused with `decision_binding`, naming it).
 """
 
 from __future__ import annotations
@@ -303,9 +304,15 @@ def test_a_failure_after_an_effect_keeps_the_answer_and_a_takeover_finishes_it(
     with pytest.raises(errors.InterlockError):
         cancel_request(stores, alice, CHAT, clock.now_ms())
 
-    # When the person answers again (even with a rejection) once the model is back
+    # When the person tries to answer differently once the model is back
     flaky.failing = False
-    done = _answer(rt, alice, interrupt_id, secret, {"decision": "reject"})
+    with pytest.raises(errors.DecisionBinding, match="Approved by alice") as refused:
+        _answer(rt, alice, interrupt_id, secret, {"decision": "reject"})
+    assert STATUS[refused.value.code] == 409
+    assert stores.requests.get(CHAT, clock.now_ms()) == held, "the refusal changed nothing"
+
+    # Then only the recorded answer carries it on
+    done = _answer(rt, alice, interrupt_id, secret)
 
     # Then the run finished on the recorded approval, and the report went out once
     assert (done.outcome, done.decision) == ("completed", "approved")

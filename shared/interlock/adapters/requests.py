@@ -38,6 +38,7 @@ from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
 from interlock.ports import Entry, EntryRefused, NotPending
 from interlock.records import (
     OPEN_STATES,
+    AnswerRule,
     Asked,
     ChatMeta,
     ClaimFence,
@@ -45,6 +46,8 @@ from interlock.records import (
     RequestRecord,
     RequestState,
     StoredSnapshot,
+    answer_rule,
+    binding_refusal,
     refusal,
     unanswerable,
 )
@@ -61,9 +64,9 @@ NOT_EXPIRED: Final = "#expires_at > :now_s"
 COUNT_UNCHANGED: Final = "#claim_count = :seen_count"
 BEFORE_DEADLINE: Final = "#resume_deadline_ms > :now_ms"
 ENDED: Final = "#state IN (:done, :expired, :cancelled)"
-# Nothing of the run's answer was acted on: no step recorded (a takeover would replay
-# it, so it must not be dropped), no outside effect recorded.
-NOT_ACTED: Final = "attribute_not_exists(#journal) AND attribute_not_exists(#acted)"
+# Nothing of the run's answer was acted on (`RequestRecord.acted_on`): no effect
+# reserved, no tool body started. Recorded model responses alone may be thrown away.
+NOT_ACTED: Final = "attribute_not_exists(#acted)"
 ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
 
 CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
@@ -95,7 +98,22 @@ CLAIM_SET: Final = (
     "#lease_expires_at_ms = :lease_expires_at_ms, "
     "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one, "
     "#decision = if_not_exists(#decision, :decision), "
-    "#response = if_not_exists(#response, :response)"
+    "#response = if_not_exists(#response, :response), "
+    "#decided_by = if_not_exists(#decided_by, :decided_by), "
+    "#decided_at_ms = if_not_exists(#decided_at_ms, :now_ms), "
+    "#decided_via = if_not_exists(#decided_via, :decided_via)"
+)
+# A takeover bringing another answer while nothing was acted on: the later answer is the
+# one that runs (`records.answer_rule`), and what the earlier one's run journaled (model
+# responses only: a tool about to act marks `acted`) goes with it.
+CLAIM_REPLACE: Final = f"{CLAIM} AND {NOT_ACTED}"
+CLAIM_REPLACE_SET: Final = (
+    "SET #state = :claimed, #worker = :worker, #lease_token = :lease_token, "
+    "#lease_expires_at_ms = :lease_expires_at_ms, "
+    "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one, "
+    "#decision = :decision, #response = :response, #decided_by = :decided_by, "
+    "#decided_at_ms = :now_ms, #decided_via = :decided_via "
+    "REMOVE #journal"
 )
 # Releasing after a failure: the claim does not count as a crash, and the fence moves on.
 RELEASE_SET: Final = (
@@ -107,9 +125,12 @@ RELEASE_SET: Final = (
 RESET_SET: Final = (
     "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one, "
     "#failures = if_not_exists(#failures, :zero) + :one "
-    "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, #journal"
+    "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, #journal, "
+    "#decided_by, #decided_at_ms, #decided_via"
 )
 JOURNAL_APPEND: Final = "SET #journal = list_append(if_not_exists(#journal, :empty), :entry)"
+# A step about to act (a model response calling a tool) marks the request in the same write.
+JOURNAL_APPEND_ACTING: Final = f"{JOURNAL_APPEND}, #acted = :acted"
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
 KEEPS_FAILING: Final = "the run failed again and again after it was answered; given up"
 
@@ -285,31 +306,45 @@ class RequestStore:
         worker: str,
         now_ms: int,
         answer: tuple[str, str] = ("answered", "null"),
+        *,
+        by: str | None = None,
+        via: str = "api",
     ) -> RequestRecord:
         """Take ownership of `request` as read, in one conditional write.
 
-        `answer` is `(decision label, response JSON)`; the first claim records it and a
-        takeover keeps what was recorded, which the returned record carries.
+        `answer` is `(decision label, response JSON)`, given by `by` through `via`. What
+        the claim records follows `records.answer_rule`: the first claim records it; a
+        takeover keeps the recorded answer when it is the same, or replaces it when
+        nothing was acted on yet. The returned record carries what was recorded.
 
         Raises the refusal for the record as it stands: `ResumeInProgress` naming the
         holder, `AlreadyAnswered` with the done record, `SecretRefused`,
-        `RequestExpired` (also when the claim cap is reached) or `UnknownRequest`.
+        `RequestExpired` (also when the claim cap is reached), `UnknownRequest`, or
+        `DecisionBinding` when another answer was recorded and acted on.
         """
         self._check_claimable(request, secret, now_ms)
+        rule = answer_rule(request, answer[1])
+        if rule is AnswerRule.BINDING:
+            raise binding_refusal(request)
+        replacing = rule is AnswerRule.REPLACE
         values = {
-            **self._claim_values(request, worker, now_ms, answer),
+            **self._claim_values(request, worker, now_ms, answer, by, via),
             ":secret_hash": request.secret_hash,
         }
+
+        def lost(cur: RequestRecord | None) -> errors.InterlockError:
+            problem = refusal(cur, request.interrupt_id, secret, now_ms)
+            if problem is None and cur is not None and replacing and cur.acted_on:
+                return binding_refusal(cur)  # acted on between our read and this claim
+            return problem or _changed(cur, request.interrupt_id, now_ms)
+
         return self._update(
             request.chat_id,
             "claim request",
-            CLAIM,
-            CLAIM_SET,
+            CLAIM_REPLACE if replacing else CLAIM,
+            CLAIM_REPLACE_SET if replacing else CLAIM_SET,
             values,
-            lost=lambda cur: (
-                refusal(cur, request.interrupt_id, secret, now_ms)
-                or _changed(cur, request.interrupt_id, now_ms)
-            ),
+            lost=lost,
         )
 
     def claim_with(
@@ -320,6 +355,9 @@ class RequestStore:
         now_ms: int,
         answer: tuple[str, str],
         also: Callable[[RequestRecord], list[Entry]],
+        *,
+        by: str | None = None,
+        via: str = "api",
     ) -> RequestRecord:
         """`claim` a pending request in one transaction with `also(claimed)`: the writes
         that belong with the claim (its slot, budget, audit event, granted rows) commit
@@ -337,7 +375,7 @@ class RequestStore:
         # recorded answer and journal, which a takeover must read back; see `claim`).
         self._check_claimable(request, secret, now_ms)
         values = {
-            **self._claim_values(request, worker, now_ms, answer),
+            **self._claim_values(request, worker, now_ms, answer, by, via),
             ":secret_hash": request.secret_hash,
             ":seen_expires_at": request.expires_at,
         }
@@ -350,6 +388,9 @@ class RequestStore:
             claim_count=request.claim_count + 1,
             decision=request.decision if request.decision is not None else answer[0],
             response=request.response if request.response is not None else answer[1],
+            decided_by=request.decided_by if request.decided_by is not None else by,
+            decided_at_ms=request.decided_at_ms or now_ms,
+            decided_via=request.decided_via or via,
         )
         update = {
             "TableName": self._table,
@@ -390,11 +431,19 @@ class RequestStore:
             raise errors.RequestExpired(KEEPS_FAILING)
 
     def _claim_values(
-        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str],
+        by: str | None,
+        via: str,
     ) -> dict[str, Any]:
         return {
             ":decision": answer[0],
             ":response": answer[1],
+            ":decided_by": by if by is not None else via,
+            ":decided_via": via,
             **_STATES,
             **_clock(now_ms),
             ":interrupt_id": request.interrupt_id,
@@ -520,20 +569,41 @@ class RequestStore:
         except (Cancelled, ConditionFailed):
             raise errors.LeaseLost("the claim was lost; the next request was not written") from None
 
-    def record_step(self, fence: ClaimFence, entry: str) -> None:
+    def record_step(self, fence: ClaimFence, entry: str, *, acting: bool = False) -> None:
         """Append one journal entry (a model response or a tool result) to the claimed
-        request, only while `fence` holds; `LeaseLost` otherwise, nothing written."""
-        values = {**claim_values(fence), ":empty": [], ":entry": [entry]}
+        request, only while `fence` holds; `LeaseLost` otherwise, nothing written.
+
+        With `acting` (a response that calls a tool), the same write marks the request as
+        acted on, before any tool runs on it (`RequestRecord.acted_on`).
+        """
+        values = {**claim_values(fence), ":empty": [], ":entry": [entry], ":acted": True}
+        update = JOURNAL_APPEND_ACTING if acting else JOURNAL_APPEND
         try:
             with translated("record step"):
                 # No return values: the journal grows, and nobody needs it read back.
                 self._client.update_item(
                     TableName=self._table,
                     Key=_key(fence.chat_id),
-                    **expression(condition=HOLDS_CLAIM, update=JOURNAL_APPEND, values=values),
+                    **expression(condition=HOLDS_CLAIM, update=update, values=values),
                 )
         except ConditionFailed:
             raise errors.LeaseLost("the claim was lost; the step was not recorded") from None
+
+    def mark_acted(self, fence: ClaimFence) -> None:
+        """Mark the claimed request as acted on, only while `fence` holds (a tool body is
+        about to run on its answer); `LeaseLost` otherwise, nothing written."""
+        values = {**claim_values(fence), ":acted": True}
+        try:
+            with translated("mark acted"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(fence.chat_id),
+                    **expression(
+                        condition=HOLDS_CLAIM, update="SET #acted = :acted", values=values
+                    ),
+                )
+        except ConditionFailed:
+            raise errors.LeaseLost("the claim was lost; the tool did not start") from None
 
     def release(
         self,
@@ -672,7 +742,7 @@ class RequestStore:
         """Take an overdue request to settle it by policy, under the same claim rules as a
         person's answer (one conditional write; the loser hears who holds it). An answer
         recorded by an earlier claim wins over the timeout `answer`."""
-        values = self._claim_values(request, worker, now_ms, answer)
+        values = self._claim_values(request, worker, now_ms, answer, None, "sweeper")
         return self._update(
             request.chat_id,
             "claim overdue request",
@@ -877,6 +947,9 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
         "created_ms": request.created_ms or None,
         "snapshot": request.snapshot,
+        "decided_by": request.decided_by,
+        "decided_at_ms": request.decided_at_ms,
+        "decided_via": request.decided_via,
     }
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
@@ -940,6 +1013,9 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             also_asked=_asked_from(values.get("also_asked")),
             created_ms=values.get("created_ms", 0),
             snapshot=values.get("snapshot"),
+            decided_by=values.get("decided_by"),
+            decided_at_ms=values.get("decided_at_ms"),
+            decided_via=values.get("decided_via"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

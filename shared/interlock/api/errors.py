@@ -19,6 +19,7 @@ STATUS: Final[dict[str, int]] = {
     "not_found": 404,
     "in_progress": 409,
     "already_answered": 409,
+    "decision_binding": 409,
     "pending_interrupt": 409,
     "turn_running": 409,
     "expired": 410,

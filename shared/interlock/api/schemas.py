@@ -66,6 +66,20 @@ class RequestView(Body):
     answeredAt: str | None = None
     answer: str | None = None
     endedReason: str | None = None
+    decidedBy: str | None = Field(default=None, description="Who gave the recorded answer")
+    decidedAt: str | None = None
+    decided: str | None = Field(
+        default=None,
+        description='The recorded decision as a person reads it: "Approved by alice at 12:03 UTC"',
+    )
+    binding: bool | None = Field(
+        default=None,
+        description="The recorded answer was acted on: it stands, and another is refused",
+    )
+    interrupted: bool | None = Field(
+        default=None,
+        description="The run was interrupted after its answer and is being continued",
+    )
     alsoAsked: list[AlsoAsked] = Field(
         default_factory=list,
         description="Other interrupts of the same pause: answer every one in one resume",

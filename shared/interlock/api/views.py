@@ -22,6 +22,7 @@ def request_view(request: RequestRecord, now_ms: int, secret: str | None) -> dic
 
 def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, Any]:
     from interlock.answers import kind_of, response_schema
+    from interlock.records import RequestState, decided_text
 
     view: dict[str, Any] = {
         "interruptId": request.interrupt_id,
@@ -49,6 +50,13 @@ def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, 
         view["decision"] = request.decision
         view["answeredAt"] = iso(request.answered_at) if request.answered_at else None
         view["answer"] = request.final_text
+        view["decidedBy"] = request.decided_by
+        view["decidedAt"] = iso(request.decided_at_ms // 1000) if request.decided_at_ms else None
+        view["decided"] = decided_text(request)
+    if request.state is RequestState.CLAIMED:
+        # A claim's answer binds once acted on; until then a later answer replaces it.
+        view["binding"] = request.acted_on
+        view["interrupted"] = request.claim_count > 1 or request.lease_lapsed(now_ms)
     if request.ended_reason:
         view["endedReason"] = request.ended_reason
     return view

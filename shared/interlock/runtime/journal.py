@@ -39,17 +39,27 @@ class Journal:
 
     Args:
         entries: The entries recorded so far (JSON text, oldest first).
-        record: Appends one entry durably; raises (e.g. `LeaseLost`) to stop the run.
+        record: Appends one entry durably, marking the run as acting when told to;
+            raises (e.g. `LeaseLost`) to stop the run.
         recomputed: Tool calls whose result is not recorded: Interlock's own asking
             tools answering their card, whose result follows from the card and the
             answer the claim recorded alone, so a takeover computes the same one.
+        acted: Whether the claim's answer was already acted on (a tool started).
+        mark_acted: Marks the answer as acted on, durably and fenced, before a tool body
+            that no recorded step announced starts (a paused call resuming its body).
+
+    `guard` is checked before every tool body: it raises when this worker may no longer
+    act (its lease lapsed), so a worker that lost its claim starts no tool.
     """
 
     def __init__(
         self,
         entries: Sequence[str],
-        record: Callable[[str], None],
+        record: Callable[[str, bool], None],
         recomputed: Collection[str] = (),
+        *,
+        acted: bool = False,
+        mark_acted: Callable[[], None] = lambda: None,
     ) -> None:
         parsed = [json.loads(entry) for entry in entries]
         self._models: list[list[StreamEvent]] = [e["events"] for e in parsed if e["k"] == MODEL]
@@ -64,6 +74,9 @@ class Journal:
         self.recorded_bytes = 0
         self.replayed_model_calls = 0
         self.failure: Exception | None = None
+        self.acted = acted
+        self._mark_acted = mark_acted
+        self.guard: Callable[[], None] = lambda: None
 
     def next_model_response(self) -> list[StreamEvent] | None:
         """The recorded response for the next model call, if there is one."""
@@ -75,11 +88,33 @@ class Journal:
         return events
 
     def record_model(self, events: list[StreamEvent]) -> None:
-        """Record a fresh model response before the agent acts on it."""
+        """Record a fresh model response before the agent acts on it; one that calls a
+        tool marks the answer as acted on in the same write (a tool is about to run)."""
         compacted = compact(events)
-        self._append({"k": MODEL, "events": compacted})
+        calls_tool = any(
+            "toolUse" in e.get("contentBlockStart", {}).get("start", {}) for e in compacted
+        )
+        acting = calls_tool and not self.acted
+        self._append({"k": MODEL, "events": compacted}, acting=acting)
+        self.acted = self.acted or acting
         self._models.append(compacted)
         self._next_model = len(self._models)
+
+    def before_body(self) -> None:
+        """Called before a tool body runs (not a replayed or recomputed one): the worker
+        must still hold its claim, and the answer is marked as acted on first."""
+        try:
+            self.guard()
+            if not self.acted:
+                self._mark_acted()
+                self.acted = True
+        except Exception as failed:
+            self.failure = failed  # sticky: the run stops at this call
+            raise
+
+    def recomputes(self, tool_use_id: str) -> bool:
+        """Whether this call's result is computed from its card, never recorded."""
+        return tool_use_id in self._recomputed
 
     def tool_result(self, tool_use_id: str) -> ToolResult | None:
         """The recorded result of a tool call, if it ran before."""
@@ -94,13 +129,13 @@ class Journal:
         self._append({"k": TOOL, "id": result["toolUseId"], "result": result})
         self._tools[result["toolUseId"]] = result
 
-    def _append(self, entry: dict[str, Any]) -> None:
+    def _append(self, entry: dict[str, Any], acting: bool = False) -> None:
         text = json.dumps(entry, separators=(",", ":"), default=str)
         size = len(text.encode())
         try:
             if size > MAX_ENTRY_BYTES or self.bytes + size > MAX_JOURNAL_BYTES:
                 raise TooLarge(f"journal entry of {size} bytes does not fit the run's journal")
-            self._record(text)
+            self._record(text, acting)
         except Exception as failed:
             self.failure = failed  # sticky: nothing may be acted on after a lost record
             raise
@@ -216,17 +251,27 @@ class JournalHook(HookProvider):
     def _before_tool(self, event: BeforeToolCallEvent) -> None:
         if event.cancel_tool:
             return
-        recorded = self._journal.tool_result(event.tool_use["toolUseId"])
+        use_id = event.tool_use["toolUseId"]
+        recorded = self._journal.tool_result(use_id)
         if recorded is not None:
             event.selected_tool = ReplayedTool(event.tool_use["name"], recorded)
+            return
+        if self._journal.recomputes(use_id):
+            return  # an asking tool's answer branch: no outside effect
+        try:
+            self._journal.before_body()
+        except Exception:
+            # Not started: the failure is raised once the call ends (see `_after_tool`).
+            event.cancel_tool = "this run stopped: it can no longer act on the answer"
 
     def _after_tool(self, event: AfterToolCallEvent) -> None:
         if isinstance(event.selected_tool, ReplayedTool):
             return
-        # A tool that could not record its effect (store down, claim lost), or a step the
-        # journal could not record, must stop the run, not become an error result the
-        # model reads and moves past (Strands turns a hook's error into one): the run is
-        # then released, and a takeover re-runs the call under the same idempotency key.
+        # A tool that could not record its effect (store down, claim lost), a step the
+        # journal could not record, or a body that could not start (the claim is gone),
+        # must stop the run, not become an error result the model reads and moves past
+        # (Strands turns a hook's error into one): the run is then released, and a
+        # takeover re-runs the call under the same idempotency key.
         if self._journal.failure is not None:
             raise self._journal.failure
         if isinstance(event.exception, (StoreError, LeaseLost)):
