@@ -21,7 +21,13 @@ from aws_cdk import aws_sqs as sqs
 
 from infra.settings import ModelChoice
 from infra.storage import StorageRefs
-from interlock.adapters.schema import ANSWER_PREFIX, EXPIRY_INDEX, INBOX_INDEX, SNAPSHOT_PREFIX
+from interlock.adapters.schema import (
+    ANSWER_PREFIX,
+    EXPIRY_INDEX,
+    INBOX_INDEX,
+    LEASE_INDEX,
+    SNAPSHOT_PREFIX,
+)
 from interlock.api.routes import Function
 
 # The API's functions come from the route table; the sweeper (the expiry finder) runs on
@@ -124,8 +130,9 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         lists=(ANSWER_PREFIX,),
         inbox_index_actions=("dynamodb:Query",),
     ),
-    # The expiry finder: queries the expiry index (KEYS_ONLY: chat ids and expiries) and
-    # sends one message per overdue request to the settle queue (`queue_statements`).
+    # The expiry finder: queries the expiry and lease indexes (KEYS_ONLY: chat ids and
+    # times) and sends one message per overdue request or lapsed claim to the settle
+    # queue (`queue_statements`).
     # Reads no item, writes nothing, runs no agent.
     "sweeper": Access(table_actions=(), expiry_index_actions=("dynamodb:Query",)),
     # Settles the overdue requests the finder queued: reads the pointer and reroutes or
@@ -169,14 +176,17 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
                 sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
             )
         )
-    for sid, actions, index in (
-        ("ExpiryIndex", access.expiry_index_actions, EXPIRY_INDEX),
-        ("InboxIndex", access.inbox_index_actions, INBOX_INDEX),
+    for sid, actions, indexes in (
+        # The sweeper's two sparse indexes: overdue requests, and claims whose lease lapsed
+        ("ExpiryIndex", access.expiry_index_actions, (EXPIRY_INDEX, LEASE_INDEX)),
+        ("InboxIndex", access.inbox_index_actions, (INBOX_INDEX,)),
     ):
         if actions:
             statements.append(
                 iam.PolicyStatement(
-                    sid=sid, actions=list(actions), resources=[storage.index(index)]
+                    sid=sid,
+                    actions=list(actions),
+                    resources=[storage.index(index) for index in indexes],
                 )
             )
     for sid, action, prefixes in (

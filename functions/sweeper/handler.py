@@ -34,11 +34,13 @@ METRICS = {
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    store = stores()
     report = find_overdue(
-        stores().requests,
+        store.requests,
         settle_queue(),
         clock.now_ms(),
         remaining_ms=context.get_remaining_time_in_millis,
+        grace_ms=store.policy.recovery_grace_ms,
     )
     for field, name in METRICS.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=getattr(report, field))

@@ -1,7 +1,8 @@
 """Finding overdue requests and fanning them out, one settle message each.
 
-The scheduled finder reads the sparse `by_expiry` index shard by shard and puts one
-message per overdue request on the settle queue; consumers settle each one
+The scheduled finder reads the sparse `by_expiry` index shard by shard (and the
+`by_lease` index, for claims whose worker died) and puts one message per overdue
+request or stranded claim on the settle queue; consumers settle each one
 (`interlock.sweeper.settle_message`). The index, not the queue, is the list of what is
 overdue: a message only names a request to look at, so a lost or repeated one costs at
 most a finder interval or one read (a second settle finds the request settled, or
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from interlock import errors, keys
 from interlock.adapters.schema import SWEEP_SHARDS
 from interlock.ports import RequestPort
+from interlock.timing import RECOVERY_GRACE_MS
 
 # SQS's SendMessageBatch takes at most ten entries.
 SEND_BATCH: Final = 10
@@ -97,10 +99,22 @@ class FindReport:
     stopped: bool = False
 
 
-def overdue_chats(requests: RequestPort, now_ms: int, limit_per_shard: int) -> Iterator[str]:
-    """Chats whose open request is past its expiry, shard by shard, oldest first."""
+def overdue_chats(
+    requests: RequestPort,
+    now_ms: int,
+    limit_per_shard: int,
+    grace_ms: int = RECOVERY_GRACE_MS,
+) -> Iterator[str]:
+    """Chats whose open request is past its expiry, or whose claim's worker is gone (its
+    lease ran out more than `grace_ms` ago), shard by shard, each chat once."""
     for shard in range(SWEEP_SHARDS):
-        yield from requests.overdue(f"OPEN#{shard}", now_ms, limit_per_shard)
+        yield from _shard(requests, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
+
+
+def _shard(requests: RequestPort, shard: str, now_ms: int, limit: int, grace_ms: int) -> list[str]:
+    overdue = requests.overdue(shard, now_ms, limit)
+    stranded = requests.lapsed(shard, now_ms - grace_ms, limit)
+    return list(dict.fromkeys([*overdue, *stranded]))
 
 
 def find_overdue(
@@ -109,6 +123,7 @@ def find_overdue(
     now_ms: int,
     remaining_ms: Callable[[], int],
     limit_per_shard: int = FINDER_LIMIT_PER_SHARD,
+    grace_ms: int = RECOVERY_GRACE_MS,
 ) -> FindReport:
     """Enqueue one settle message per overdue request, until the deadline is near.
 
@@ -132,7 +147,7 @@ def find_overdue(
         if remaining_ms() < FINDER_MARGIN_MS:
             report.stopped = True
             break
-        chats = requests.overdue(f"OPEN#{shard}", now_ms, limit_per_shard)
+        chats = _shard(requests, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
         report.found += len(chats)
         # Full batches go now; the rest waits to fill up with the next shard's requests.
         unsent = _send(queue, [*unsent, *chats], remaining_ms, report, full_only=True)

@@ -165,6 +165,17 @@ class RequestRecord:
             or (self.state is RequestState.CLAIMED and self.lease_lapsed(now_ms))
         )
 
+    def stranded(self, now_ms: int, grace_ms: int) -> bool:
+        """A claim whose worker is gone: its lease ran out at least `grace_ms` ago (time
+        for the person to change an answer nothing acted on) and it is not past expiry.
+        The system continues it with the recorded answer; nobody has to click."""
+        return (
+            self.state is RequestState.CLAIMED
+            and self.lease_expires_at_ms is not None
+            and now_ms >= self.lease_expires_at_ms + grace_ms
+            and not self.is_past_expiry(now_ms)
+        )
+
     def answerable_by(self, user_id: str, roles: frozenset[str]) -> bool:
         """The user who was asked, or, once rerouted, anyone holding the routed role."""
         return user_id == self.user_id or (self.route_role is not None and self.route_role in roles)

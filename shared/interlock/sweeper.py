@@ -1,5 +1,9 @@
 """The expiry sweeper: settles requests nobody answered, by each kind's timeout policy.
 
+It also continues the runs whose worker died after its claim (found through the
+sparse `by_lease` index once the lease ran out a grace ago), with the answer the claim
+recorded: a person's answer is carried out without anybody clicking again.
+
 It finds overdue requests through the sparse `by_expiry` index and, per the policy of
 the request's kind, either reroutes it once to another role's queue with more time, or
 resumes the paused run with an explicit timed-out result (or the question's default)
@@ -52,6 +56,8 @@ class SweepReport:
     deferred: int = 0
     continued: int = 0
     superseded: int = 0
+    # Claims whose worker died before the expiry: continued with their recorded answer.
+    recovered: int = 0
     # Overdue requests found still claimed by a worker whose lease lapsed (it died
     # mid-run): each is settled like the others, and counted for the alarm.
     stuck: int = 0
@@ -67,7 +73,8 @@ def sweep(
     `deferred` and left for the next sweep.
     """
     report = SweepReport()
-    for chat_id in overdue_chats(rt.stores.requests, now_ms, limit_per_shard):
+    grace_ms = rt.stores.policy.recovery_grace_ms
+    for chat_id in overdue_chats(rt.stores.requests, now_ms, limit_per_shard, grace_ms):
         report.found += 1
         if deadline_ms is not None and rt.clock.now_ms() + DEADLINE_MARGIN_MS > deadline_ms:
             report.deferred += 1
@@ -105,8 +112,11 @@ def settle_counted(rt: Runtime, chat_id: str, report: SweepReport) -> str:
 def settle_overdue(
     rt: Runtime, chat_id: str, now_ms: int, report: SweepReport | None = None
 ) -> str:
-    """Settle one chat's overdue request; returns what was done (a report field)."""
+    """Settle one chat's overdue request, or continue its stranded claim; returns what
+    was done (a report field)."""
     request = rt.stores.requests.get(chat_id, now_ms)
+    if request is not None and request.stranded(now_ms, rt.stores.policy.recovery_grace_ms):
+        return _recover(rt, request, now_ms)
     if request is None or not request.overdue(now_ms):
         return "skipped"  # answered, ended or renewed since the index was read
     if (
@@ -171,6 +181,42 @@ def settle_overdue(
     if rt.notifier is not None:
         rt.notifier.settled(chat_id, request.interrupt_ids, answers.label, None, "sweeper")
     return outcome
+
+
+def _recover(rt: Runtime, request: RequestRecord, now_ms: int) -> str:
+    """Continue a run whose worker died after its claim, with the answer it recorded:
+    the system's own pass, so a person's answer is carried out without another click.
+    Under the usual fence and claim cap: a card that keeps killing its workers is denied."""
+    policy = rt.stores.policy
+    try:
+        if request.claim_count >= policy.max_claims or request.failures >= policy.max_failures:
+            expire_and_release(
+                rt, request, "could not be continued after repeated attempts", now_ms
+            )
+            _audit(rt, request, "timed_out", decision="abandoned", policy="recovery")
+            return "failed"
+        claim = rt.stores.requests.claim_lapsed(
+            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms()
+        )
+    except errors.InterlockError as lost:
+        logger.info(
+            "chat_id=<%s>, reason=<%s> | stranded claim taken elsewhere", request.chat_id, lost.code
+        )
+        return "skipped"
+    recorded = json.loads(claim.response) if claim.response else {}
+    answers = recorded_answers(claim, recorded)
+    lapsed_ms = now_ms - (request.lease_expires_at_ms or now_ms)
+    _audit(rt, request, "recovered", decision=answers.label, lapsed_ms=lapsed_ms)
+    try:
+        continue_claimed(rt, _owner(request), claim, answers)
+    except Exception:
+        logger.exception("chat_id=<%s> | continuing a stranded claim failed", request.chat_id)
+        return "failed"
+    if rt.notifier is not None:
+        rt.notifier.settled(
+            request.chat_id, request.interrupt_ids, answers.label, request.decided_by, "recovery"
+        )
+    return "recovered"
 
 
 def _timeout_response(card: dict[str, Any], action: str) -> dict[str, Any]:

@@ -45,6 +45,10 @@ class ManualClock:
             self._now_ms += int(seconds * 1000) + ms
 
 
+# How long a claim whose worker died waits for a person before the system continues it.
+RECOVERY_GRACE_MS: Final = 30_000
+
+
 @dataclass(frozen=True, slots=True)
 class StorePolicy:
     """Durations and limits the store enforces.
@@ -57,6 +61,10 @@ class StorePolicy:
             snapshot lifecycle deletion.
         lease_ms: How long one claim or renewal holds a request.
         max_resume_ms: Hard stop: no lease is renewed past claim time + this.
+        recovery_grace_ms: How long a claim whose lease lapsed (its worker died) waits
+            before the sweeper continues it with its recorded answer: time for the person
+            to change an answer nothing acted on yet. Recovery comes within two leases
+            and this grace plus one finder interval after the worker's last renewal.
         max_claims: Claims allowed per card before it is denied and expired (crashes).
         max_failures: Failed runs of an answered request (released, or reset to be
             answered afresh when nothing was acted on) before it is given up.
@@ -74,6 +82,7 @@ class StorePolicy:
     lifecycle_margin_s: int = DAY_S
     lease_ms: int = 30_000
     max_resume_ms: int = 14 * 60_000
+    recovery_grace_ms: int = RECOVERY_GRACE_MS
     max_claims: int = 3
     max_failures: int = 5
     max_item_bytes: int = 300_000

@@ -247,3 +247,68 @@ def test_a_request_abandoned_by_a_newer_turn_is_expired_not_run(
     request = stores.requests.get("c1", clock.now_ms())
     assert request is not None and request.state is RequestState.EXPIRED
     assert [t["role"] for t in stores.chats.turns("c1")][-2:] == ["user", "assistant"]
+
+
+def _claimed_by_a_dead_worker(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock, chat: str
+) -> Any:
+    """A download card approved by alice, whose worker died right after its claim."""
+    import json
+
+    paused = overdue(runtime, alice, chat, "download the table", clock)
+    request = stores.requests.get(chat, clock.now_ms())
+    assert request is not None
+    answer = json.dumps({request.interrupt_id: {"decision": "approve"}}, separators=(",", ":"))
+    return stores.requests.claim(
+        request, paused.offer.secret, "dead", clock.now_ms(), ("approved", answer), by="alice"
+    )
+
+
+def test_a_claim_whose_worker_died_is_continued_with_its_answer_without_a_click(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    # Given an approve whose worker died right after its claim
+    claim = _claimed_by_a_dead_worker(runtime, alice, stores, clock, "c1")
+    policy = stores.policy
+
+    # When the sweeper runs while the lease holds, and just after it ran out
+    assert sweep(runtime, clock.now_ms()).found == 0
+    clock.advance(ms=policy.lease_ms + 1)
+    assert sweep(runtime, clock.now_ms()).recovered == 0, "a grace for the person first"
+
+    # Then, once the grace ran out too, it carries on with the recorded answer, once
+    clock.advance(ms=policy.recovery_grace_ms)
+    report = sweep(runtime, clock.now_ms())
+    assert (report.found, report.recovered) == (1, 1)
+    done = stores.requests.get("c1", clock.now_ms())
+    assert done is not None and (done.state, done.decision) == (RequestState.DONE, "approved")
+    assert done.claim_count == claim.claim_count + 1
+    assert stores.chats.turns("c1")[-1]["role"] == "assistant"
+    rows = stores.approvals.for_user("c1", "alice", clock.now_ms())
+    assert [r.subject.name for r in rows] == ["data.example.org"]
+    recovered = [e for e in stores.chats.events("c1") if e.type == "recovered"]
+    assert len(recovered) == 1 and recovered[0].detail["decision"] == "approved"
+    assert sweep(runtime, clock.now_ms()).found == 0, "finished claims leave the lease index"
+
+
+def test_a_claim_that_keeps_killing_its_workers_is_denied_by_the_recovery(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    # Given a claim already taken over up to the cap, its last worker dead too
+    claim = _claimed_by_a_dead_worker(runtime, alice, stores, clock, "c1")
+    for n in range(stores.policy.max_claims - 1):
+        clock.advance(ms=stores.policy.lease_ms + 1)
+        current = stores.requests.get("c1", clock.now_ms())
+        assert current is not None
+        claim = stores.requests.claim_lapsed(current, f"dead-{n}", clock.now_ms())
+    assert claim.claim_count == stores.policy.max_claims
+
+    # When the recovery finds it
+    clock.advance(ms=stores.policy.lease_ms + stores.policy.recovery_grace_ms + 1)
+    report = sweep(runtime, clock.now_ms())
+
+    # Then it is ended, not retried forever, and nothing stays granted
+    assert report.failed == 1
+    ended = stores.requests.get("c1", clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+    assert stores.approvals.for_user("c1", "alice", clock.now_ms()) == []

@@ -208,7 +208,10 @@ def test_table_access_is_the_table_and_only_the_sweeper_reads_the_index(
         assert "Table" not in found
         index = found["ExpiryIndex"]
         assert index["Action"] == "dynamodb:Query"
-        assert index["Resource"] == {"Fn::Join": ["", [TABLE_ARN, "/index/by_expiry"]]}
+        assert index["Resource"] == [
+            {"Fn::Join": ["", [TABLE_ARN, "/index/by_expiry"]]},
+            {"Fn::Join": ["", [TABLE_ARN, "/index/by_lease"]]},
+        ]
     else:
         assert found["Table"]["Resource"] == TABLE_ARN
         assert "ExpiryIndex" not in found

@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.wiring import Stacks
-from interlock.adapters.schema import EXPIRY_INDEX
+from interlock.adapters.schema import EXPIRY_INDEX, LEASE_INDEX
 from interlock.api.routes import FUNCTIONS, ROUTES
 from tests.infra.support import (
     TABLE_ARN,
@@ -93,7 +93,9 @@ def test_the_sweeper_is_not_behind_the_api() -> None:
     assert {route.function for route in ROUTES} == set(FUNCTIONS)
 
 
-def test_its_query_reaches_the_expiry_index_alone(stacks: Stacks, api_template: Template) -> None:
+def test_its_query_reaches_the_expiry_and_lease_indexes_alone(
+    stacks: Stacks, api_template: Template
+) -> None:
     found = by_sid(statements(stacks, api_template, "sweeper"))
     queries = {sid for sid, s in found.items() if "dynamodb:Query" in listed(s["Action"])}
     # The index query is the finder itself; it reads no item of the table
@@ -103,5 +105,8 @@ def test_its_query_reaches_the_expiry_index_alone(stacks: Stacks, api_template: 
         "Sid": "ExpiryIndex",
         "Effect": "Allow",
         "Action": "dynamodb:Query",
-        "Resource": {"Fn::Join": ["", [TABLE_ARN, f"/index/{EXPIRY_INDEX}"]]},
+        "Resource": [
+            {"Fn::Join": ["", [TABLE_ARN, f"/index/{EXPIRY_INDEX}"]]},
+            {"Fn::Join": ["", [TABLE_ARN, f"/index/{LEASE_INDEX}"]]},
+        ],
     }

@@ -21,17 +21,26 @@ NOW_MS = 1_800_000_000_000
 
 
 class FakeIndex:
-    """The expiry index: `per_shard` overdue chats in every shard."""
+    """The expiry index: `per_shard` overdue chats in every shard; the lease index:
+    `stranded` chats whose claim's lease ran out (by when) in the first shard."""
 
-    def __init__(self, per_shard: int) -> None:
+    def __init__(self, per_shard: int, stranded: dict[str, int] | None = None) -> None:
         self.shards = {
             f"OPEN#{s}": [f"chat-{s}-{n}" for n in range(per_shard)] for s in range(SWEEP_SHARDS)
         }
+        self.stranded = stranded or {}
         self.queries: list[str] = []
+        self.lapsed_before: list[int] = []
 
     def overdue(self, shard: str, now_ms: int, limit: int) -> list[str]:
         self.queries.append(shard)
         return self.shards[shard][:limit]
+
+    def lapsed(self, shard: str, before_ms: int, limit: int) -> list[str]:
+        self.lapsed_before.append(before_ms)
+        if shard != "OPEN#0":
+            return []
+        return [chat for chat, until in self.stranded.items() if until <= before_ms][:limit]
 
 
 class FakeQueue:
@@ -136,3 +145,20 @@ def test_a_malformed_message_is_refused(body: str) -> None:
 def test_a_message_reads_back_as_written() -> None:
     message = SettleMessage(chat_id="c1")
     assert SettleMessage.parse(message.body()) == message
+
+
+def test_a_claim_whose_worker_died_is_sent_once_its_grace_ran_out() -> None:
+    # Given two stranded claims, one lapsed long ago and one just now, and one that is
+    # also overdue (both indexes list it)
+    stranded = {"chat-0-0": NOW_MS - 120_000, "long-gone": NOW_MS - 120_000, "just": NOW_MS - 1}
+    index, queue = FakeIndex(per_shard=1, stranded=stranded), FakeQueue()
+
+    # When the finder runs with a grace of a minute
+    report = find_overdue(index, queue, NOW_MS, lambda: 60_000, grace_ms=60_000)
+
+    # Then the long-lapsed claim is queued, each chat once, and the fresh one waits
+    sent = _sent(queue)
+    assert "long-gone" in sent and "just" not in sent
+    assert sent.count("chat-0-0") == 1 and len(sent) == len(set(sent)) == SWEEP_SHARDS + 1
+    assert report.found == len(sent)
+    assert set(index.lapsed_before) == {NOW_MS - 60_000}

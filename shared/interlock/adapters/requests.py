@@ -34,7 +34,13 @@ from interlock.adapters.dynamo import (
     translated,
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
-from interlock.adapters.schema import EXPIRY_INDEX, INBOX_INDEX, SWEEP_SHARDS
+from interlock.adapters.schema import (
+    EXPIRY_INDEX,
+    INBOX_INDEX,
+    LEASE_INDEX,
+    LEASE_INDEX_SORT,
+    SWEEP_SHARDS,
+)
 from interlock.ports import Entry, EntryRefused, NotPending
 from interlock.records import (
     OPEN_STATES,
@@ -86,6 +92,8 @@ PAST_EXPIRY: Final = "#expires_at <= :now_s"
 CLAIM_OVERDUE: Final = (
     f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {PAST_EXPIRY} AND {COUNT_UNCHANGED}"
 )
+# Continuing a run whose worker died: the claim is still the one read, its lease lapsed.
+CLAIM_LAPSED: Final = f"{ID_MATCHES} AND {LEASE_LAPSED} AND {COUNT_UNCHANGED}"
 REROUTE: Final = (
     f"{ID_MATCHES} AND {IS_PENDING} AND {PAST_EXPIRY} AND {COUNT_UNCHANGED}"
     " AND attribute_not_exists(#route_role)"
@@ -707,6 +715,35 @@ class RequestStore:
                 Limit=limit,
             )
         return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+
+    def lapsed(self, shard: str, before_ms: int, limit: int) -> list[str]:
+        """Chat ids of claims whose lease ran out before `before_ms`, in one shard of the
+        sparse lease index: runs whose worker died or stalled, for the sweeper to continue."""
+        with translated("find lapsed claims"):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=LEASE_INDEX,
+                KeyConditionExpression="#shard = :shard AND #lease <= :before_ms",
+                ExpressionAttributeNames={"#shard": "sweep_shard", "#lease": LEASE_INDEX_SORT},
+                ExpressionAttributeValues=to_item({":shard": shard, ":before_ms": before_ms}),
+                Limit=limit,
+            )
+        return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+
+    def claim_lapsed(self, request: RequestRecord, worker: str, now_ms: int) -> RequestRecord:
+        """Take over a claim whose worker died, to continue its run with the answer it
+        recorded (never another: no answer is brought). One conditional write under the
+        same rules as a person's takeover; the loser hears who holds it."""
+        recorded = (request.decision or "answered", request.response or "null")
+        values = self._claim_values(request, worker, now_ms, recorded, None, "recovery")
+        return self._update(
+            request.chat_id,
+            "recover lapsed claim",
+            CLAIM_LAPSED,
+            CLAIM_SET,
+            values,
+            lost=lambda cur: errors.ResumeInProgress("another worker took it over first", cur),
+        )
 
     def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
         """A user's open requests across chats, newest first, from the sparse index."""

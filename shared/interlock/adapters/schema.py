@@ -26,6 +26,13 @@ EXPIRY_INDEX_PARTITION: Final = "sweep_shard"
 EXPIRY_INDEX_SORT: Final = "expires_at"
 SWEEP_SHARDS: Final = 8
 
+# Sparse index of the claims a worker holds, by when their lease runs out: only an open
+# request carries `sweep_shard`, and only a claimed one `lease_expires_at_ms`, so the index
+# holds exactly the claims, and a query for leases that ran out long ago finds the runs
+# whose worker died (the sweeper continues them; nobody has to click).
+LEASE_INDEX: Final = "by_lease"
+LEASE_INDEX_SORT: Final = "lease_expires_at_ms"
+
 # Sparse index of each user's open requests, newest first: only an open request carries
 # `inbox_user`. It projects what an inbox row shows, not the run's state.
 INBOX_INDEX: Final = "by_user"
@@ -55,6 +62,7 @@ def create_table_request(table_name: str) -> dict[str, Any]:
             {"AttributeName": EXPIRY_INDEX_SORT, "AttributeType": "N"},
             {"AttributeName": INBOX_INDEX_PARTITION, "AttributeType": "S"},
             {"AttributeName": INBOX_INDEX_SORT, "AttributeType": "N"},
+            {"AttributeName": LEASE_INDEX_SORT, "AttributeType": "N"},
         ],
         "KeySchema": [
             {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
@@ -66,6 +74,14 @@ def create_table_request(table_name: str) -> dict[str, Any]:
                 "KeySchema": [
                     {"AttributeName": EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
                     {"AttributeName": EXPIRY_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+            {
+                "IndexName": LEASE_INDEX,
+                "KeySchema": [
+                    {"AttributeName": EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": LEASE_INDEX_SORT, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
             },
