@@ -98,7 +98,8 @@ def apply_tap(rt: Runtime, tap: Tap) -> TapResult:
 
 
 def _apply(rt: Runtime, tap: Tap) -> TapResult:
-    from interlock.resume import resume_turn
+    from interlock.answers import Reply, decide_all
+    from interlock.resume import binding_conflict, resume_turn
 
     now = rt.clock.now_ms()
     screened = screen_tap(rt.stores, tap, now)
@@ -112,6 +113,12 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
             if tap.choice == FORM
             else answer_for(card, tap.choice or "")
         )
+        # A different answer to one already acted on is refused before anything changes.
+        conflict = binding_conflict(
+            request, decide_all(request, [Reply(screened.interrupt_id, tap.status, payload)])
+        )
+        if conflict is not None:
+            raise conflict
         _, secret = rt.stores.requests.rotate_secret(request, now)
         result = resume_turn(
             rt,
@@ -125,6 +132,8 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
         )
     except errors.InvalidInput as bad:
         return TapResult("refused", f"That answer does not fit the card: {bad}")
+    except errors.DecisionBinding as binding:
+        return TapResult("already_answered", f"Already decided: {binding}.")
     except errors.ResumeInProgress:
         return TapResult("busy", "Someone is answering this card right now.")
     except errors.SecretRefused:

@@ -126,8 +126,9 @@ def resume_turn(
         raise problem
     assert record is not None
     answers = decide_all(record, [Reply(interrupt_id, status, payload), *more])
-    if answer_rule(record, _recordable(answers)[1]) is AnswerRule.BINDING:
-        raise binding_refusal(record)  # before anything is reserved or written
+    conflict = binding_conflict(record, answers)
+    if conflict is not None:
+        raise conflict  # before anything is reserved or written
     waited_ms = now - record.created_at * 1000
     try:
         _check_chat(rt, record, meta, now)
@@ -177,6 +178,14 @@ def resume_turn(
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
+
+
+def binding_conflict(record: RequestRecord, answers: Answers) -> errors.DecisionBinding | None:
+    """The refusal of `answers` when `record` holds another answer that was acted on
+    (`records.answer_rule`); None when they may be carried out."""
+    if answer_rule(record, _recordable(answers)[1]) is AnswerRule.BINDING:
+        return binding_refusal(record)
+    return None
 
 
 @dataclass(frozen=True)

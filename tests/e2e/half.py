@@ -10,7 +10,7 @@ interrupt's name to the payload that answers it (`*` for any other).
 Each process holds nothing but the store: a fresh interpreter, fresh clients and a new
 Runtime. What the tests need to see is written to the work dir as JSON, plus
 `fetch.log` (one line per call of the fetch transport) and `<name>.hung` when the
-process was told to stop dead at a point of no return (`--hang outbox|fetch`).
+process was told to stop dead at a point of no return (`--hang outbox|fetch|claimed`).
 """
 
 from __future__ import annotations
@@ -152,6 +152,27 @@ class HangAfterWrite:
         return self._inner.get(key)  # type: ignore[no-any-return]
 
 
+class HangAfterClaim:
+    """A request store that claims for real, then stops dead: a crash right after the
+    claim recorded the answer, before anything was acted on."""
+
+    def __init__(self, inner: Any, work: Path, name: str) -> None:
+        self._inner = inner
+        self._work = work
+        self._name = name
+
+    def claim(self, *args: Any, **kwargs: Any) -> Any:
+        self._inner.claim(*args, **kwargs)
+        hang(self._work, self._name)
+
+    def claim_with(self, *args: Any, **kwargs: Any) -> Any:
+        self._inner.claim_with(*args, **kwargs)
+        hang(self._work, self._name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def hang(work: Path, name: str) -> NoReturn:
     """Tell the test we are at the point of no return, then wait to be killed."""
     (work / f"{name}.hung").touch()
@@ -167,6 +188,9 @@ def _stores(args: argparse.Namespace, work: Path) -> Stores:
     )
     if args.hang == "outbox":
         return dataclasses.replace(stores, outbox=HangAfterWrite(stores.outbox, work, args.name))
+    if args.hang == "claimed":
+        requests = HangAfterClaim(stores.requests, work, args.name)
+        return dataclasses.replace(stores, requests=requests)
     return stores
 
 
@@ -215,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompt", default="")
     parser.add_argument("--lease-ms", type=int, default=StorePolicy().lease_ms)
     parser.add_argument("--heartbeat-s", type=float, default=TurnLimits().heartbeat_s)
-    parser.add_argument("--hang", choices=("outbox", "fetch"))
+    parser.add_argument("--hang", choices=("outbox", "fetch", "claimed"))
     parser.add_argument("--agent", help="a user's agent factory, package.module:factory")
     parser.add_argument("--path", help="a directory to import the agent from")
     parser.add_argument("--payloads", default=json.dumps({"*": APPROVE}))
