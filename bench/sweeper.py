@@ -211,9 +211,9 @@ def _figures(
             calls[name] = calls.get(name, 0) + n
     sqs = sum(n for name, n in calls.items() if name.startswith("sqs."))
     store = sum(calls.values()) - sqs
-    # Per run, not per request: the finder's index queries and depth read, and the one
-    # empty receive that ends each consumer.
-    fixed = SWEEP_SHARDS + 1 + total["empty_polls"]
+    # Per run, not per request: the finder's index queries (the expiry and the lease
+    # index, per shard) and depth read, and the one empty receive that ends each consumer.
+    fixed = 2 * SWEEP_SHARDS + 1 + total["empty_polls"]
     per = max(settled, 1)
     return {
         "overdue": count + 1,  # the template's own request is overdue too
@@ -229,7 +229,7 @@ def _figures(
         "aws_calls": sum(calls.values()),
         "fixed_calls_per_run": fixed,
         "aws_calls_per_request": round((sum(calls.values()) - fixed) / per, 2),
-        "store_calls_per_request": round((store - SWEEP_SHARDS) / per, 2),
+        "store_calls_per_request": round((store - 2 * SWEEP_SHARDS) / per, 2),
         "sqs_calls_per_request": round((sqs - 1 - total["empty_polls"]) / per, 2),
         "calls_by_operation": dict(sorted(calls.items())),
     }

@@ -325,10 +325,22 @@ function showInbox(requests) {
 
 async function loadHistory() {
   const { events } = await api.events(chat);
-  const settled = events.filter((e) => ["decision", "timed_out", "cancelled"].includes(e.type));
+  const kinds = ["decision", "timed_out", "cancelled", "recovered"];
+  const settled = events.filter((e) => kinds.includes(e.type));
   const rows = settled.reverse().map((e) => {
-    const what = e.type === "decision" ? decisionLabel(e.detail.decision) : decisionLabel(e.type);
-    const by = e.type === "timed_out" ? "nobody answered in time" : `by ${e.actor}`;
+    const what =
+      e.type === "decision"
+        ? decisionLabel(e.detail.decision) +
+          (e.detail.replaced ? ` (replacing ${decisionLabel(e.detail.replaced)}, not yet acted on)` : "")
+        : e.type === "recovered"
+          ? `Continued after an interruption: ${decisionLabel(e.detail.decision)}`
+          : decisionLabel(e.type);
+    const by =
+      e.type === "timed_out"
+        ? "nobody answered in time"
+        : e.type === "recovered"
+          ? "by Interlock"
+          : `by ${e.actor}`;
     const from = e.detail.source ? ` via ${sourceLabel(e.detail.source)}` : "";
     const answer = answerText(e.detail.answer);
     return h(

@@ -12,8 +12,12 @@ check refuses, or expires the request when the world has changed under it:
 
 The first claim records the answer; a takeover (the same request claimed again after
 its worker died) continues with that recorded answer and the run's journal, so it
-repeats no model call, tool body or side effect. Every write after the claim is fenced
-by it. A failure after the claim releases the request instead of stranding it.
+repeats no model call, tool body or side effect; when the takeover brings another
+answer and nothing was acted on yet, that answer replaces the recorded one, and when
+something was, it is refused as `DecisionBinding` before anything is written
+(`records.answer_rule`). Every write after the claim is fenced by it, and no tool body
+starts once the heartbeat knows the lease is gone. A failure after the claim releases
+the request instead of stranding it.
 """
 
 from __future__ import annotations

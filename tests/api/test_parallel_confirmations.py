@@ -104,6 +104,16 @@ def test_both_confirmations_pause_once_and_one_resume_answers_both(
     by_card = dict(zip(orders, outbox(interrupts), strict=True))
     assert by_card == {"A-1": {"refund": "A-1", "amount": 40}, "B-2": None}
 
+    # And the trail the page's history reads holds one decision per card, each its own
+    audit = client.get(f"/chats/{CHAT}/events", headers=headers).get_json()["events"]
+    decisions = {e["detail"]["interrupt_id"]: e for e in audit if e["type"] == "decision"}
+    assert {i.id: decisions[i.id]["detail"]["decision"] for i in interrupts} == {
+        by_order["A-1"]["interruptId"]: "approved",
+        by_order["B-2"]["interruptId"]: "rejected",
+    }
+    assert {e["actor"] for e in decisions.values()} == {"alice"}
+    assert all(e["detail"]["source"] == "api" for e in decisions.values())
+
     # And answering again replays the stored outcome, running nothing twice
     again = client.post("/resume", data=resume_with(both), headers=headers)
     replayed = stream(again)

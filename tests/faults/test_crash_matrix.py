@@ -1,7 +1,8 @@
 """The crash matrix: every AWS call of run, pause, resume, chain, finish and sweep is, in
 turn, the place where a real process is SIGKILLed (before the call, or after its
 response arrived) or where the call fails; then a later worker (or the sweeper) answers
-again. Every cell checks the same invariants:
+again, or, in the `system` cells, nobody clicks at all and only the sweeper's own passes
+carry the chat to its end. Every cell checks the same invariants:
 
 - each side effect happened exactly once, and only if the recorded decision allows it;
 - the approval rows match the decision;
@@ -48,10 +49,15 @@ ROOT = Path(__file__).resolve().parents[2]
 REPORT_FILE = ROOT / "artifacts" / "crash_matrix.json"
 # (story, phase under fault): every approval kind pauses and resumes under faults; the
 # gated report and the question that leads to an unattended report are also swept.
+# Each plan names who comes along after the fault: a person answering again, or only
+# the system's own passes (the sweeper continuing a stranded claim, then timing out what
+# nobody answered): no click at all.
 PLANS = [
-    *[(story, phase) for story in STORIES for phase in ("run", "resume")],
-    ("report", "sweep"),
-    ("ask-then-report", "sweep"),
+    *[(story, phase, "person") for story in STORIES for phase in ("run", "resume")],
+    ("report", "sweep", "person"),
+    ("ask-then-report", "sweep", "person"),
+    ("report", "resume", "system"),
+    ("download", "resume", "system"),
 ]
 RESULTS: dict[str, dict[str, Any]] = {}
 
@@ -63,10 +69,11 @@ class Cell:
     at: int
     op: str
     mode: str
+    recovery: str = "person"
 
     @property
     def name(self) -> str:
-        return f"{self.story}/{self.phase}/{self.at}:{self.op}/{self.mode}"
+        return f"{self.story}/{self.phase}/{self.at}:{self.op}/{self.mode}/{self.recovery}"
 
 
 PHASE_TIMEOUT_S = 60
@@ -223,6 +230,10 @@ def _offset(phase: str) -> int:
 
 def _recovery(cell: Cell) -> list[tuple[str, int]]:
     """Who comes along after the fault: a later worker, or the sweeper."""
+    if cell.recovery == "system":
+        # A stranded claim is continued once its lease and grace ran out; a request
+        # still pending (the fault came before the claim) is timed out at its expiry.
+        return [("sweeper", LATER_MS), ("sweeper", OVERDUE_MS + LATER_MS)]
     if cell.phase == "sweep":
         return [("sweeper", OVERDUE_MS + LATER_MS), ("recover", OVERDUE_MS + 2 * LATER_MS)]
     if cell.phase == "resume" and cell.mode == "kill_after":
@@ -255,7 +266,11 @@ def verdict(
     if sites != wanted:
         broken.append(f"approval rows {sorted(sites)} for decision {decision}")
     broken += _transcript(stores, chat, request.final_text)
-    broken += _repeats(work, allowance, _answered_calls(stores, chat))
+    # A run reset after a failure that acted on nothing threw its journaled model
+    # responses away with the answer (the decision rule): asking the model again then is
+    # by design, and costs no effect. Tool bodies still never repeat.
+    reset = any(e.type == "run_failed" and e.detail.get("reset") for e in stores.chats.events(chat))
+    broken += _repeats(work, allowance, _answered_calls(stores, chat), models_too=not reset)
     meta = stores.chats.meta(chat)
     if meta.run_token is not None:
         broken.append("a turn still holds the chat")
@@ -290,11 +305,13 @@ def _answered_calls(stores: Stores, chat: str) -> frozenset[str]:
     )
 
 
-def _repeats(work: Path, allowance: int, answered: frozenset[str]) -> list[str]:
+def _repeats(
+    work: Path, allowance: int, answered: frozenset[str], models_too: bool = True
+) -> list[str]:
     models = Counter(
         (line["scenario"], line["step"])
         for line in read_lines(work / "models.log")
-        if line["role"] == "resume"
+        if line["role"] == "resume" and models_too
     )
     # An asking tool's answer branch is not journaled: a takeover re-runs it, computing
     # the same result from its card and the recorded answer. Not work repeated.
@@ -327,23 +344,32 @@ def _rows(
     )
 
 
-def cells_of(story: str, phase: str, ops: list[str]) -> list[Cell]:
+def cells_of(story: str, phase: str, ops: list[str], recovery: str = "person") -> list[Cell]:
     """Every fault at every call: kill before it, fail it, and for a write, kill after.
 
     Before the phase's first write nothing durable has changed, so every fault there
     leaves the same state as a kill before the first call: that one cell stands for all.
     """
     first_write = next((at for at, op in enumerate(ops) if is_write(op)), len(ops))
-    cells = [Cell(story, phase, 0, ops[0], "kill_before")]
+    cells = [Cell(story, phase, 0, ops[0], "kill_before", recovery)]
     for at, op in enumerate(ops[first_write:], start=first_write):
         modes = ["kill_before", "fail"] + (["kill_after"] if is_write(op) else [])
-        cells += [Cell(story, phase, at, op, mode) for mode in modes]
+        cells += [Cell(story, phase, at, op, mode, recovery) for mode in modes]
     return cells
 
 
-@pytest.mark.parametrize(("story", "phase"), PLANS, ids=[f"{s}-{p}" for s, p in PLANS])
+@pytest.mark.parametrize(
+    ("story", "phase", "recovery"),
+    PLANS,
+    ids=[f"{s}-{p}" + ("" if r == "person" else f"-{r}") for s, p, r in PLANS],
+)
 def test_every_fault_at_every_step_leaves_each_effect_exactly_once(
-    zygotes: list[Zygote], server_aws: dict[str, Any], tmp_path: Path, story: str, phase: str
+    zygotes: list[Zygote],
+    server_aws: dict[str, Any],
+    tmp_path: Path,
+    story: str,
+    phase: str,
+    recovery: str,
 ) -> None:
     lab = Lab(zygotes, server_aws, tmp_path)
     # Given the AWS calls a fault-free run of this phase makes
@@ -360,11 +386,11 @@ def test_every_fault_at_every_step_leaves_each_effect_exactly_once(
 
     # When each call in turn is where a process dies or a call fails, and a later worker
     # (or the sweeper) carries on
-    cells = cells_of(story, phase, ops)
+    cells = cells_of(story, phase, ops, recovery)
     failures = lab.cells(cells)
 
     # Then every invariant held in every cell
-    RESULTS[f"{story}/{phase}"] = {
+    RESULTS[f"{story}/{phase}" + ("" if recovery == "person" else f"/{recovery}")] = {
         "steps": len(ops),
         "cells": len(cells),
         "passed": len(cells) - len(failures),

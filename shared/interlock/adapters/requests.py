@@ -849,13 +849,14 @@ class RequestStore:
             "REMOVE #sweep_shard, #inbox_user, #snapshot"
         )
         condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
+
+        def lost(cur: RequestRecord | None) -> errors.InterlockError:
+            if not acted_ok and cur is not None and cur.acted_on and cur.response is not None:
+                return binding_refusal(cur)  # its answer was acted on: it stands
+            return _changed(cur, request.interrupt_id, now_ms)
+
         return self._update(
-            request.chat_id,
-            f"{state.value} request",
-            condition,
-            update,
-            values,
-            lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
+            request.chat_id, f"{state.value} request", condition, update, values, lost=lost
         )
 
     # -- plumbing ------------------------------------------------------------------------
