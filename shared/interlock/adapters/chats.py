@@ -1,36 +1,28 @@
 """Per-chat records: the meta item, saved turns and the audit trail.
 
 Turn numbers come from an atomic counter on the meta item (`ADD`), never from counting
-what is there, so two writers can never mint the same number. Event numbers are minted
-from the clock instead (`event_number`), so an event costs one write and can ride in
-the transaction of the change it describes.
+what is there, so two writers can never mint the same number. Event numbers come from a
+per-chat counter too, drawn in the very transaction that stores the events
+(`interlock.adapters.numbering`), so they follow commit order and an event can still
+ride in the transaction of the change it describes.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
-import threading
-from typing import Any, Final
+from typing import Any
 
 from interlock import keys
 from interlock.adapters.dynamo import (
-    ConditionFailed,
     DynamoDBClient,
-    expression,
     from_item,
     to_item,
+    transact,
     translated,
 )
-from interlock.errors import StoreError
+from interlock.adapters.numbering import event_put
 from interlock.ports import Entry
 from interlock.records import AuditEvent, ChatMeta
-
-# Event numbers per millisecond: the low digits of a number are random, so two writers
-# in one chat in the same millisecond almost never pick the same one, and the numbers
-# stay below 2**53 (a browser reads them as exact integers) for centuries.
-EVENT_SPREAD: Final = 1000
-_RECORD_ATTEMPTS: Final = 5
 
 
 class ChatStore:
@@ -46,8 +38,6 @@ class ChatStore:
         self._client = client
         self._table = table_name
         self._retention_s = retention_s
-        self._last_event = 0
-        self._numbering = threading.Lock()
 
     def meta(self, chat_id: str) -> ChatMeta:
         """The chat's meta item; a chat never written to reads as empty and visible."""
@@ -93,37 +83,23 @@ class ChatStore:
         return [{"seq": r["seq"], "at_ms": r["at_ms"], **json.loads(r["turn"])} for r in rows]
 
     def record(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> AuditEvent:
-        """Append an audit event under a new time-ordered number: one conditional put
-        (a number another writer took in the same millisecond is drawn again)."""
-        for _ in range(_RECORD_ATTEMPTS):
-            event, item = self._event(chat_id, type, actor, now_ms, detail)
-            try:
-                with translated("write audit event"):
-                    self._client.put_item(
-                        TableName=self._table,
-                        Item=item,
-                        **expression(condition="attribute_not_exists(#sk)", values={}),
-                    )
-            except ConditionFailed:
-                continue
-            return event
-        raise StoreError("write audit event failed: no free event number")
+        """Append an audit event under the chat's next event number: one transaction
+        with the chat's counter (`interlock.adapters.numbering`)."""
+        entry = self.event_entry(chat_id, type, actor, now_ms, **detail)
+        transact(self._client, [entry], "write audit event", read_back=())
+        return AuditEvent(
+            chat_id, int(entry["Put"]["Item"]["seq"]["N"]), type, now_ms, actor, detail
+        )
 
     def event_entry(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> Entry:
         """An audit event as a write for another store's transaction, so the event is
-        stored exactly when the change it describes is (and costs no call of its own)."""
-        _, item = self._event(chat_id, type, actor, now_ms, detail)
-        return {"Put": {"TableName": self._table, "Item": item}}
-
-    def _event(
-        self, chat_id: str, type: str, actor: str, now_ms: int, detail: dict[str, Any]
-    ) -> tuple[AuditEvent, dict[str, Any]]:
-        with self._numbering:
-            seq = event_number(now_ms, self._last_event)
-            self._last_event = seq
-        event = AuditEvent(chat_id, seq, type, now_ms, actor, detail)
-        body = {"seq": seq, "type": type, "at_ms": now_ms, "actor": actor, "detail": _json(detail)}
-        return event, record_item(chat_id, keys.event_sk(seq), body, now_ms, self._retention_s)
+        stored exactly when the change it describes is (and costs no call of its own);
+        its number is drawn from the chat's counter as that transaction goes out."""
+        body = {"type": type, "at_ms": now_ms, "actor": actor, "detail": _json(detail)}
+        item = to_item(
+            {"pk": keys.chat_pk(chat_id), **body, "ttl": now_ms // 1000 + self._retention_s}
+        )
+        return event_put(self._table, chat_id, item)
 
     def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]:
         """Audit events numbered above `after`, oldest first (a reconnecting reader
@@ -177,13 +153,6 @@ def meta_from_item(chat_id: str, row: dict[str, Any]) -> ChatMeta:
         run_token=row.get("run_token"),
         run_until_ms=row.get("run_until_ms"),
     )
-
-
-def event_number(now_ms: int, last: int = 0) -> int:
-    """A new event number: the time in milliseconds, times `EVENT_SPREAD`, plus a random
-    offset, and above `last` (the writer's previous number, so its own events stay in
-    order within a millisecond)."""
-    return max(now_ms * EVENT_SPREAD + secrets.randbelow(EVENT_SPREAD), last + 1)
 
 
 def record_item(

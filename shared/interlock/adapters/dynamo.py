@@ -38,6 +38,9 @@ __all__ = [
 
 # The key `best_effort` adds to an entry; never sent.
 BEST_EFFORT: Final = "InterlockBestEffort"
+# Marks an audit event's `Put` whose number its chat's counter gives at write time
+# (`interlock.adapters.numbering`); the value is the chat id.
+EVENT: Final = "InterlockEvent"
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -84,6 +87,13 @@ def transact(
     giving a slot back) never cost the write: when only they lose, the rest is written
     without them.
     """
+    if any(EVENT in item for item in items):
+        from interlock.adapters.numbering import counted_transact
+
+        # Audit events are numbered by their chat's counter as the write goes out.
+        return counted_transact(
+            lambda numbered: transact(client, numbered, action, read_back=read_back), items
+        )
     optional = {i for i, item in enumerate(items) if item.get(BEST_EFFORT)}
     entries = [_reading_back(item) if i in read_back else item for i, item in enumerate(items)]
     entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in entries]
@@ -123,9 +133,16 @@ def _transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) 
         }
         if error.get("Code") == "TransactionCanceledException" and failed:
             raise Cancelled(failed) from exc
+        if any(reason.get("Code") == "TransactionConflict" for reason in reasons):
+            raise Conflicted(f"{action} failed: a concurrent transaction held an item") from exc
         raise StoreError(f"{action} failed: {error.get('Code', 'unknown error')}") from exc
     except BotoCoreError as exc:
         raise StoreError(f"{action} failed: {type(exc).__name__}") from exc
+
+
+class Conflicted(StoreError):
+    """A transaction lost to another one in flight on the same item: nothing was
+    written, and the same write may simply be sent again."""
 
 
 def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any], action: str) -> bool:

@@ -34,6 +34,7 @@ from interlock.adapters.dynamo import (
     translated,
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
+from interlock.adapters.numbering import COUNTER_SK, counter_key, observed
 from interlock.adapters.schema import (
     EXPIRY_INDEX,
     INBOX_INDEX,
@@ -176,7 +177,8 @@ class RequestStore:
 
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]:
         """The chat's pointer (as `get`) and its meta item, in one consistent read."""
-        keys_left = [_key(chat_id), _meta_key(chat_id)]
+        # The chat's event counter comes along: this worker's events then need no retry.
+        keys_left = [_key(chat_id), _meta_key(chat_id), counter_key(chat_id)]
         rows: dict[str, dict[str, Any]] = {}
         # BatchGetItem may hand back keys it did not read (throttling); ask again for those.
         for _ in range(_BATCH_READ_ATTEMPTS):
@@ -192,6 +194,7 @@ class RequestStore:
                 break
         else:
             raise errors.StoreError("read request and chat failed: keys left unprocessed")
+        observed(self._table, chat_id, rows.get(COUNTER_SK))
         meta = meta_from_item(chat_id, rows.get(keys.META_SK, {}))
         item = rows.get(keys.REQUEST_SK)
         if not item:
