@@ -228,12 +228,30 @@ def release_ask_slot(rt: Runtime, request: RequestRecord) -> None:
         )
 
 
+_WITHDRAW_ATTEMPTS: Final = 3
+
+
 def expire_and_release(rt: Runtime, request: RequestRecord, reason: str, now: int) -> None:
-    """Expire an answerable request, withdraw any rows an earlier (dead) claim granted
-    for its card, and free its open-request slot."""
-    rt.stores.requests.expire(request, reason, now)
-    if request.card.get("card_id"):
-        rt.stores.approvals.withdraw_card(request.chat_id, request.user_id, request.card["card_id"])
+    """Expire an answerable request and, in the same transaction, withdraw any rows an
+    earlier (dead) claim granted for its cards (so no withdrawal lands unless the expiry
+    does); then free its open-request slot."""
+    approvals = rt.stores.approvals
+    for attempt in range(_WITHDRAW_ATTEMPTS):
+        grants = [
+            entry
+            for asked in request.asked
+            if asked.card.get("card_id")
+            for entry in approvals.withdraw_entries(
+                request.chat_id, request.user_id, asked.card["card_id"]
+            )
+        ]
+        try:
+            rt.stores.requests.expire(request, reason, now, also=grants)
+            break
+        except EntryRefused:
+            # A row was stamped anew between the read and the write: read them again.
+            if attempt == _WITHDRAW_ATTEMPTS - 1:
+                raise
     release_ask_slot(rt, request)
 
 

@@ -7,16 +7,31 @@ from typing import Any
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.ports import Entry
+from interlock.records import Fence
 
 
-def audit(rt: Runtime, caller: Caller, chat_id: str, event: str, **detail: Any) -> None:
+def audit(
+    rt: Runtime,
+    caller: Caller,
+    chat_id: str,
+    event: str,
+    *,
+    fence: Fence | None = None,
+    **detail: Any,
+) -> None:
     """Append an audit event carrying the trace id and the configuration's version.
 
-    Audit events are observations, not effects: they are written unfenced, so a worker
-    that lost its claim may still say what it saw (and that it stopped).
+    With `fence` (what a run's tools report), the event is written only while that claim
+    or turn is held: a worker that lost its claim reports no tool activity. Without it,
+    an event is an observation that any worker may make (that it stopped, say).
     """
     rt.stores.chats.record(
-        chat_id, event, caller.user_id, rt.clock.now_ms(), **_stamped(rt, caller, detail)
+        chat_id,
+        event,
+        caller.user_id,
+        rt.clock.now_ms(),
+        fence=fence,
+        **_stamped(rt, caller, detail),
     )
 
 

@@ -155,7 +155,13 @@ class RequestPort(Protocol):
         self, request: RequestRecord, role: str, extra_s: int, now_ms: int
     ) -> RequestRecord: ...
 
-    def expire(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord: ...
+    def expire(
+        self,
+        request: RequestRecord,
+        reason: str,
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> RequestRecord: ...
 
     def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord: ...
 
@@ -170,7 +176,14 @@ class ChatPort(Protocol):
     def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]: ...
 
     def record(
-        self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any
+        self,
+        chat_id: str,
+        type: str,
+        actor: str,
+        now_ms: int,
+        *,
+        fence: Fence | None = None,
+        **detail: Any,
     ) -> AuditEvent: ...
 
     def event_entry(

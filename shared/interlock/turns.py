@@ -137,7 +137,7 @@ def request_context(
         outbox=FencedOutbox(rt.stores.outbox, fence),
         fetch=rt.fetch,
         now_ms=rt.clock.now_ms,
-        audit=lambda event, detail: audit(rt, caller, chat_id, event, **detail),
+        audit=lambda event, detail: audit(rt, caller, chat_id, event, fence=fence, **detail),
     )
 
 

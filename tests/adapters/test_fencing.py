@@ -268,3 +268,38 @@ def test_finish_commits_the_answer_and_its_turn_together(
         )
     assert stores.requests.get(CHAT, clock.now_ms()).state is RequestState.CLAIMED  # type: ignore[union-attr]
     assert [t["text"] for t in stores.chats.turns(CHAT)] == ["one", "two"]
+
+
+def test_a_tool_audit_event_is_written_only_while_its_claim_holds(
+    stores: Stores, clock: ManualClock
+) -> None:
+    old, opened = _claimed(stores, clock)
+    stores.chats.record(CHAT, "tool_used", "alice", clock.now_ms(), fence=old.fence)
+    _taken_over(stores, clock, opened)
+
+    with pytest.raises(errors.LeaseLost):
+        stores.chats.record(CHAT, "tool_used", "alice", clock.now_ms(), fence=old.fence)
+
+    assert [e.type for e in stores.chats.events(CHAT)] == ["tool_used"]
+
+
+def test_an_expiry_withdraws_a_dead_claims_grants_with_it_or_not_at_all(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given a claim that granted the card's site, still live
+    claim, _ = _claimed(stores, clock)
+    stores.approvals.grant(CHAT, "alice", [SITE], "card-1", clock.now_ms(), fence=claim.fence)
+    withdrawal = stores.approvals.withdraw_entries(CHAT, "alice", "card-1")
+
+    # When an expiry with the withdrawal is refused (the claim is live), nothing changes
+    with pytest.raises(errors.ResumeInProgress):
+        stores.requests.expire(claim, "a check failed", clock.now_ms(), also=withdrawal)
+    assert [a.subject for a in stores.approvals.for_user(CHAT, "alice", clock.now_ms())] == [SITE]
+
+    # And once the claim lapsed, the expiry and the withdrawal land together
+    clock.advance(ms=stores.policy.lease_ms + 1)
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None
+    ended = stores.requests.expire(current, "a check failed", clock.now_ms(), also=withdrawal)
+    assert ended.state is RequestState.EXPIRED
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []

@@ -20,9 +20,10 @@ from interlock.adapters.dynamo import (
     transact,
     translated,
 )
+from interlock.adapters.fencing import fenced
 from interlock.adapters.numbering import event_put
 from interlock.ports import Entry
-from interlock.records import AuditEvent, ChatMeta
+from interlock.records import AuditEvent, ChatMeta, Fence
 
 
 class ChatStore:
@@ -82,11 +83,24 @@ class ChatStore:
         rows = self._range(chat_id, keys.turn_sk(after + 1), keys.turn_sk(10**10 - 1), limit)
         return [{"seq": r["seq"], "at_ms": r["at_ms"], **json.loads(r["turn"])} for r in rows]
 
-    def record(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> AuditEvent:
+    def record(
+        self,
+        chat_id: str,
+        type: str,
+        actor: str,
+        now_ms: int,
+        *,
+        fence: Fence | None = None,
+        **detail: Any,
+    ) -> AuditEvent:
         """Append an audit event under the chat's next event number: one transaction
-        with the chat's counter (`interlock.adapters.numbering`)."""
+        with the chat's counter (`interlock.adapters.numbering`), and with `fence`, only
+        while that claim or turn is held (`LeaseLost` otherwise, nothing written)."""
         entry = self.event_entry(chat_id, type, actor, now_ms, **detail)
-        transact(self._client, [entry], "write audit event", read_back=())
+        if fence is not None:
+            fenced(self._client, self._table, fence, [entry], "write audit event")
+        else:
+            transact(self._client, [entry], "write audit event", read_back=())
         return AuditEvent(
             chat_id, int(entry["Put"]["Item"]["seq"]["N"]), type, now_ms, actor, detail
         )

@@ -820,9 +820,37 @@ class RequestStore:
 
     # -- ending without an answer -------------------------------------------------------
 
-    def expire(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
-        """Expire an answerable request (a failed check, the claim cap, the sweeper)."""
-        return self._end(request, RequestState.EXPIRED, reason, now_ms)
+    def expire(
+        self,
+        request: RequestRecord,
+        reason: str,
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> RequestRecord:
+        """Expire an answerable request (a failed check, the claim cap, the sweeper).
+
+        `also` (the withdrawal of what a dead claim granted) commits in the same
+        transaction, only with the expiry: `EntryRefused` when one of them lost its own
+        condition (nothing was written; read them again).
+        """
+        if not also:
+            return self._end(request, RequestState.EXPIRED, reason, now_ms)
+        condition, update, values = self._end_parts(request, RequestState.EXPIRED, reason, now_ms)
+        entry = {
+            "TableName": self._table,
+            "Key": _key(request.chat_id),
+            **expression(condition=condition, update=update, values=values),
+        }
+        try:
+            transact(self._client, [{"Update": entry}, *also], "expire request")
+        except Cancelled as lost:
+            if 0 in lost.failed:
+                old = lost.failed[0]
+                raise _changed(
+                    _from_item(old) if old else None, request.interrupt_id, now_ms
+                ) from None
+            raise EntryRefused(min(lost.failed) - 1) from None
+        return request.with_changes(state=RequestState.EXPIRED, ended_reason=reason, snapshot=None)
 
     def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
         """Cancel an answerable request on its user's word.
@@ -840,6 +868,25 @@ class RequestStore:
         now_ms: int,
         acted_ok: bool = True,
     ) -> RequestRecord:
+        condition, update, values = self._end_parts(request, state, reason, now_ms, acted_ok)
+
+        def lost(cur: RequestRecord | None) -> errors.InterlockError:
+            if not acted_ok and cur is not None and cur.acted_on and cur.response is not None:
+                return binding_refusal(cur)  # its answer was acted on: it stands
+            return _changed(cur, request.interrupt_id, now_ms)
+
+        return self._update(
+            request.chat_id, f"{state.value} request", condition, update, values, lost=lost
+        )
+
+    def _end_parts(
+        self,
+        request: RequestRecord,
+        state: RequestState,
+        reason: str,
+        now_ms: int,
+        acted_ok: bool = True,
+    ) -> tuple[str, str, dict[str, Any]]:
         values = {
             **_STATES,
             **_clock(now_ms),
@@ -852,15 +899,7 @@ class RequestStore:
             "REMOVE #sweep_shard, #inbox_user, #snapshot"
         )
         condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
-
-        def lost(cur: RequestRecord | None) -> errors.InterlockError:
-            if not acted_ok and cur is not None and cur.acted_on and cur.response is not None:
-                return binding_refusal(cur)  # its answer was acted on: it stands
-            return _changed(cur, request.interrupt_id, now_ms)
-
-        return self._update(
-            request.chat_id, f"{state.value} request", condition, update, values, lost=lost
-        )
+        return condition, update, values
 
     # -- plumbing ------------------------------------------------------------------------
 
