@@ -253,6 +253,9 @@ def expire_and_release(rt: Runtime, request: RequestRecord, reason: str, now: in
             if attempt == _WITHDRAW_ATTEMPTS - 1:
                 raise
     release_ask_slot(rt, request)
+    if rt.notifier is not None:
+        # Its posts say it can no longer be answered, and why, instead of offering buttons.
+        rt.notifier.settled(request.chat_id, request.interrupt_ids, "expired", None, reason)
 
 
 def _day(now_ms: int) -> str:

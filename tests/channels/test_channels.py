@@ -266,3 +266,20 @@ def test_a_cancel_on_the_page_edits_the_posted_card(channels: Setup) -> None:
     (edit,) = channels.telegram.recorded.of("editMessageText")
     assert edit["text"].startswith("Cancelled by alice at ")
     assert edit["reply_markup"] == {"inline_keyboard": []}
+
+
+def test_an_expiry_edits_the_posted_card_to_say_why(channels: Setup) -> None:
+    from interlock.admission import expire_and_release
+    from interlock.api import wiring
+
+    # Given a posted card
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    request = pause(channels, "c1")
+
+    # When a check expires it (the user's roles changed, say)
+    expire_and_release(wiring.runtime(), request, "your roles changed", 0)
+
+    # Then the post is edited to say it ended, and offers no buttons any more
+    (edit,) = channels.telegram.recorded.of("editMessageText")
+    assert edit["text"].startswith("Expired") and "your roles changed" in edit["text"]
+    assert edit["reply_markup"] == {"inline_keyboard": []}
