@@ -275,6 +275,10 @@ STREAM_ENVIRONMENT: Final = {
     # Invocations that are not HTTP requests (a tap handed over for the resume function
     # to apply) reach the app as a POST here; API Gateway never routes to it.
     "AWS_LWA_PASS_THROUGH_PATH": "/events",
+    # A tap the app could not apply answers 502 (`api.stream.HAND_OVER_FAILED`, which no
+    # other route answers): the adapter (since 0.9.0) then fails the invocation, so Lambda
+    # retries the asynchronous hand-over and finally sends it to the on-failure queue.
+    "AWS_LWA_ERROR_STATUS_CODES": "502",
     # The X-Ray SDK traces one invocation per process, which a long-lived web server is
     # not; the function's active tracing still records every invocation.
     "POWERTOOLS_TRACE_DISABLED": "true",

@@ -335,6 +335,8 @@ def test_environment_names_storage_and_powertools(
             "AWS_LWA_INVOKE_MODE": "response_stream",
             "AWS_LWA_PORT": "8080",
             "AWS_LWA_PASS_THROUGH_PATH": "/events",
+            # a tap hand-over that failed is a failed invocation: retried, then queued
+            "AWS_LWA_ERROR_STATUS_CODES": "502",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "INTERLOCK_FUNCTION": name,
         }

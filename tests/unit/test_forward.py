@@ -188,3 +188,26 @@ def test_the_streaming_app_refuses_a_request_without_the_authorizers_context(
 
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_a_tap_hand_over_that_raises_is_a_failed_invocation_not_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import interlock.api.stream as stream
+    import interlock.respond as respond
+    from interlock.api.forward import tap_event
+    from interlock.channels import Tap
+
+    def broken(rt: object, tap: Tap) -> None:
+        raise RuntimeError("the store fell over")
+
+    monkeypatch.setenv("INTERLOCK_FUNCTION", "resume")
+    monkeypatch.setattr(respond, "apply_tap", broken)
+    monkeypatch.setattr(stream, "runtime", lambda: None)
+    tap = Tap("slack", "U1", "c1", "abcd", "resolved", None, choice="approve")
+
+    response = TestClient(stream.create_app()).post(stream.EVENTS_PATH, json=tap_event(tap))
+
+    # The one status the adapter is told to fail the invocation on (so Lambda retries)
+    assert response.status_code == stream.HAND_OVER_FAILED == 502
+    assert "approve" not in response.text

@@ -263,6 +263,11 @@ EVENTS_PATH: Final = "/events"
 pass-through path): the resume function's taps, from the channels function."""
 
 
+# The status of a tap hand-over that failed. No route of the app answers it otherwise,
+# so the adapter can fail exactly these invocations (`infra.functions.STREAM_ENVIRONMENT`).
+HAND_OVER_FAILED: Final = 502
+
+
 async def apply_tap_event(request: Request) -> Response:
     """Apply a tap the channels function screened and handed over (`interlock.respond`).
 
@@ -278,7 +283,16 @@ async def apply_tap_event(request: Request) -> Response:
         tap = read_tap_event(json.loads(await request.body()))
     except (ValueError, errors.InvalidInput):
         return Refusal(errors.InvalidInput("not a tap event"))
-    result = await run_in_threadpool(apply_tap, runtime(), tap)
+    try:
+        result = await run_in_threadpool(apply_tap, runtime(), tap)
+    except Exception as failed:
+        # Not a refusal the tapper was told: the tap is not applied yet. The adapter turns
+        # this status into a failed invocation (AWS_LWA_ERROR_STATUS_CODES), so Lambda
+        # retries it and then hands it to the on-failure queue, whose alarm has it.
+        logger.exception("tap hand-over failed: %s", type(failed).__name__)
+        metrics().add_metric(name="TapHandOverFailures", unit=MetricUnit.Count, value=1)
+        _publish()
+        return JSONResponse({"error": "the tap could not be applied"}, HAND_OVER_FAILED)
     metrics().add_metric(name=f"Taps_{result.outcome}", unit=MetricUnit.Count, value=1)
     _publish()
     return JSONResponse({"outcome": result.outcome})
