@@ -425,3 +425,59 @@ def test_the_card_works_at_phone_width_with_labels_and_contrast(
     box = tab.button("Approve").bounding_box()
     assert box is not None and box["height"] >= 44  # a comfortable touch target
     tab.screenshot("card-phone")
+
+
+def _claimed_by_a_dead_worker(stores: Stores, chat: str, user: str, acted: bool) -> None:
+    """The request as a worker that died right after claiming alice's approve leaves it
+    (and, with `acted`, after it started the report): its lease already ran out."""
+    request = pointer(stores, chat)
+    long_ago = now_ms() - stores.policy.lease_ms - 60_000
+    _, secret = stores.requests.rotate_secret(request, now_ms())
+    answer = json.dumps({request.interrupt_id: {"decision": "approve"}}, separators=(",", ":"))
+    claim = stores.requests.claim(
+        pointer(stores, chat), secret, "dead", long_ago, ("approved", answer), by=user
+    )
+    if acted:
+        stores.requests.mark_acted(claim.fence)
+
+
+def test_an_interrupted_approve_nothing_acted_on_can_still_be_denied(
+    open_tab: OpenTab, chat: str, stores: Stores, user: str
+) -> None:
+    # Given alice's approve, recorded by a worker that died before it did anything
+    tab = open_tab(chat)
+    tab.send(REPORT)
+    expect(tab.button("Approve")).to_be_visible()
+    _claimed_by_a_dead_worker(stores, chat, user, acted=False)
+
+    # When she looks again, the card says so and still offers its buttons
+    tab.reload()
+    expect(tab.card).to_contain_text("was interrupted before anything was done with it")
+    tab.screenshot("card-interrupted")
+
+    # And when she denies, the Deny is what runs: nothing is sent
+    tab.button("Deny").click()
+    expect(tab.outcome()).to_contain_text("Denied")
+    done = pointer(stores, chat)
+    assert (done.state, done.decision) == (RequestState.DONE, "rejected")
+    assert stores.outbox.get(f"{chat}#{done.card['tool_use_id']}") is None
+    # (the dead worker's claim was written straight to the store, with no event of its own)
+    (decided,) = [e.detail for e in stores.chats.events(chat) if e.type == "decision"]
+    assert (decided["decision"], decided["replaced"]) == ("rejected", "approved")
+
+
+def test_an_approve_already_acted_on_shows_as_decided_with_no_buttons(
+    open_tab: OpenTab, chat: str, stores: Stores, user: str
+) -> None:
+    # Given alice's approve, whose worker started the report and then died
+    tab = open_tab(chat)
+    tab.send(REPORT)
+    expect(tab.button("Approve")).to_be_visible()
+    _claimed_by_a_dead_worker(stores, chat, user, acted=True)
+
+    # When she looks again, it is shown decided and continuing, with nothing to press
+    tab.reload()
+    expect(tab.outcome()).to_contain_text(f"Approved by {user}")
+    expect(tab.outcome()).to_contain_text("continuing after an interruption")
+    expect(tab.card.get_by_role("button")).to_have_count(0)
+    tab.screenshot("card-decided-continuing")
