@@ -111,10 +111,9 @@ export class Card {
     this.controls = null;
     this.note.hidden = true;
     const after = request.interrupted ? " after an interruption" : "";
-    this.outcome.textContent = request.binding
-      ? `${request.decided || "Answered"}: continuing${after}…`
-      : request.interrupted
-        ? `${request.decided || "Answered"}: continuing after an interruption…`
+    this.outcome.textContent =
+      request.binding || request.interrupted
+        ? `${request.decided || "Answered"}: continuing${after}…`
         : "Being answered in another window…";
   }
 
@@ -412,20 +411,6 @@ export class CardGroup {
 
   answers() {
     return this.cards.map((card) => this.chosen.get(card.request.interruptId));
-  }
-
-  /** Someone's answer is being carried out: say whose, and offer nothing to press. */
-  continuing(request) {
-    this.form?.remove();
-    this.form = null;
-    this.controls = null;
-    this.note.hidden = true;
-    const after = request.interrupted ? " after an interruption" : "";
-    this.outcome.textContent = request.binding
-      ? `${request.decided || "Answered"}: continuing${after}…`
-      : request.interrupted
-        ? `${request.decided || "Answered"}: continuing after an interruption…`
-        : "Being answered in another window…";
   }
 
   get answerable() {
