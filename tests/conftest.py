@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core.botocore_stubber import BotocoreStubber
 
 from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import create_storage
@@ -19,6 +21,21 @@ from local.emulator import Emulator
 from tests.secret_watch import WATCH, SecretWatch
 
 REGION = "us-east-1"
+
+# DynamoDB applies each request atomically; in-process moto works through one in several
+# Python steps without a lock, so two threads of one test (the parallel tools of a batch)
+# could interleave inside one request and corrupt what moto holds. Requests are served one
+# at a time here, as the emulator serves them (`local.emulator`).
+_ONE_AT_A_TIME = threading.RLock()
+_serve = BotocoreStubber.__call__
+
+
+def _serialized(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
+    with _ONE_AT_A_TIME:
+        return _serve(self, event_name, request, **kwargs)
+
+
+BotocoreStubber.__call__ = _serialized  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True, scope="session")

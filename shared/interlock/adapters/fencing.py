@@ -14,10 +14,19 @@ at all. A lost fence is always `LeaseLost`, and nothing of that transaction is w
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any, Final
 
 from interlock import errors, keys
-from interlock.adapters.dynamo import Cancelled, DynamoDBClient, expression, to_item, transact
+from interlock.adapters.dynamo import (
+    Cancelled,
+    Conflicted,
+    DynamoDBClient,
+    expression,
+    to_item,
+    transact,
+)
 from interlock.records import ClaimFence, Fence, RequestState
 
 HOLDS_CLAIM: Final = (
@@ -84,10 +93,26 @@ def fenced(
         else fence_check(table, fence)
     )
     try:
-        transact(client, [check, *items], action)
+        _sent(client, [check, *items], action)
     except Cancelled as cancelled:
         if 0 in cancelled.failed:
             raise errors.LeaseLost(
                 f"{action}: the claim or turn was lost; nothing written"
             ) from None
         raise Cancelled({i - 1: old for i, old in cancelled.failed.items()}) from None
+
+
+_CONFLICT_ATTEMPTS: Final = 4
+
+
+def _sent(client: DynamoDBClient, entries: list[dict[str, Any]], action: str) -> None:
+    # Two fenced writes of one run (parallel tools of a batch) both check the claim's
+    # item: DynamoDB cancels one as a conflict, which is no refusal: send it again.
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        try:
+            transact(client, entries, action)
+            return
+        except Conflicted:
+            if attempt == _CONFLICT_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))

@@ -14,6 +14,7 @@ why this is written here.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Collection, Iterable, Sequence
 from typing import Any, Final
 
@@ -76,6 +77,7 @@ class Journal:
         self.failure: Exception | None = None
         self.acted = acted
         self._mark_acted = mark_acted
+        self._marking = threading.Lock()
         self.guard: Callable[[], None] = lambda: None
 
     def next_model_response(self) -> list[StreamEvent] | None:
@@ -102,15 +104,17 @@ class Journal:
 
     def before_body(self) -> None:
         """Called before a tool body runs (not a replayed or recomputed one): the worker
-        must still hold its claim, and the answer is marked as acted on first."""
-        try:
-            self.guard()
-            if not self.acted:
-                self._mark_acted()
-                self.acted = True
-        except Exception as failed:
-            self.failure = failed  # sticky: the run stops at this call
-            raise
+        must still hold its claim, and the answer is marked as acted on first. Parallel
+        calls of one batch take turns, so the mark is written once."""
+        with self._marking:
+            try:
+                self.guard()
+                if not self.acted:
+                    self._mark_acted()
+                    self.acted = True
+            except Exception as failed:
+                self.failure = failed  # sticky: the run stops at this call
+                raise
 
     def recomputes(self, tool_use_id: str) -> bool:
         """Whether this call's result is computed from its card, never recorded."""
