@@ -26,6 +26,7 @@ from interlock.adapters.schema import (
     EXPIRY_INDEX,
     INBOX_INDEX,
     LEASE_INDEX,
+    NOTICE_INDEX,
     SNAPSHOT_PREFIX,
 )
 from interlock.api.routes import Function
@@ -130,9 +131,9 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         lists=(ANSWER_PREFIX,),
         inbox_index_actions=("dynamodb:Query",),
     ),
-    # The expiry finder: queries the expiry and lease indexes (KEYS_ONLY: chat ids and
-    # times) and sends one message per overdue request or lapsed claim to the settle
-    # queue (`queue_statements`).
+    # The expiry finder: queries the expiry, lease and notice indexes (KEYS_ONLY: chat ids
+    # and times) and sends one message per overdue request, lapsed claim or chat with a
+    # channel notice due to the settle queue (`queue_statements`).
     # Reads no item, writes nothing, runs no agent.
     "sweeper": Access(table_actions=(), expiry_index_actions=("dynamodb:Query",)),
     # Settles the overdue requests the finder queued: reads the pointer and reroutes or
@@ -146,7 +147,8 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # a request a person answered before its worker died is continued with that answer,
     # which may grant rows (puts in such a transaction). It takes no turn slot or budget
     # and never replays an answer (no answer reads). It reads no index: the message names
-    # the chat. Its queue's statements are `queue_statements`.
+    # the chat. It also carries on the chat's channel notices that are due (a query, then
+    # conditional updates). Its queue's statements are `queue_statements`.
     "settle": Access(
         table_actions=(
             "dynamodb:GetItem",
@@ -177,8 +179,9 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
             )
         )
     for sid, actions, indexes in (
-        # The sweeper's two sparse indexes: overdue requests, and claims whose lease lapsed
-        ("ExpiryIndex", access.expiry_index_actions, (EXPIRY_INDEX, LEASE_INDEX)),
+        # The finder's sparse indexes: overdue requests, claims whose lease lapsed, and
+        # channel notices with a delivery due.
+        ("ExpiryIndex", access.expiry_index_actions, (EXPIRY_INDEX, LEASE_INDEX, NOTICE_INDEX)),
         ("InboxIndex", access.inbox_index_actions, (INBOX_INDEX,)),
     ):
         if actions:

@@ -31,6 +31,9 @@ METRICS = {
     "failed": "SweepFailures",
     "stuck": "StuckClaims",
     "deferred": "Deferred",
+    "notices_delivered": "NoticesDelivered",
+    "notices_failed": "NoticeFailures",
+    "notices_abandoned": "NoticesAbandoned",
 }
 
 

@@ -41,6 +41,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         clock.now_ms(),
         remaining_ms=context.get_remaining_time_in_millis,
         grace_ms=store.policy.recovery_grace_ms,
+        notices=store.channels,
     )
     for field, name in METRICS.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=getattr(report, field))

@@ -79,11 +79,37 @@ class Tap:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """A message a channel posted for a request's interrupt, to edit when it settles."""
+    """The message that carries one interrupt's card on one channel: reserved, posted,
+    then edited once the request settles. It is the key both deliveries are kept under,
+    so each happens at most once and a failed or interrupted one is retried.
+
+    Attributes:
+        channel: Where it is posted.
+        interrupt_id: The card it carries.
+        ref: The platform's reference to the message; None until it was posted.
+        user_id: Whose linked account it is posted to.
+        edit_text: How the card reads once its request settled; None while it is open.
+        done: Nothing more to deliver (edited, or the request ended before a post).
+        tries: Delivery attempts begun so far.
+        attempt_until_ms: Until when the attempt in flight holds it, if one does.
+        give_up_ms: When retrying stops (the notice's own retention).
+        due_ms: When the finder should next look at it; None once it is done.
+    """
 
     channel: ChannelName
     interrupt_id: str
-    ref: dict[str, Any]
+    ref: dict[str, Any] | None = None
+    user_id: str = ""
+    edit_text: str | None = None
+    done: bool = False
+    tries: int = 0
+    attempt_until_ms: int | None = None
+    give_up_ms: int = 0
+    due_ms: int | None = None
+
+    def in_flight(self, now_ms: int) -> bool:
+        """Whether another attempt holds it now (its outcome is not known yet)."""
+        return self.attempt_until_ms is not None and self.attempt_until_ms >= now_ms
 
 
 class Channel(Protocol):

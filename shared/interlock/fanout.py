@@ -1,13 +1,13 @@
 """Finding overdue requests and fanning them out, one settle message each.
 
-The scheduled finder reads the sparse `by_expiry` index shard by shard (and the
-`by_lease` index, for claims whose worker died) and puts one message per overdue
-request or stranded claim on the settle queue; consumers settle each one
-(`interlock.sweeper.settle_message`). The index, not the queue, is the list of what is
-overdue: a message only names a request to look at, so a lost or repeated one costs at
-most a finder interval or one read (a second settle finds the request settled, or
-claimed, and skips it). The finder also stops before its own deadline and leaves the
-rest for the next scheduled run.
+The scheduled finder reads the sparse `by_expiry` index shard by shard (the `by_lease`
+index, for claims whose worker died, and the `by_notice` index, for channel posts and
+edits to retry) and puts one message per chat to look at on the settle queue; consumers
+settle each one (`interlock.sweeper.settle_message`). The index, not the queue, is the
+list of what is overdue: a message only names a request to look at, so a lost or
+repeated one costs at most a finder interval or one read (a second settle finds the
+request settled, or claimed, and skips it). The finder also stops before its own
+deadline and leaves the rest for the next scheduled run.
 
 No boto3 and no strands here: the queue is a port, and the finder never runs an agent.
 """
@@ -99,22 +99,38 @@ class FindReport:
     stopped: bool = False
 
 
+class NoticeFinder(Protocol):
+    """Where the channel notices with a delivery due are found (`ChannelPort`)."""
+
+    def due_notices(self, shard: str, now_ms: int, limit: int) -> list[str]: ...
+
+
 def overdue_chats(
     requests: RequestPort,
     now_ms: int,
     limit_per_shard: int,
     grace_ms: int = RECOVERY_GRACE_MS,
+    notices: NoticeFinder | None = None,
 ) -> Iterator[str]:
     """Chats whose open request is past its expiry, or whose claim's worker is gone (its
-    lease ran out more than `grace_ms` ago), shard by shard, each chat once."""
+    lease ran out more than `grace_ms` ago), or with a channel notice due, shard by
+    shard, each chat once."""
     for shard in range(SWEEP_SHARDS):
-        yield from _shard(requests, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
+        yield from _shard(requests, notices, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
 
 
-def _shard(requests: RequestPort, shard: str, now_ms: int, limit: int, grace_ms: int) -> list[str]:
+def _shard(
+    requests: RequestPort,
+    notices: NoticeFinder | None,
+    shard: str,
+    now_ms: int,
+    limit: int,
+    grace_ms: int,
+) -> list[str]:
     overdue = requests.overdue(shard, now_ms, limit)
     stranded = requests.lapsed(shard, now_ms - grace_ms, limit)
-    return list(dict.fromkeys([*overdue, *stranded]))
+    due = notices.due_notices(shard, now_ms, limit) if notices is not None else []
+    return list(dict.fromkeys([*overdue, *stranded, *due]))
 
 
 def find_overdue(
@@ -124,6 +140,7 @@ def find_overdue(
     remaining_ms: Callable[[], int],
     limit_per_shard: int = FINDER_LIMIT_PER_SHARD,
     grace_ms: int = RECOVERY_GRACE_MS,
+    notices: NoticeFinder | None = None,
 ) -> FindReport:
     """Enqueue one settle message per overdue request, until the deadline is near.
 
@@ -134,6 +151,8 @@ def find_overdue(
         remaining_ms: Time left before the caller's deadline (a Lambda context's
             `get_remaining_time_in_millis`), read before every call.
         limit_per_shard: Overdue requests read per shard.
+        grace_ms: How long a lapsed lease is left to its worker before it is continued.
+        notices: Where channel notices with a delivery due are found, if anywhere.
     """
     report = FindReport()
     # A queue still holding the last fan-out means consumers are behind: the oldest
@@ -147,7 +166,7 @@ def find_overdue(
         if remaining_ms() < FINDER_MARGIN_MS:
             report.stopped = True
             break
-        chats = _shard(requests, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
+        chats = _shard(requests, notices, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
         report.found += len(chats)
         # Full batches go now; the rest waits to fill up with the next shard's requests.
         unsent = _send(queue, [*unsent, *chats], remaining_ms, report, full_only=True)

@@ -1,22 +1,63 @@
 """Telling people about cards where they are: post when a request opens, edit the post
-when it settles (by any channel, the sweeper or a cancel).
+when it settles (by any channel, the sweeper, a cancel or an expiry).
 
-Best effort by design: the request is durable before anything is posted, and a card can
-always be answered on the page, so a platform that is down costs a message, never an
-answer. Each interrupt is posted at most once per channel (a reserved notice), so a
-retried or taken-over run does not post it again.
+Each delivery is kept under one key, the interrupt's notice on a channel (`Notice`). A
+new request carries a mark that its posts are owed (`notify_due_ms`, written with the
+pointer) until they are reserved, so a process that dies in between leaves them to the
+finder; a post is reserved before it is sent, so a retried or taken-over run never posts
+it again, and an edit is recorded (with its text) before it is sent. One attempt at a
+time holds a notice; one that fails is due again later (backing off), one whose process
+died is due once its hold runs out, and the finder's pass (`retry`) carries both on
+until they are done or the request's own retention (its TTL) ends. A posted card stays
+due at its request's expiry too, so a request that ended without its edit (its worker
+died in between) is edited then.
+
+Edits are idempotent, so retrying one is exact. A post is sent at most once per attempt;
+the one case no retry can tell apart is a post the platform took whose record was never
+written (the process killed with the call in flight or just after it answered, or the
+record's write failing): that attempt is retried, and the card may then show twice. Both copies answer
+the same interrupt, and a tap on either after the answer is told "Already decided", so
+a copy too many can never act; a card never shown would leave its person unasked.
+
+A platform that is down never fails a run: the request is durable before anything is
+posted, and a card can always be answered on the page.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
 
-from interlock.channels import Channel, ChannelName, Notice, Tap, outcome_text
-from interlock.ports import ChannelPort
-from interlock.records import RequestRecord
+from interlock.channels import Channel, ChannelName, Link, Notice, Tap, outcome_text
+from interlock.ports import ChannelPort, RequestPort
+from interlock.records import RequestRecord, RequestState
 
 logger = logging.getLogger(__name__)
+
+# How long one delivery attempt holds its notice: well past the HTTP client's timeout.
+ATTEMPT_MS: Final = 30_000
+# How long a new request's owed posts are left to the process that opened it.
+NOTIFY_HOLD_MS: Final = 60_000
+# A failed delivery is due again after this, doubling per try up to `MAX_BACKOFF_MS`.
+FIRST_BACKOFF_MS: Final = 60_000
+MAX_BACKOFF_MS: Final = 3_600_000
+
+
+@dataclass
+class NoticeReport:
+    """What delivering notices did (the finder's pass, or one call).
+
+    Attributes:
+        delivered: Posts and edits the platform accepted.
+        failed: Attempts that failed; each is due again later.
+        abandoned: Notices given up on: their retention ran out first.
+    """
+
+    delivered: int = 0
+    failed: int = 0
+    abandoned: int = 0
 
 
 class Notifier:
@@ -27,6 +68,8 @@ class Notifier:
         channels: The configured channels, by name.
         now_ms: The clock.
         page_url: The card page's URL, offered in each post, if known.
+        requests: The requests (the finder's retries read them; a new request's mark
+            that its posts are owed is cleared there).
     """
 
     def __init__(
@@ -35,33 +78,41 @@ class Notifier:
         channels: Mapping[ChannelName, Channel],
         now_ms: Callable[[], int],
         page_url: str | None = None,
+        requests: RequestPort | None = None,
     ) -> None:
         self._store = store
         self._channels = dict(channels)
         self._now_ms = now_ms
         self._page_url = page_url
+        self._requests = requests
 
     @property
     def channels(self) -> Mapping[ChannelName, Channel]:
         return self._channels
 
-    def opened(self, request: RequestRecord) -> None:
+    def opened(self, request: RequestRecord, report: NoticeReport | None = None) -> None:
         """Post the request's card to every linked account of its user (and of no one
         else: a rerouted card waits for its role on the page)."""
         if not self._channels:
             return
+        report = report if report is not None else NoticeReport()
         try:
-            links = self._store.links_of(request.user_id)
-            for link in links:
-                channel = self._channels.get(link.channel)
-                if channel is None or not self._store.reserve_notice(
-                    request.chat_id, request.interrupt_id, link.channel, self._now_ms()
-                ):
+            for link in self._store.links_of(request.user_id):
+                if link.channel not in self._channels:
                     continue
-                ref = channel.post(link, request, self._page_url)
-                notice = Notice(link.channel, request.interrupt_id, ref)
-                self._store.save_notice(request.chat_id, notice)
-        except Exception as exc:  # a platform's trouble never fails a run
+                now = self._now_ms()
+                notice = Notice(
+                    link.channel,
+                    request.interrupt_id,
+                    user_id=request.user_id,
+                    # Retried for as long as the request itself is kept.
+                    give_up_ms=request.ttl * 1000,
+                )
+                if self._store.reserve_notice(request.chat_id, notice, now, now + ATTEMPT_MS):
+                    self._post(request, link, notice, report)
+            if request.notify_due_ms is not None and self._requests is not None:
+                self._requests.notified(request.chat_id, request.interrupt_id)
+        except Exception as exc:  # a platform's or the table's trouble never fails a run
             _failed("post", exc)
 
     def settled(
@@ -78,16 +129,38 @@ class Notifier:
         text = outcome_text(decision, who, self._now_ms() // 1000, _source_name(source))
         try:
             notices = [n for i in interrupt_ids for n in self._store.notices(chat_id, i)]
+            for notice in notices:
+                if not notice.done:
+                    marked = self._store.settle_notice(chat_id, notice, text, self._now_ms())
+                    if marked is not None:
+                        self._edit(chat_id, marked, NoticeReport())
         except Exception as exc:
-            _failed("read notices", exc)
-            return
-        for notice in notices:
-            channel = self._channels.get(notice.channel)
+            _failed("edit", exc)
+
+    def retry(self, chat_id: str) -> NoticeReport:
+        """Carry on the chat's notices that are due: a post or an edit that failed or
+        was interrupted, and a post whose request ended without its edit."""
+        report = NoticeReport()
+        if not self._channels:
+            return report
+        now = self._now_ms()
+        request = self._requests.get(chat_id, now) if self._requests is not None else None
+        if (
+            request is not None
+            and request.notify_due_ms is not None
+            and request.notify_due_ms <= now
+            and request.state in (RequestState.PENDING, RequestState.CLAIMED)
+        ):
+            self.opened(request, report)  # its process died before it reserved the posts
+        for notice in self._store.notices(chat_id):
+            if notice.done or notice.due_ms is None or notice.due_ms > now:
+                continue
             try:
-                if channel is not None:
-                    channel.settle(notice.ref, text)
-            except Exception as exc:  # one platform down leaves the others edited
-                _failed("edit", exc)
+                self._carry_on(chat_id, notice, now, report)
+            except Exception as exc:  # one notice's trouble leaves the others to do
+                _failed("retry", exc)
+                report.failed += 1
+        return report
 
     def tell(self, tap: Tap, text: str) -> None:
         """Tell a tapper what became of their tap."""
@@ -98,6 +171,111 @@ class Notifier:
         except Exception as exc:
             _failed("reply", exc)
 
+    def _carry_on(self, chat_id: str, notice: Notice, now: int, report: NoticeReport) -> None:
+        if now >= notice.give_up_ms:
+            self._store.finish_notice(chat_id, notice, now)
+            report.abandoned += 1
+            logger.warning("channel notice abandoned: its retention ran out")
+            return
+        if notice.edit_text is not None:
+            self._edit(chat_id, notice, report)
+            return
+        request = self._requests.get(chat_id, now) if self._requests is not None else None
+        open_here = (
+            request is not None
+            and request.state in (RequestState.PENDING, RequestState.CLAIMED)
+            and notice.interrupt_id in request.interrupt_ids
+        )
+        if notice.ref is None:
+            taken = self._store.begin_notice(chat_id, notice, now, now + ATTEMPT_MS)
+            if taken is None:
+                return
+            if not open_here or request is None:
+                self._store.finish_notice(chat_id, taken, now)  # nothing left to ask
+                return
+            link = next(
+                (x for x in self._store.links_of(request.user_id) if x.channel == notice.channel),
+                None,
+            )
+            if link is None:  # unlinked since: nobody to post to
+                self._store.finish_notice(chat_id, taken, now)
+                return
+            self._post(request, link, taken, report)
+            return
+        if open_here and request is not None:
+            # Still open (rerouted with more time, or reset to be answered again): watch on.
+            self._store.retry_notice(chat_id, notice, _watch_ms(request))
+            return
+        # It ended without its edit: say how, as far as the pointer still knows.
+        text = _ended_text(request, notice)
+        marked = self._store.settle_notice(chat_id, notice, text, now)
+        if marked is not None:
+            self._edit(chat_id, marked, report)
+
+    def _post(
+        self, request: RequestRecord, link: Link, notice: Notice, report: NoticeReport
+    ) -> None:
+        """Send the post `notice` holds the attempt of; on success, watch it."""
+        channel = self._channels[notice.channel]
+        try:
+            ref = channel.post(link, request, self._page_url)
+        except Exception as exc:
+            self._retry_later(request.chat_id, notice, "post", exc, report)
+            return
+        report.delivered += 1
+        now = self._now_ms()
+        after = self._store.posted_notice(request.chat_id, notice, ref, _watch_ms(request), now)
+        if after.edit_text is not None:  # it settled while the post was in flight
+            self._edit(request.chat_id, after, report)
+
+    def _edit(self, chat_id: str, notice: Notice, report: NoticeReport) -> None:
+        """Take an attempt at the edit `notice` records and send it."""
+        now = self._now_ms()
+        taken = self._store.begin_notice(chat_id, notice, now, now + ATTEMPT_MS)
+        if taken is None:
+            return  # an attempt in flight (the post, say) finishes it or lapses into a retry
+        if taken.ref is None:
+            # Never posted, and now never will be (its request ended): nothing to edit.
+            self._store.finish_notice(chat_id, taken, now)
+            return
+        channel = self._channels.get(taken.channel)
+        if channel is None:
+            self._store.retry_notice(chat_id, taken, now + MAX_BACKOFF_MS)
+            return
+        try:
+            channel.settle(taken.ref, taken.edit_text or "")
+        except Exception as exc:
+            self._retry_later(chat_id, taken, "edit", exc, report)
+            return
+        report.delivered += 1
+        self._store.finish_notice(chat_id, taken, self._now_ms())
+
+    def _retry_later(
+        self, chat_id: str, notice: Notice, what: str, exc: Exception, report: NoticeReport
+    ) -> None:
+        _failed(what, exc)
+        report.failed += 1
+        backoff = min(FIRST_BACKOFF_MS * 2 ** max(notice.tries - 1, 0), MAX_BACKOFF_MS)
+        self._store.retry_notice(chat_id, notice, self._now_ms() + backoff)
+
+
+def _watch_ms(request: RequestRecord) -> int:
+    # Due when its request expires: by then it has settled, and its card needs its edit.
+    return request.expires_at * 1000
+
+
+def _ended_text(request: RequestRecord | None, notice: Notice) -> str:
+    if request is None or notice.interrupt_id not in request.interrupt_ids:
+        return outcome_text(None, None, None, "")  # "Settled": the chat has moved on
+    decision = {
+        RequestState.CANCELLED: "cancelled",
+        RequestState.EXPIRED: "expired",
+    }.get(request.state, request.decision)
+    at_ms = request.decided_at_ms or (request.answered_at or 0) * 1000
+    return outcome_text(
+        decision, request.decided_by, at_ms // 1000 or None, _source_name(request.decided_via or "")
+    )
+
 
 def _failed(what: str, exc: Exception) -> None:
     # The type only: a platform's error text may quote a URL, and Telegram's carry a token.
@@ -105,6 +283,10 @@ def _failed(what: str, exc: Exception) -> None:
 
 
 def _source_name(source: str) -> str:
-    return {"slack": "Slack", "telegram": "Telegram", "api": "card page", "sweeper": "timeout"}.get(
-        source, source
-    )
+    return {
+        "slack": "Slack",
+        "telegram": "Telegram",
+        "api": "card page",
+        "sweeper": "timeout",
+        "recovery": "after an interruption",
+    }.get(source, source)

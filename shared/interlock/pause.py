@@ -23,6 +23,7 @@ from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_of
+from interlock.notify import NOTIFY_HOLD_MS
 from interlock.outcomes import Offer
 from interlock.ports import Entry, EntryRefused, Stores
 from interlock.records import Asked, Kind, RequestRecord, TurnFence
@@ -59,6 +60,7 @@ def persist_pause(
     also_asked: tuple[Asked, ...] = (),
     events: Sequence[Entry] = (),
     asks: AskSlots | None = None,
+    notify_due_ms: int | None = None,
 ) -> Offer:
     """Store the paused agent, then open the chat's request pointing at it.
 
@@ -66,6 +68,7 @@ def persist_pause(
     turn's release, only while the turn still holds the chat. `events` (the pause's
     audit events) commit with the pointer, and so does `asks` (backpressure: its budget
     unit and the first open-request slot that is free, which the request records).
+    `notify_due_ms` marks its channel posts as owed (`RequestStore.new_request`).
 
     Raises:
         SnapshotTooLarge: the snapshot is over the limit; nothing was written.
@@ -93,6 +96,7 @@ def persist_pause(
             ask_slot=index,
             owner_roles=owner_roles,
             also_asked=also_asked,
+            notify_due_ms=notify_due_ms,
         )
         # Conditional entries first: the first that lost is the one reported.
         backpressure = [asks.spend, take] if asks and take else []
@@ -220,6 +224,7 @@ def _opened(
             also_asked=others,
             events=events,
             asks=ask_slots(rt, caller, chat_id, now),
+            notify_due_ms=_notify_due(rt, now),
         )
     except errors.LimitExceeded as exc:
         raise pause_refused(rt, caller, chat_id, exc) from exc
@@ -227,6 +232,13 @@ def _opened(
         logger.warning("chat_id=<%s>, reason=<%s> | pause could not be saved", chat_id, exc)
         audit(rt, caller, chat_id, "pause_failed", reason=exc.code)
         raise PauseRefused(PAUSE_FAILED) from exc
+
+
+def _notify_due(rt: Runtime, now_ms: int) -> int | None:
+    # With channels to post on, a new request owes its posts until they are reserved.
+    if rt.notifier is None or not rt.notifier.channels:
+        return None
+    return now_ms + NOTIFY_HOLD_MS
 
 
 def _chained(
@@ -263,6 +275,7 @@ def _chained(
             ask_slot=claim.ask_slot,
             owner_roles=claim.owner_roles,
             also_asked=others,
+            notify_due_ms=_notify_due(rt, now),
         )
         stores.requests.chain(claim, successor, also=list(events))
     except errors.TooLarge as exc:

@@ -95,6 +95,9 @@ class RequestRecord:
     decided_by: str | None = None
     decided_at_ms: int | None = None
     decided_via: str | None = None
+    # Set while the channel posts of a new request are owed and not yet reserved: the
+    # finder carries them on should the process die before it posted.
+    notify_due_ms: int | None = None
 
     @property
     def stored_snapshot(self) -> StoredSnapshot:

@@ -61,6 +61,11 @@ class SweepReport:
     # Overdue requests found still claimed by a worker whose lease lapsed (it died
     # mid-run): each is settled like the others, and counted for the alarm.
     stuck: int = 0
+    # Channel posts and edits retried by this pass: delivered, failed again (each is due
+    # again later), or given up on once their retention ran out.
+    notices_delivered: int = 0
+    notices_failed: int = 0
+    notices_abandoned: int = 0
     chats: list[str] = field(default_factory=list)
 
 
@@ -74,7 +79,8 @@ def sweep(
     """
     report = SweepReport()
     grace_ms = rt.stores.policy.recovery_grace_ms
-    for chat_id in overdue_chats(rt.stores.requests, now_ms, limit_per_shard, grace_ms):
+    notices = rt.stores.channels if rt.notifier is not None else None
+    for chat_id in overdue_chats(rt.stores.requests, now_ms, limit_per_shard, grace_ms, notices):
         report.found += 1
         if deadline_ms is not None and rt.clock.now_ms() + DEADLINE_MARGIN_MS > deadline_ms:
             report.deferred += 1
@@ -106,6 +112,12 @@ def settle_counted(rt: Runtime, chat_id: str, report: SweepReport) -> str:
     setattr(report, outcome, getattr(report, outcome) + 1)
     if outcome != "skipped":
         report.chats.append(chat_id)
+    if rt.notifier is not None:
+        # The chat may be here for its channel notices alone (a post or edit to retry).
+        notices = rt.notifier.retry(chat_id)
+        report.notices_delivered += notices.delivered
+        report.notices_failed += notices.failed
+        report.notices_abandoned += notices.abandoned
     return outcome
 
 

@@ -84,6 +84,7 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
     assert reports_sent(channels, "c1", request)["recipient"]
     # Both posts now say how it ended, and the buttons are gone
     wait_for(lambda: len(channels.slack.recorded.of("chat.update")) == 1, "the Slack edit")
+    wait_for(lambda: channels.telegram.recorded.of("editMessageText") != [], "the Telegram edit")
     (edit,) = channels.telegram.recorded.of("editMessageText")
     assert edit["text"].startswith("Approved by alice at ") and edit["text"].endswith("(Telegram)")
     assert edit["reply_markup"] == {"inline_keyboard": []}

@@ -211,6 +211,7 @@ def test_table_access_is_the_table_and_only_the_sweeper_reads_the_index(
         assert index["Resource"] == [
             {"Fn::Join": ["", [TABLE_ARN, "/index/by_expiry"]]},
             {"Fn::Join": ["", [TABLE_ARN, "/index/by_lease"]]},
+            {"Fn::Join": ["", [TABLE_ARN, "/index/by_notice"]]},
         ]
     else:
         assert found["Table"]["Resource"] == TABLE_ARN

@@ -48,7 +48,12 @@ def test_table_keys_and_indexes_are_those_of_the_shared_schema(table: dict[str, 
 
 def test_expiry_index_is_keyed_by_shard_and_logical_expiry(table: dict[str, Any]) -> None:
     indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {schema.EXPIRY_INDEX, schema.LEASE_INDEX, schema.INBOX_INDEX}
+    assert set(indexes) == {
+        schema.EXPIRY_INDEX,
+        schema.LEASE_INDEX,
+        schema.NOTICE_INDEX,
+        schema.INBOX_INDEX,
+    }
     assert indexes[schema.EXPIRY_INDEX] == {
         "IndexName": schema.EXPIRY_INDEX,
         "KeySchema": [
@@ -76,6 +81,22 @@ def test_lease_index_is_keyed_by_shard_and_lease_and_holds_keys_only(
     }
     types = {d["AttributeName"]: d["AttributeType"] for d in table["AttributeDefinitions"]}
     assert types[schema.LEASE_INDEX_SORT] == "N"
+
+
+def test_notice_index_is_keyed_by_shard_and_due_time_and_holds_keys_only(
+    table: dict[str, Any],
+) -> None:
+    indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
+    assert indexes[schema.NOTICE_INDEX] == {
+        "IndexName": schema.NOTICE_INDEX,
+        "KeySchema": [
+            {"AttributeName": schema.EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
+            {"AttributeName": schema.NOTICE_INDEX_SORT, "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
+    types = {d["AttributeName"]: d["AttributeType"] for d in table["AttributeDefinitions"]}
+    assert types[schema.NOTICE_INDEX_SORT] == "N"
 
 
 def test_inbox_index_is_keyed_by_user_and_creation_and_projects_an_inbox_row(

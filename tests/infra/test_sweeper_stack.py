@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.wiring import Stacks
-from interlock.adapters.schema import EXPIRY_INDEX, LEASE_INDEX
+from interlock.adapters.schema import EXPIRY_INDEX, LEASE_INDEX, NOTICE_INDEX
 from interlock.api.routes import FUNCTIONS, ROUTES
 from tests.infra.support import (
     TABLE_ARN,
@@ -93,7 +93,7 @@ def test_the_sweeper_is_not_behind_the_api() -> None:
     assert {route.function for route in ROUTES} == set(FUNCTIONS)
 
 
-def test_its_query_reaches_the_expiry_and_lease_indexes_alone(
+def test_its_query_reaches_the_expiry_lease_and_notice_indexes_alone(
     stacks: Stacks, api_template: Template
 ) -> None:
     found = by_sid(statements(stacks, api_template, "sweeper"))
@@ -108,5 +108,6 @@ def test_its_query_reaches_the_expiry_and_lease_indexes_alone(
         "Resource": [
             {"Fn::Join": ["", [TABLE_ARN, f"/index/{EXPIRY_INDEX}"]]},
             {"Fn::Join": ["", [TABLE_ARN, f"/index/{LEASE_INDEX}"]]},
+            {"Fn::Join": ["", [TABLE_ARN, f"/index/{NOTICE_INDEX}"]]},
         ],
     }

@@ -3,7 +3,9 @@
 LINK#<channel>#<external id> / LINK        who a channel account acts as
 USER#<user> / LINK#<channel>               where that user's cards are posted
 DELIVERY#<channel>#<delivery id> / SEEN     a webhook delivery, dropped if seen again
-CHAT#<chat> / NOTICE#<interrupt>#<channel> the message that carries a card
+CHAT#<chat> / NOTICE#<interrupt>#<channel> the message that carries a card: its post
+                                           and its edit, each delivered once, and
+                                           in the sparse notice index while one is due
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.dynamo import (
+    ConditionFailed,
     DynamoDBClient,
+    expression,
     from_item,
     put_new,
     to_item,
     transact,
     translated,
 )
+from interlock.adapters.schema import NOTICE_INDEX, NOTICE_INDEX_SORT, SWEEP_SHARDS
 from interlock.channels import ChannelName, Link, Notice
 
 # Platforms retry a delivery for minutes, not days: a day of memory is plenty.
@@ -152,45 +157,157 @@ class ChannelStore:
         }
         return put_new(self._client, self._table, item, "record delivery")
 
-    def reserve_notice(
-        self, chat_id: str, interrupt_id: str, channel: ChannelName, now_ms: int
-    ) -> bool:
-        """Reserve the one post of an interrupt's card on a channel; False if taken."""
+    def reserve_notice(self, chat_id: str, notice: Notice, now_ms: int, until_ms: int) -> bool:
+        """Reserve the one post of an interrupt's card on a channel, as its first
+        attempt (held until `until_ms`); False if it was reserved before.
+
+        The reservation is due at `until_ms`: should this attempt never end (its process
+        died), the finder picks the post up then.
+        """
         item = {
-            **_notice_key(chat_id, interrupt_id, channel),
+            **_notice_key(chat_id, notice.interrupt_id, notice.channel),
+            "user_id": notice.user_id,
+            "tries": 1,
+            "attempt_until_ms": until_ms,
+            "give_up_ms": notice.give_up_ms,
+            NOTICE_INDEX_SORT: until_ms,
+            "sweep_shard": keys.sweep_shard(chat_id, SWEEP_SHARDS),
             "at_ms": now_ms,
-            "ttl": now_ms // 1000 + self._retention_s,
+            # Kept at least as long as it may be retried.
+            "ttl": max(now_ms // 1000 + self._retention_s, notice.give_up_ms // 1000),
         }
         return put_new(self._client, self._table, item, "reserve notice")
 
-    def save_notice(self, chat_id: str, notice: Notice) -> None:
-        """Record where the card was posted, to edit it when the request settles."""
-        with translated("save notice"):
-            self._client.update_item(
-                TableName=self._table,
-                Key=to_item(_notice_key(chat_id, notice.interrupt_id, notice.channel)),
-                UpdateExpression="SET #ref = :ref",
-                ExpressionAttributeNames={"#ref": "ref"},
-                ExpressionAttributeValues=to_item({":ref": json.dumps(notice.ref, sort_keys=True)}),
-            )
-
-    def notices(self, chat_id: str, interrupt_id: str) -> list[Notice]:
-        """The posted cards of an interrupt (reserved but never posted ones are left out)."""
+    def notices(self, chat_id: str, interrupt_id: str | None = None) -> list[Notice]:
+        """The notices of one interrupt, or of every interrupt of the chat."""
+        prefix = f"NOTICE#{interrupt_id}#" if interrupt_id is not None else "NOTICE#"
         with translated("read notices"):
             response = self._client.query(
                 TableName=self._table,
                 KeyConditionExpression="pk = :pk AND begins_with(sk, :sk)",
-                ExpressionAttributeValues=to_item(
-                    {":pk": keys.chat_pk(chat_id), ":sk": f"NOTICE#{interrupt_id}#"}
-                ),
+                ExpressionAttributeValues=to_item({":pk": keys.chat_pk(chat_id), ":sk": prefix}),
                 ConsistentRead=True,
             )
-        found = []
-        for row in map(from_item, response.get("Items", [])):
-            if "ref" in row:
-                channel = row["sk"].rsplit("#", 1)[1]
-                found.append(Notice(channel, interrupt_id, json.loads(row["ref"])))
-        return found
+        return [_notice(row) for row in map(from_item, response.get("Items", []))]
+
+    def due_notices(self, shard: str, now_ms: int, limit: int) -> list[str]:
+        """Chat ids with a notice due by `now_ms` (a delivery to retry, or a post whose
+        request may have ended unseen), in one shard of the sparse notice index."""
+        with translated("find due notices"):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=NOTICE_INDEX,
+                KeyConditionExpression="#shard = :shard AND #due <= :now",
+                ExpressionAttributeNames={"#shard": "sweep_shard", "#due": NOTICE_INDEX_SORT},
+                ExpressionAttributeValues=to_item({":shard": shard, ":now": now_ms}),
+                Limit=limit,
+            )
+        chats = [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+        return list(dict.fromkeys(chats))
+
+    def begin_notice(
+        self, chat_id: str, notice: Notice, now_ms: int, until_ms: int
+    ) -> Notice | None:
+        """Take the next delivery attempt (held until `until_ms`, and due then should it
+        never end); None while another attempt holds it or nothing is left to do."""
+        return self._update(
+            chat_id,
+            notice,
+            "begin notice",
+            "SET #attempt_until_ms = :until, #due = :until, #tries = #tries + :one",
+            "attribute_exists(#pk) AND attribute_not_exists(#done_ms)"
+            " AND (attribute_not_exists(#attempt_until_ms) OR #attempt_until_ms < :now)",
+            {":until": until_ms, ":one": 1, ":now": now_ms},
+        )
+
+    def posted_notice(
+        self, chat_id: str, notice: Notice, ref: dict[str, Any], watch_ms: int, now_ms: int
+    ) -> Notice:
+        """Record where the card was posted, and watch it until `watch_ms` (its
+        request's expiry). If the request settled while the post was in flight, the edit
+        is due at once instead: the returned notice then carries its `edit_text`."""
+        values = {":ref": json.dumps(ref, sort_keys=True)}
+        watched = self._update(
+            chat_id,
+            notice,
+            "save notice",
+            "SET #ref = :ref, #due = :watch REMOVE #attempt_until_ms",
+            "attribute_exists(#pk) AND attribute_not_exists(#edit_text)",
+            {**values, ":watch": watch_ms},
+        )
+        if watched is not None:
+            return watched
+        settled = self._update(
+            chat_id,
+            notice,
+            "save notice",
+            "SET #ref = :ref, #due = :now REMOVE #attempt_until_ms",
+            "attribute_exists(#pk)",
+            {**values, ":now": now_ms},
+        )
+        if settled is None:
+            raise errors.StoreError("save notice failed: the notice is gone")
+        return settled
+
+    def settle_notice(self, chat_id: str, notice: Notice, text: str, now_ms: int) -> Notice | None:
+        """Record how the card ends, due for its edit now; None if nothing is left to
+        deliver (it was edited, or never posted and closed)."""
+        return self._update(
+            chat_id,
+            notice,
+            "settle notice",
+            "SET #edit_text = :text, #due = :now",
+            "attribute_exists(#pk) AND attribute_not_exists(#done_ms)",
+            {":text": text, ":now": now_ms},
+        )
+
+    def retry_notice(self, chat_id: str, notice: Notice, due_ms: int) -> None:
+        """End the attempt in flight without delivering; due again at `due_ms`."""
+        self._update(
+            chat_id,
+            notice,
+            "retry notice",
+            "SET #due = :due REMOVE #attempt_until_ms",
+            "attribute_exists(#pk) AND attribute_not_exists(#done_ms)",
+            {":due": due_ms},
+        )
+
+    def finish_notice(self, chat_id: str, notice: Notice, now_ms: int) -> None:
+        """Nothing more to deliver: the card was edited (or needs no post or edit)."""
+        self._update(
+            chat_id,
+            notice,
+            "finish notice",
+            "SET #done_ms = :now REMOVE #attempt_until_ms, #due, #sweep_shard",
+            "attribute_exists(#pk)",
+            {":now": now_ms},
+        )
+
+    def _update(
+        self,
+        chat_id: str,
+        notice: Notice,
+        action: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+    ) -> Notice | None:
+        try:
+            with translated(action):
+                response = self._client.update_item(
+                    TableName=self._table,
+                    Key=to_item(_notice_key(chat_id, notice.interrupt_id, notice.channel)),
+                    ReturnValues="ALL_NEW",
+                    **expression(
+                        condition=condition,
+                        update=update,
+                        values=values,
+                        names={"#due": NOTICE_INDEX_SORT},
+                    ),
+                )
+        except ConditionFailed:
+            return None
+        return _notice(from_item(response["Attributes"]))
 
 
 def _external(value: str) -> str:
@@ -210,6 +327,22 @@ def _user_key(user_id: str, channel: str) -> dict[str, str]:
 
 def _notice_key(chat_id: str, interrupt_id: str, channel: str) -> dict[str, str]:
     return {"pk": keys.chat_pk(chat_id), "sk": f"NOTICE#{interrupt_id}#{channel}"}
+
+
+def _notice(row: dict[str, Any]) -> Notice:
+    _, interrupt_id, channel = row["sk"].rsplit("#", 2)
+    return Notice(
+        channel=channel,
+        interrupt_id=interrupt_id,
+        ref=json.loads(row["ref"]) if "ref" in row else None,
+        user_id=str(row.get("user_id", "")),
+        edit_text=row.get("edit_text"),
+        done="done_ms" in row,
+        tries=int(row.get("tries", 0)),
+        attempt_until_ms=row.get("attempt_until_ms"),
+        give_up_ms=int(row.get("give_up_ms", 0)),
+        due_ms=row.get(NOTICE_INDEX_SORT),
+    )
 
 
 def _link(channel: ChannelName, row: dict[str, Any]) -> Link:

@@ -40,6 +40,7 @@ from interlock.adapters.schema import (
     INBOX_INDEX,
     LEASE_INDEX,
     LEASE_INDEX_SORT,
+    NOTICE_INDEX_SORT,
     SWEEP_SHARDS,
 )
 from interlock.ports import Entry, EntryRefused, NotPending
@@ -261,9 +262,11 @@ class RequestStore:
         ask_slot: int | None = None,
         owner_roles: tuple[str, ...] = (),
         also_asked: tuple[Asked, ...] = (),
+        notify_due_ms: int | None = None,
     ) -> tuple[RequestRecord, str]:
         """Build a pending pointer to a stored snapshot, and its secret (not yet
-        written; see `open` and `chain`)."""
+        written; see `open` and `chain`). With `notify_due_ms`, its channel posts are
+        owed: the pointer is in the notice index from then until `notified`."""
         secret = new_secret()
         expires_at, ttl = self._policy.expiry(now_ms, ttl_s)
         request = RequestRecord(
@@ -284,8 +287,27 @@ class RequestStore:
             ask_slot=ask_slot,
             owner_roles=tuple(sorted(owner_roles)),
             also_asked=also_asked,
+            notify_due_ms=notify_due_ms,
         )
         return request, secret
+
+    def notified(self, chat_id: str, interrupt_id: str) -> None:
+        """The channel posts of the request for `interrupt_id` are reserved: the pointer
+        leaves the notice index (each reserved post is retried by its own notice)."""
+        try:
+            with translated("clear notice mark"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK}),
+                    **expression(
+                        condition="#interrupt_id = :interrupt_id AND attribute_exists(#due)",
+                        update="REMOVE #due",
+                        values={":interrupt_id": interrupt_id},
+                        names={"#due": NOTICE_INDEX_SORT},
+                    ),
+                )
+        except ConditionFailed:
+            pass  # already cleared, or the chat moved on to another request
 
     # -- the secret ----------------------------------------------------------------
 
@@ -1030,6 +1052,7 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "decided_by": request.decided_by,
         "decided_at_ms": request.decided_at_ms,
         "decided_via": request.decided_via,
+        NOTICE_INDEX_SORT: request.notify_due_ms,
     }
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
@@ -1096,6 +1119,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             decided_by=values.get("decided_by"),
             decided_at_ms=values.get("decided_at_ms"),
             decided_via=values.get("decided_via"),
+            notify_due_ms=values.get(NOTICE_INDEX_SORT),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc

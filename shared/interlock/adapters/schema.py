@@ -33,6 +33,13 @@ SWEEP_SHARDS: Final = 8
 LEASE_INDEX: Final = "by_lease"
 LEASE_INDEX_SORT: Final = "lease_expires_at_ms"
 
+# Sparse index of the channel posts with a delivery due: a notice row carries
+# `notice_due_ms` from its reservation until nothing is left to deliver (its post and its
+# edit), so the finder reads exactly the posts and edits to retry, and the posts whose
+# request may have ended without an edit, by when each is due.
+NOTICE_INDEX: Final = "by_notice"
+NOTICE_INDEX_SORT: Final = "notice_due_ms"
+
 # Sparse index of each user's open requests, newest first: only an open request carries
 # `inbox_user`. It projects what an inbox row shows, not the run's state.
 INBOX_INDEX: Final = "by_user"
@@ -63,6 +70,7 @@ def create_table_request(table_name: str) -> dict[str, Any]:
             {"AttributeName": INBOX_INDEX_PARTITION, "AttributeType": "S"},
             {"AttributeName": INBOX_INDEX_SORT, "AttributeType": "N"},
             {"AttributeName": LEASE_INDEX_SORT, "AttributeType": "N"},
+            {"AttributeName": NOTICE_INDEX_SORT, "AttributeType": "N"},
         ],
         "KeySchema": [
             {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
@@ -82,6 +90,14 @@ def create_table_request(table_name: str) -> dict[str, Any]:
                 "KeySchema": [
                     {"AttributeName": EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
                     {"AttributeName": LEASE_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+            {
+                "IndexName": NOTICE_INDEX,
+                "KeySchema": [
+                    {"AttributeName": EXPIRY_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": NOTICE_INDEX_SORT, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
             },

@@ -144,8 +144,13 @@ def notifier() -> Notifier:
     """Posts and settles cards on the configured channels."""
     from interlock.timing import SystemClock
 
+    built = stores()
     return Notifier(
-        stores().channels, channels(), SystemClock().now_ms, os.environ.get(Env.PAGE_URL)
+        built.channels,
+        channels(),
+        SystemClock().now_ms,
+        os.environ.get(Env.PAGE_URL),
+        requests=built.requests,
     )
 
 
