@@ -15,9 +15,10 @@ died in between) is edited then.
 Edits are idempotent, so retrying one is exact. A post is sent at most once per attempt;
 the one case no retry can tell apart is a post the platform took whose record was never
 written (the process killed with the call in flight or just after it answered, or the
-record's write failing): that attempt is retried, and the card may then show twice. Both copies answer
-the same interrupt, and a tap on either after the answer is told "Already decided", so
-a copy too many can never act; a card never shown would leave its person unasked.
+record's write failing): that attempt is retried, and the card may then show twice. Both
+copies answer the same interrupt, and a tap on either after the answer is told "Already
+decided", so a copy too many can never act; a card never shown would leave its person
+unasked.
 
 A platform that is down never fails a run: the request is durable before anything is
 posted, and a card can always be answered on the page.

@@ -12,7 +12,7 @@ its pause), so that "all or nothing" never needs a second round trip.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -97,6 +97,7 @@ class RequestPort(Protocol):
         *,
         by: str | None = None,
         via: str = "api",
+        replaces: Sequence[Entry] = (),
     ) -> RequestRecord: ...
 
     def claim_with(

@@ -259,24 +259,35 @@ def _claimed(
             record = changed.current
     with reserved(rt, caller) as held:
         replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
+        withdrawn = _withdrawals(rt, record) if replacing else []
         claim = stores.requests.claim(
-            record, secret, rt.worker_id, rt.clock.now_ms(), answer=recordable, **by
+            record,
+            secret,
+            rt.worker_id,
+            rt.clock.now_ms(),
+            answer=recordable,
+            replaces=withdrawn,
+            **by,
         )
         recorded = _recorded(claim, answers)
-        if replacing and record.response is not None:
-            _withdraw_earlier(rt, claim, recorded_answers(record, json.loads(record.response)))
         for detail in decisions(recorded):
             audit(rt, caller, record.chat_id, "decision", **detail)
         yield _Claimed(claim, recorded, held, granted=False)
 
 
-def _withdraw_earlier(rt: Runtime, claim: RequestRecord, earlier: Answers) -> None:
-    """Withdraw what a replaced answer granted, fenced by the claim that replaced it (the
-    new answer's own grants follow in `continue_claimed`)."""
-    for asked in _approved_downloads(claim, earlier):
-        rt.stores.approvals.withdraw_card(
-            claim.chat_id, claim.user_id, asked.card["card_id"], fence=claim.fence
+def _withdrawals(rt: Runtime, record: RequestRecord) -> list[Entry]:
+    """The deletes of what the recorded answer granted, to commit with the claim that
+    replaces it (the new answer's own grants follow in `continue_claimed`)."""
+    if record.response is None:
+        return []
+    earlier = recorded_answers(record, json.loads(record.response))
+    return [
+        entry
+        for asked in _approved_downloads(record, earlier)
+        for entry in rt.stores.approvals.withdraw_entries(
+            record.chat_id, record.user_id, asked.card["card_id"]
         )
+    ]
 
 
 def _grant_entries(

@@ -13,7 +13,7 @@ from interlock.adapters.factory import Stores
 from interlock.outcomes import Offer
 from interlock.pause import persist_pause
 from interlock.ports import NotPending
-from interlock.records import RequestState, StoredSnapshot
+from interlock.records import RequestState, StoredSnapshot, Subject
 from interlock.timing import DAY_S, ManualClock
 
 CHAT = "chat-1"
@@ -330,6 +330,44 @@ def test_a_lapsed_lease_is_taken_over_and_the_old_holder_is_refused(
     with pytest.raises(errors.LeaseLost):
         stores.requests.finish(old, answer_key="k", decision="approved", now_ms=clock.now_ms())
     assert stores.requests.get(CHAT, clock.now_ms()).worker == "worker-b"  # type: ignore[union-attr]
+
+
+def test_a_replacing_claim_withdraws_the_earlier_grants_in_its_own_transaction(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given an approve whose claim granted a row, and whose worker died before acting
+    opened = pause(stores, clock)
+    first = stores.requests.claim(
+        opened.request, opened.secret, "worker-a", clock.now_ms(), answer=("approved", "1")
+    )
+    site = [Subject("site", "example.org")]
+    stores.approvals.grant(CHAT, "alice", site, "card-1", clock.now_ms(), fence=first.fence)
+    clock.advance(ms=stores.policy.lease_ms)
+    withdrawals = stores.approvals.withdraw_entries(CHAT, "alice", "card-1")
+
+    # When a refused takeover brings them, nothing changes
+    with pytest.raises(errors.SecretRefused):
+        stores.requests.claim(
+            first,
+            "wrong",
+            "worker-b",
+            clock.now_ms(),
+            answer=("rejected", "2"),
+            replaces=withdrawals,
+        )
+    assert len(stores.approvals.for_user(CHAT, "alice", clock.now_ms())) == 1
+
+    # And a takeover with another answer records it and drops the row, all at once
+    second = stores.requests.claim(
+        first,
+        opened.secret,
+        "worker-b",
+        clock.now_ms(),
+        answer=("rejected", "2"),
+        replaces=withdrawals,
+    )
+    assert (second.decision, second.response, second.worker) == ("rejected", "2", "worker-b")
+    assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
 
 
 def test_claim_cap_denies_and_expires_the_request(stores: Stores, clock: ManualClock) -> None:

@@ -17,7 +17,7 @@ domain error carrying that record, so nobody needs a second read to say who hold
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from interlock import errors, keys
@@ -26,6 +26,7 @@ from interlock.adapters.dynamo import (
     Cancelled,
     ConditionFailed,
     DynamoDBClient,
+    best_effort,
     expression,
     from_item,
     item_size,
@@ -342,8 +343,14 @@ class RequestStore:
         *,
         by: str | None = None,
         via: str = "api",
+        replaces: Sequence[Entry] = (),
     ) -> RequestRecord:
         """Take ownership of `request` as read, in one conditional write.
+
+        `replaces` are the writes that undo what a replaced answer did (withdrawing its
+        grants): they commit with the claim only when it replaces the recorded answer,
+        so no crash can leave the new answer recorded beside the old one's grants. Each
+        rides along (`best_effort`): a row already gone does not refuse the claim.
 
         `answer` is `(decision label, response JSON)`, given by `by` through `via`. What
         the claim records follows `records.answer_rule`: the first claim records it; a
@@ -371,6 +378,22 @@ class RequestStore:
                 return binding_refusal(cur)  # acted on between our read and this claim
             return problem or _changed(cur, request.interrupt_id, now_ms)
 
+        if replacing and replaces:
+            update = {
+                "TableName": self._table,
+                "Key": _key(request.chat_id),
+                **expression(condition=CLAIM_REPLACE, update=CLAIM_REPLACE_SET, values=values),
+            }
+            entries = [best_effort(entry) for entry in replaces]
+            try:
+                transact(self._client, [{"Update": update}, *entries], "claim request")
+            except Cancelled as refused:
+                old = refused.failed.get(0)
+                raise lost(_from_item(old) if old else None) from None
+            claimed = self.get(request.chat_id, now_ms)
+            if claimed is None or claimed.lease_token != values[":lease_token"]:
+                raise _changed(claimed, request.interrupt_id, now_ms)
+            return claimed
         return self._update(
             request.chat_id,
             "claim request",
