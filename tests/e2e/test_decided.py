@@ -112,7 +112,9 @@ def test_a_deny_after_a_crash_that_acted_on_nothing_is_what_runs(
     decisions = [e.detail for e in server_stores.chats.events(lab.chat) if e.type == "decision"]
     assert [d["decision"] for d in decisions] == ["approved", "rejected"]
     assert decisions[-1]["replaced"] == "approved" and decisions[-1]["takeover"] is True
-    assert "report" in (server_stores.chats.turns(lab.chat)[-1]["text"]).lower()
+    # And the agent was told of the denial: its last word reports no send
+    last = server_stores.chats.turns(lab.chat)[-1]["text"]
+    assert last.startswith("Report step finished") and "Report sent" not in last
 
 
 def test_a_deny_after_the_approve_was_acted_on_is_refused_naming_it(
