@@ -423,12 +423,15 @@ async function revoke(approval) {
 
 function setWorking(on, message) {
   working = on;
-  const waiting = Boolean(card?.answerable);
+  // An open request holds the chat: answered or not, a new message waits for its run.
+  const waiting = Boolean(card?.open);
   $("prompt").disabled = on || waiting;
   $("composer").querySelector("button").disabled = on || waiting;
-  $("composer-hint").textContent = waiting
-    ? "Answer the request above before you send a new message."
-    : "";
+  $("composer-hint").textContent = !waiting
+    ? ""
+    : card.answerable
+      ? "Answer the request above before you send a new message."
+      : "The answer above is being carried out; write again once it is done.";
   if (message !== undefined) report(message);
 }
 

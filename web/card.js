@@ -121,6 +121,11 @@ export class Card {
     return this.el.dataset.state === "pending";
   }
 
+  /** Pending or being carried out: the chat has no room for a new message yet. */
+  get open() {
+    return ["pending", "claimed"].includes(this.el.dataset.state);
+  }
+
   editsPackages() {
     return Boolean(this.request.responseSchema.properties?.packages);
   }
@@ -415,6 +420,10 @@ export class CardGroup {
 
   get answerable() {
     return this.cards.some((card) => card.answerable);
+  }
+
+  get open() {
+    return this.cards.some((card) => card.open);
   }
 
   show(view) {

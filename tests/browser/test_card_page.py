@@ -480,4 +480,7 @@ def test_an_approve_already_acted_on_shows_as_decided_with_no_buttons(
     expect(tab.outcome()).to_contain_text(f"Approved by {user}")
     expect(tab.outcome()).to_contain_text("continuing after an interruption")
     expect(tab.card.get_by_role("button")).to_have_count(0)
+    # And no new message can be sent while the answer is carried out
+    expect(tab.page.get_by_label("Message to the agent")).to_be_disabled()
+    expect(tab.page.locator("#composer-hint")).to_contain_text("being carried out")
     tab.screenshot("card-decided-continuing")
