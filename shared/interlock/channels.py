@@ -130,6 +130,16 @@ class Channel(Protocol):
         ...
 
 
+def card_link(page_url: str, chat_id: str) -> str:
+    """The card page opened on the chat whose card a message carries (`?chat=`), keeping
+    whatever query the page's URL already has."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(page_url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "chat"] + [("chat", chat_id)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 def fingerprint(interrupt_id: str) -> str:
     """A short, stable fingerprint of an interrupt id (it fits in a button)."""
     return hashlib.sha256(interrupt_id.encode()).hexdigest()[:_FINGERPRINT_CHARS]

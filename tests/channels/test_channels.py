@@ -73,6 +73,12 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
     assert len(approve.encode()) <= 64
     (slack_post,) = channels.slack.recorded.of("chat.postMessage")
     assert slack_post["channel"] == "U-ALICE"
+    # Each offers the card page opened on this chat, not a new one
+    page = "https://cards.example.com/?chat=c1"
+    assert {"text": "Open the card page", "url": page} in [
+        b for row in posted["reply_markup"]["inline_keyboard"] for b in row
+    ]
+    assert any(page in json.dumps(block) for block in slack_post["blocks"])
 
     # Alice taps Approve on her phone
     reply = tap_telegram(channels, fakes.telegram_tap(1, TG_ALICE, approve))

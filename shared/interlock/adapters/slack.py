@@ -22,6 +22,7 @@ from interlock.channels import (
     Link,
     Tap,
     button_data,
+    card_link,
     channel_card,
     read_button,
 )
@@ -70,7 +71,8 @@ class SlackChannel:
                 }
             )
         if page_url:
-            blocks.append(_section(f"<{page_url}|Open the card page>", ()))
+            url = card_link(page_url, request.chat_id)
+            blocks.append(_section(f"<{url}|Open the card page>", ()))
         answer = self._call(
             "/chat.postMessage",
             {"channel": link.destination, "text": " / ".join(lines), "blocks": blocks},

@@ -19,6 +19,7 @@ from interlock.channels import (
     Link,
     Tap,
     button_data,
+    card_link,
     channel_card,
     read_button,
 )
@@ -61,7 +62,8 @@ class TelegramChannel:
             if card.form:
                 lines.append("(Answers that need typing: on the card page.)")
         if page_url:
-            rows.append([{"text": "Open the card page", "url": page_url}])
+            link_url = card_link(page_url, request.chat_id)
+            rows.append([{"text": "Open the card page", "url": link_url}])
         message = self._call(
             "sendMessage",
             {
