@@ -13,10 +13,12 @@ and `interlock.adapters.telegram`, the records in `interlock.adapters.channelsto
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from interlock import errors
+from interlock.cards import DOWNLOAD
 from interlock.keys import checked_id
 from interlock.records import RequestRecord
 
@@ -25,6 +27,8 @@ CHANNELS: Final[tuple[ChannelName, ...]] = ("slack", "telegram")
 # Telegram's limit on a button's callback data, which Slack's (2,000) also meets.
 MAX_BUTTON_BYTES: Final = 64
 _VERSION: Final = "i1"
+# Arguments of a call shown in a chat card; the card page shows them all.
+_MAX_ARGUMENTS: Final = 6
 _FINGERPRINT_CHARS: Final = 8
 
 
@@ -93,6 +97,7 @@ class Notice:
         tries: Delivery attempts begun so far.
         attempt_until_ms: Until when the attempt in flight holds it, if one does.
         give_up_ms: When retrying stops (the notice's own retention).
+        title: What the card asks, kept in the message once it settled.
         due_ms: When the finder should next look at it; None once it is done.
     """
 
@@ -106,6 +111,7 @@ class Notice:
     attempt_until_ms: int | None = None
     give_up_ms: int = 0
     due_ms: int | None = None
+    title: str = ""
 
     def in_flight(self, now_ms: int) -> bool:
         """Whether another attempt holds it now (its outcome is not known yet)."""
@@ -230,12 +236,21 @@ def channel_card(card: dict[str, Any]) -> ChannelCard:
     kind = card.get("type")
     reason = _line(card.get("reason") or "The agent needs your decision.")
     details: list[str] = []
+    if card.get("tool") and kind not in ("question", "info"):
+        details.append(f"Tool: {_human(card['tool'])}")
+    # What the call would do, so nobody approves blind: the arguments, bounded.
+    summary = card.get("summary") if kind != DOWNLOAD else None
+    if isinstance(summary, dict):
+        details += [
+            f"{_human(str(key))}: {_line(_shown(value), 120)}"
+            for key, value in list(summary.items())[:_MAX_ARGUMENTS]
+        ]
     if card.get("risk"):
         details.append(f"Risk: {card['risk']}")
-    if card.get("tool") and kind not in ("question", "info"):
-        details.append(f"Tool: {card['tool']}")
     for url in card.get("urls", [])[:5]:
-        details.append(f"URL: {url}")
+        details.append(f"URL: {_scrubbed(url)}")
+    for name in card.get("packages", [])[:10]:
+        details.append(f"Package: {name}")
     if kind == "question":
         options = list(card.get("options") or [])
         if card.get("question_type") == "single_choice" and options:
@@ -246,6 +261,38 @@ def channel_card(card: dict[str, Any]) -> ChannelCard:
         return ChannelCard(reason, tuple(details), (("Fill in…", FORM),), form=True)
     buttons = (("Approve", APPROVE), ("Deny", REJECT), ("Deny with feedback…", FORM))
     return ChannelCard(reason, tuple(details), buttons, form=True)
+
+
+def asked_line(request: RequestRecord) -> str:
+    """Who asked and until when it can be answered: "Asked by alice · answer by 12:03 UTC"."""
+    import time
+
+    until = time.strftime("%H:%M UTC", time.gmtime(request.expires_at))
+    return f"Asked by {request.user_id} · answer by {until}"
+
+
+def settled_text(title: str, outcome: str) -> str:
+    """A settled card's message: its question kept, the outcome under it."""
+    return f"{title}\n{outcome}" if title else outcome
+
+
+def _human(name: str) -> str:
+    """A tool's or argument's name as people read it: `send_report` is "Send report"."""
+    words = " ".join(name.replace("_", " ").replace("-", " ").split())
+    return _line(words[:1].upper() + words[1:], 60)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return _scrubbed(value)
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def _scrubbed(text: str) -> str:
+    """A URL without its query or fragment (they carry tokens); other text as it is."""
+    if "://" not in text:
+        return text
+    return " ".join(part.split("?", 1)[0].split("#", 1)[0] for part in text.split())
 
 
 def answer_for(card: dict[str, Any], choice: str) -> Any:

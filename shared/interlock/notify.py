@@ -31,7 +31,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from interlock.channels import Channel, ChannelName, Link, Notice, Tap, outcome_text
+from interlock.channels import (
+    Channel,
+    ChannelName,
+    Link,
+    Notice,
+    Tap,
+    channel_card,
+    outcome_text,
+    settled_text,
+)
 from interlock.ports import ChannelPort, RequestPort
 from interlock.records import RequestRecord, RequestState
 
@@ -106,6 +115,7 @@ class Notifier:
                     link.channel,
                     request.interrupt_id,
                     user_id=request.user_id,
+                    title=_title(request),
                     # Retried for as long as the request itself is kept.
                     give_up_ms=request.ttl * 1000,
                 )
@@ -244,7 +254,7 @@ class Notifier:
             self._store.retry_notice(chat_id, taken, now + MAX_BACKOFF_MS)
             return
         try:
-            channel.settle(taken.ref, taken.edit_text or "")
+            channel.settle(taken.ref, settled_text(taken.title, taken.edit_text or ""))
         except Exception as exc:
             self._retry_later(chat_id, taken, "edit", exc, report)
             return
@@ -258,6 +268,11 @@ class Notifier:
         report.failed += 1
         backoff = min(FIRST_BACKOFF_MS * 2 ** max(notice.tries - 1, 0), MAX_BACKOFF_MS)
         self._store.retry_notice(chat_id, notice, self._now_ms() + backoff)
+
+
+def _title(request: RequestRecord) -> str:
+    # What the post asks, in a line: kept above the outcome once the card settled.
+    return " / ".join(channel_card(asked.card).title for asked in request.asked)[:300]
 
 
 def _watch_ms(request: RequestRecord) -> int:

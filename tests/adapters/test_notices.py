@@ -167,7 +167,7 @@ def test_a_failed_edit_is_retried_with_its_text_and_sent_once(
     notifier.retry(CHAT)
     notifier.retry(CHAT)
     ((ref, text),) = platform.edits
-    assert ref == {"ts": "m1"} and text.startswith("Denied by bob at ")
+    assert ref == {"ts": "m1"} and text.startswith("send the report\nDenied by bob at ")
     assert due(stores, clock.now_ms() + 10 * 3_600_000) == []
 
 
@@ -183,7 +183,7 @@ def test_a_request_that_settles_while_its_post_is_in_flight_is_edited_after_it(
 
     assert platform.posts == [request.interrupt_id]
     ((ref, text),) = platform.edits
-    assert ref == {"ts": "m1"} and text.startswith("Approved by alice")
+    assert ref == {"ts": "m1"} and text.startswith("send the report\nApproved by alice")
 
 
 def test_a_post_whose_process_died_is_retried_once_its_hold_lapses_unless_it_ended(
@@ -232,4 +232,4 @@ def test_a_card_whose_request_ended_without_its_edit_is_edited_at_the_expiry(
     assert due(stores, clock.now_ms()) == [CHAT]
     notifier.retry(CHAT)
     ((_, text),) = platform.edits
-    assert text.startswith("Cancelled")
+    assert text.startswith("send the report\nCancelled")

@@ -79,6 +79,13 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
         b for row in posted["reply_markup"]["inline_keyboard"] for b in row
     ]
     assert any(page in json.dumps(block) for block in slack_post["blocks"])
+    # And says what would be approved: the tool, its arguments, the risk, who asked
+    text = posted["text"]
+    for line in ("Tool: Send report", "Recipient: team@example.org", "Risk: high"):
+        assert line in text, text
+    assert "Asked by alice · answer by " in text
+    slack_text = json.dumps(slack_post["blocks"])
+    assert "Recipient: team@example.org" in slack_text and "Asked by alice" in slack_text
 
     # Alice taps Approve on her phone
     reply = tap_telegram(channels, fakes.telegram_tap(1, TG_ALICE, approve))
@@ -92,11 +99,11 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
     wait_for(lambda: len(channels.slack.recorded.of("chat.update")) == 1, "the Slack edit")
     wait_for(lambda: channels.telegram.recorded.of("editMessageText") != [], "the Telegram edit")
     (edit,) = channels.telegram.recorded.of("editMessageText")
-    assert edit["text"].startswith("Approved by alice at ") and edit["text"].endswith("(Telegram)")
+    question, outcome = edit["text"].split("\n")
+    assert question == posted["text"].split("\n")[0], "the question stays in the chat"
+    assert outcome.startswith("Approved by alice at ") and outcome.endswith("(Telegram)")
     assert edit["reply_markup"] == {"inline_keyboard": []}
-    assert channels.slack.recorded.of("chat.update")[0]["text"] == edit["text"].replace(
-        "Telegram", "Telegram"
-    )
+    assert channels.slack.recorded.of("chat.update")[0]["text"] == edit["text"]
     # The trail says where the answer came from
     events = channels.client.get("/chats/c1/events", headers=auth(channels.key)).json["events"]
     decision = next(e for e in events if e["type"] == "decision")
@@ -271,7 +278,7 @@ def test_a_cancel_on_the_page_edits_the_posted_card(channels: Setup) -> None:
     )
 
     (edit,) = channels.telegram.recorded.of("editMessageText")
-    assert edit["text"].startswith("Cancelled by alice at ")
+    assert edit["text"].split("\n")[1].startswith("Cancelled by alice at ")
     assert edit["reply_markup"] == {"inline_keyboard": []}
 
 
@@ -288,5 +295,6 @@ def test_an_expiry_edits_the_posted_card_to_say_why(channels: Setup) -> None:
 
     # Then the post is edited to say it ended, and offers no buttons any more
     (edit,) = channels.telegram.recorded.of("editMessageText")
-    assert edit["text"].startswith("Expired") and "your roles changed" in edit["text"]
+    outcome = edit["text"].split("\n")[1]
+    assert outcome.startswith("Expired") and "your roles changed" in outcome
     assert edit["reply_markup"] == {"inline_keyboard": []}

@@ -167,6 +167,7 @@ class ChannelStore:
         item = {
             **_notice_key(chat_id, notice.interrupt_id, notice.channel),
             "user_id": notice.user_id,
+            "title": notice.title or None,
             "tries": 1,
             "attempt_until_ms": until_ms,
             "give_up_ms": notice.give_up_ms,
@@ -342,6 +343,7 @@ def _notice(row: dict[str, Any]) -> Notice:
         attempt_until_ms=row.get("attempt_until_ms"),
         give_up_ms=int(row.get("give_up_ms", 0)),
         due_ms=row.get(NOTICE_INDEX_SORT),
+        title=str(row.get("title", "")),
     )
 
 

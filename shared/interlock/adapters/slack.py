@@ -21,6 +21,7 @@ from interlock.channels import (
     ChannelName,
     Link,
     Tap,
+    asked_line,
     button_data,
     card_link,
     channel_card,
@@ -54,7 +55,7 @@ class SlackChannel:
         for asked in request.asked:
             card = channel_card(asked.card)
             lines.append(card.title)
-            blocks.append(_section(card.title, card.details))
+            blocks.append(_section(_escaped(card.title), tuple(map(_escaped, card.details))))
             blocks.append(
                 {
                     "type": "actions",
@@ -70,6 +71,7 @@ class SlackChannel:
                     ],
                 }
             )
+        blocks.append(_section(_escaped(asked_line(request)), ()))
         if page_url:
             url = card_link(page_url, request.chat_id)
             blocks.append(_section(f"<{url}|Open the card page>", ()))
@@ -80,7 +82,13 @@ class SlackChannel:
         return {"channel": answer["channel"], "ts": answer["ts"]}
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
-        self._call("/chat.update", {**ref, "text": text, "blocks": [_section(text, ())]})
+        title, _, outcome = text.rpartition("\n")
+        blocks = (
+            [_section(_escaped(title), (_escaped(outcome),))]
+            if title
+            else [_section(_escaped(text), ())]
+        )
+        self._call("/chat.update", {**ref, "text": text, "blocks": blocks})
 
     def tell(self, tap: Tap, text: str) -> None:
         url = tap.reply.get("response_url")
@@ -108,6 +116,12 @@ class SlackChannel:
         if not isinstance(answer, dict) or not answer.get("ok"):
             raise errors.StoreError(f"Slack refused {method.lstrip('/')}")
         return answer
+
+
+def _escaped(text: str) -> str:
+    """Text as Slack's mrkdwn shows it literally: its three control characters escaped,
+    so a card's text can neither link nor mention anyone."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _section(text: str, details: tuple[str, ...]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from interlock.channels import (
     ChannelName,
     Link,
     Tap,
+    asked_line,
     button_data,
     card_link,
     channel_card,
@@ -61,6 +62,7 @@ class TelegramChannel:
                 rows.append(buttons)
             if card.form:
                 lines.append("(Answers that need typing: on the card page.)")
+        lines.append(asked_line(request))
         if page_url:
             link_url = card_link(page_url, request.chat_id)
             rows.append([{"text": "Open the card page", "url": link_url}])
