@@ -47,6 +47,8 @@ OPENAPI_PATH = "/openapi.json"
 STATE_DIR = ".interlock"
 TABLE = "interlock"
 BUCKET = "interlock-data"
+# How often the local sweeper runs; deployed, the schedule says (`sweep_every_minutes`).
+SWEEP_EVERY_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,47 @@ def create_storage_if_missing(table: str, bucket: str) -> None:
         create_storage(dynamodb, s3, table, bucket)
 
 
+class Sweeping:
+    """The sweeper on its schedule, as EventBridge runs it deployed: every `every_s`, one
+    pass that finds what is overdue, stranded or due (requests, lapsed claims, channel
+    notices) and settles each (`interlock.sweeper.sweep`: the finder and the settle
+    consumer in one process). A pass that fails is logged and the next one tries again.
+
+    Args:
+        every_s: Seconds between passes.
+        after: Called after a pass that found something (the local state is saved).
+    """
+
+    def __init__(self, every_s: float, after: Callable[[], None] | None = None) -> None:
+        self._every_s = every_s
+        self._after = after
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="sweeper", daemon=True)
+
+    def start(self) -> Sweeping:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        from interlock.api import wiring
+        from interlock.sweeper import sweep
+        from interlock.timing import SystemClock
+
+        clock = SystemClock()
+        while not self._stop.wait(self._every_s):
+            try:
+                report = sweep(wiring.runtime(), clock.now_ms())
+            except Exception as exc:  # the next pass tries again, as the schedule would
+                print(f"sweeper pass failed: {type(exc).__name__}", file=sys.stderr, flush=True)
+                continue
+            if report.found and self._after is not None:
+                self._after()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve Interlock locally.")
     parser.add_argument("--host", default="127.0.0.1")
@@ -341,6 +384,13 @@ def main(argv: list[str] | None = None) -> None:
         "--state", type=Path, default=ROOT / STATE_DIR, help="where local state is kept"
     )
     parser.add_argument("--fresh", action="store_true", help="start with no saved state")
+    parser.add_argument(
+        "--sweep-every",
+        type=float,
+        default=SWEEP_EVERY_S,
+        help="seconds between sweeper passes, which settle what nobody answered in time "
+        "(0: never)",
+    )
     args = parser.parse_args(argv)
 
     emulator = None if args.aws_endpoint else Emulator().start()
@@ -371,12 +421,19 @@ def main(argv: list[str] | None = None) -> None:
     server = make_server(args.host, args.port, app, threaded=True)
     url = f"http://{server.host}:{server.port}"
     _announce(url, key, args.roles.split(","))
+    sweeping = (
+        Sweeping(args.sweep_every, after=state.save if state else None).start()
+        if args.sweep_every > 0
+        else None
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.shutdown()
+        if sweeping is not None:
+            sweeping.stop()
         if emulator:
             emulator.stop()
 

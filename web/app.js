@@ -4,7 +4,7 @@
 // request (GET request, which also issues a fresh secret) and the approvals again.
 
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
-import { cardFor, fromInterrupts, toolLabel } from "./card.js";
+import { cardFor, decisionOf, fromInterrupts, toolLabel } from "./card.js";
 import { h, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -273,13 +273,6 @@ async function waitForAnswer() {
     const view = await api.request(chat);
     if (view.state !== "claimed") return settle(shown, view);
   }
-}
-
-function decisionOf(payload) {
-  if (payload.decision === "approve") return "approved";
-  if (payload.decision === "reject")
-    return payload.suggestion ? "rejected_with_feedback" : "rejected";
-  return "answered";
 }
 
 // Inbox and history -----------------------------------------------------------

@@ -384,6 +384,7 @@ export class CardGroup {
   constructor(request, { answer, settled }) {
     this.request = request;
     this.chosen = new Map();
+    this.given = new Map();
     this.el = h("section", { class: "card-group", tabindex: -1 });
     this.note = h("p", { class: "group-note", role: "status" });
     this.cards = parts(request).map(
@@ -400,6 +401,7 @@ export class CardGroup {
   choose(interruptId, status, payload, answer) {
     this.chosen.set(interruptId, { interruptId, status, payload });
     const card = this.cards.find((c) => c.request.interruptId === interruptId);
+    card.sent = payload;
     card.busy(true);
     card.outcome.textContent = "Noted; it is sent with the other answers.";
     this.remind();
@@ -415,6 +417,8 @@ export class CardGroup {
   }
 
   answers() {
+    // Kept apart from `chosen` (cleared when sending ends) to label each card after.
+    this.given = new Map(this.chosen);
     return this.cards.map((card) => this.chosen.get(card.request.interruptId));
   }
 
@@ -443,9 +447,14 @@ export class CardGroup {
     this.remind();
   }
 
+  /** Each card says its own outcome: the answer given to it here, else the request's. */
   finish(result, replayed = false) {
     this.note.textContent = "";
-    for (const card of this.cards) card.finish(result, replayed);
+    for (const card of this.cards) {
+      const mine = replayed ? undefined : this.given.get(card.request.interruptId);
+      const decision = mine ? decisionOf(mine.payload, mine.status) : result.decision;
+      card.finish({ ...result, decision }, replayed);
+    }
   }
 
   end(reason) {
@@ -469,6 +478,15 @@ function titleOf(card) {
   if (card.type === "question") return "The agent asks";
   if (card.type === "info") return "The agent needs some details";
   return "The agent needs your decision";
+}
+
+/** The decision one answer records, as the server labels it. */
+export function decisionOf(payload, status = "resolved") {
+  if (status === "cancelled") return "cancelled";
+  if (payload?.decision === "approve") return "approved";
+  if (payload?.decision === "reject")
+    return payload.suggestion ? "rejected_with_feedback" : "rejected";
+  return "answered";
 }
 
 /** An answer in words: the choice, the fields, or the reason given. */

@@ -58,6 +58,11 @@ def test_both_cards_are_answered_and_sent_in_one_resume(tab: ChatPage, stores: S
     assert (request.state, request.claim_count) == (RequestState.DONE, 1)
     keys = [f"{tab.chat}#{a.card['tool_use_id']}" for a in request.asked]
     assert [stores.outbox.get(k) for k in keys] == [{"refund": "A-1", "amount": 40}, None]
+    # And each card says its own outcome, not the last answer's
+    thread = tab.page.locator(".card .outcome")
+    expect(thread.nth(0)).to_contain_text("Approved")
+    expect(thread.nth(1)).to_contain_text("Denied")
+    tab.screenshot("card-group-approve-deny")
 
 
 def test_a_question_without_a_schema_is_answered_in_words(tab: ChatPage) -> None:

@@ -41,7 +41,7 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
-EXAMPLES = 150
+EXAMPLES = 60
 FIGURES: dict[str, Any] = {"operations": {}, "server_errors": 0}
 
 

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.server
 
 HANDLER = Path(__file__).resolve().parents[2] / "functions" / "settle" / "handler.py"
 # Short, so the poison message comes back quickly; the deployed queue hides it 30 min.
-VISIBILITY_S = 1
+VISIBILITY_S = 3
 FINE = [f"fine-{n}" for n in range(4)]
 POISON = "poison"
 

@@ -67,7 +67,7 @@ def _race(server_stores: Stores, aws: dict[str, Any], chat: str) -> None:
         if finished and not page:
             break
         if len(page) < PAGE:
-            time.sleep(0.01)  # caught up: look again shortly, as a polling client does
+            time.sleep(0.05)  # caught up: look again shortly, as a polling client does
 
     # Then it saw every stored event exactly once, in order, and the numbers are dense
     for writer in writers:
