@@ -392,6 +392,8 @@ def main(argv: list[str] | None = None) -> None:
         "(0: never)",
     )
     args = parser.parse_args(argv)
+    if problem := _setup_problem(args.agent or os.environ.get(Env.AGENT, DEFAULT_AGENT)):
+        sys.exit(f"interlock: {problem}")
 
     emulator = None if args.aws_endpoint else Emulator().start()
     endpoint = args.aws_endpoint or emulator.endpoint  # type: ignore[union-attr]
@@ -417,7 +419,10 @@ def main(argv: list[str] | None = None) -> None:
     # Build the agent once now: a broken agent module fails here, not on a first run.
     from interlock.api import wiring
 
-    wiring.runtime()
+    try:
+        wiring.runtime()
+    except ValueError as exc:  # the agent module loads but names no factory, say
+        sys.exit(f"interlock: {exc}")
     server = make_server(args.host, args.port, app, threaded=True)
     url = f"http://{server.host}:{server.port}"
     _announce(url, key, args.roles.split(","))
@@ -436,6 +441,27 @@ def main(argv: list[str] | None = None) -> None:
             sweeping.stop()
         if emulator:
             emulator.stop()
+
+
+def _setup_problem(agent: str) -> str | None:
+    """What is wrong with the model or agent setting, found before anything starts (no
+    emulator, no Strands import), in one line; None when both look right."""
+    from interlock.config import ModelSpec
+
+    try:
+        ModelSpec.parse(os.environ.get(Env.MODEL, "scripted"))
+    except ValueError as exc:
+        return f"{Env.MODEL}: {exc}"
+    module, _, factory = agent.partition(":")
+    if not module or not factory:
+        return f"an agent is named 'package.module:factory', not {agent!r}"
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        return f"no module {module!r} for the agent {agent!r} (is it on PYTHONPATH?)"
+    return None
 
 
 def _announce(url: str, key: bytes, roles: list[str]) -> None:

@@ -93,7 +93,7 @@ class ModelSpec:
             ValueError: an unknown provider, a malformed pace, or a model id Bedrock
                 would not accept.
         """
-        provider, _, model_id = spec.partition(":")
+        provider, separator, model_id = spec.partition(":")
         if provider == "scripted":
             if not model_id:
                 return cls("scripted", "")
@@ -105,6 +105,8 @@ class ModelSpec:
             return cls("scripted", "", (int(pace[1]), int(pace[2])))
         if provider != "bedrock":
             raise ValueError(f"the model must be 'scripted' or 'bedrock[:id]', not {spec!r}")
+        if separator and not model_id:
+            raise ValueError("name a model after 'bedrock:', or write 'bedrock' for the default")
         model_id = model_id or DEFAULT_MODEL_ID
         if not _MODEL_ID.fullmatch(model_id):
             raise ValueError(f"{model_id!r} is not a Bedrock model id")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from interlock.config import KNOWN_TOOLS, InterlockConfig, assemble
+from interlock.config import DEFAULT_MODEL_ID, KNOWN_TOOLS, InterlockConfig, ModelSpec, assemble
 from interlock.errors import InvalidInput
 from tests.agent.support import analyst_agent
 
@@ -57,3 +57,21 @@ def test_invalid_configuration_is_refused(env: dict, agent: dict | None, message
 def test_the_allowlist_names_exactly_the_tools_that_exist() -> None:
     built = analyst_agent(None, roles=frozenset({"reporter"}))  # type: ignore[arg-type]
     assert set(built.tools) == KNOWN_TOOLS
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("bedrock:", "name a model after 'bedrock:'"),
+        ("openai", "must be 'scripted' or 'bedrock"),
+        ("scripted:fast", "pace"),
+        ("bedrock:not a model", "not a Bedrock model id"),
+    ],
+)
+def test_a_model_setting_that_names_no_model_is_refused(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ModelSpec.parse(spec)
+
+
+def test_bedrock_alone_is_the_default_model() -> None:
+    assert ModelSpec.parse("bedrock").model_id == DEFAULT_MODEL_ID
