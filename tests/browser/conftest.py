@@ -29,6 +29,9 @@ from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS, INSTALL_HINT
 ROOT: Final = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S: Final = 30.0
 DESKTOP: Final = {"width": 1100, "height": 900}
+# What a person would wait for on a slow machine: a resumed run ends within it. It holds
+# for every `expect` (Playwright's own default is five seconds).
+EXPECT_TIMEOUT_MS: Final = 15_000
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +123,10 @@ def _wait_ready(child: subprocess.Popen[bytes], log: Path) -> str:
 def context(browser: Any) -> Iterator[Any]:
     """A fresh browser profile: tabs opened from it share nothing with other tests."""
     opened = browser.new_context(viewport=DESKTOP, locale="en-US", timezone_id="UTC")
-    opened.set_default_timeout(15_000)
+    from playwright.sync_api import expect
+
+    opened.set_default_timeout(EXPECT_TIMEOUT_MS)
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     yield opened
     opened.close()
 
