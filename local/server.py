@@ -388,8 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         "--sweep-every",
         type=float,
         default=SWEEP_EVERY_S,
-        help="seconds between sweeper passes, which settle what nobody answered in time "
-        "(0: never)",
+        help="seconds between sweeper passes, which settle what nobody answered in time (0: never)",
     )
     args = parser.parse_args(argv)
     if problem := _setup_problem(args.agent or os.environ.get(Env.AGENT, DEFAULT_AGENT)):

@@ -41,6 +41,7 @@ async function start() {
     $("sign-out").addEventListener("click", forgetToken);
   }
   $("composer").addEventListener("submit", send);
+  $("inbox-filter").addEventListener("change", () => watchInbox().catch(report));
   await Promise.all([loadThread(), loadApprovals(), loadHistory()]);
   await loadRequest();
   await watchInbox();
@@ -305,15 +306,43 @@ function showInbox(requests) {
       { href: `?${new URLSearchParams({ ...Object.fromEntries(params), chat: r.chatId })}` },
       r.title,
     );
-    const meta = [kindLabel(r.kind), r.risk ? `${r.risk} risk` : null, `until ${when(r.expiresAt)}`];
+    const meta = [
+      kindLabel(r.kind),
+      r.risk ? `${r.risk} risk` : null,
+      r.state === "claimed" ? "being carried out" : `until ${when(r.expiresAt)}`,
+      `asked ${age(r.createdAt)} in ${r.chatId}`,
+    ];
     return h(
       "li",
-      { class: here ? "here" : "", "aria-current": here ? "true" : null },
+      {
+        class: here ? "here" : "",
+        "aria-current": here ? "true" : null,
+        "data-state": r.state,
+        hidden: !shows(r.state),
+      },
       here ? h("strong", {}, r.title) : link,
+      r.details?.length ? h("span", { class: "details" }, r.details.join(" · ")) : null,
       h("span", { class: "meta" }, meta.filter(Boolean).join(" · ")),
     );
   });
-  $("inbox").replaceChildren(...(rows.length ? rows : [h("li", { class: "empty" }, "Nothing is waiting for you.")]));
+  const shown = rows.filter((row) => !row.hidden).length;
+  const empty = requests.length ? "Nothing here with this filter." : "Nothing is waiting for you.";
+  $("inbox").replaceChildren(...rows, ...(shown ? [] : [h("li", { class: "empty" }, empty)]));
+}
+
+/** Which inbox rows the status filter shows: all, those to answer, those being carried out. */
+function shows(state) {
+  const wanted = $("inbox-filter")?.value || "all";
+  return wanted === "all" || wanted === state;
+}
+
+/** How long ago, in words a glance reads: "just now", "5 min ago", "3 h ago". */
+function age(iso) {
+  const minutes = Math.floor((Date.now() - Date.parse(iso)) / 60_000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} h ago` : `${Math.floor(hours / 24)} d ago`;
 }
 
 async function loadHistory() {

@@ -20,7 +20,7 @@ from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import iso, request_view
 from interlock.api.wiring import config, notifier, stores
 from interlock.caller import Caller
-from interlock.channels import Link
+from interlock.channels import Link, channel_card
 from interlock.timing import SystemClock
 
 if TYPE_CHECKING:
@@ -126,6 +126,7 @@ def list_inbox() -> Response[str]:
             kind=e.kind,
             type=str(e.card.get("type", "request")),
             title=str(e.card.get("reason", "The agent needs your decision."))[:300],
+            details=[d for d in channel_card(e.card).details if not d.startswith("Risk:")][:4],
             risk=e.card.get("risk"),
             state=e.state.value,  # type: ignore[arg-type]
             createdAt=iso(e.created_at),

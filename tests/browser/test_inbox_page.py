@@ -56,7 +56,23 @@ def test_the_inbox_follows_answers_given_in_other_tabs(
         expect(rows.nth(0)).to_contain_text("Which format should the summary use?")
         expect(rows.nth(1)).to_contain_text("high risk")
         expect(tab.page).to_have_title("(2) Interlock", timeout=UPDATES_WITHIN_MS)
+    # Each row tells its request apart: the tool and its arguments, the chat, the age
+    reporting = report.page.locator("#inbox li").nth(1)
+    expect(reporting).to_contain_text("Tool: Send report")
+    expect(reporting).to_contain_text("Recipient: team@example.org")
+    expect(reporting).to_contain_text(f"asked just now in {report.chat}")
     report.screenshot("inbox-two-waiting")
+
+    # The status filter shows those to answer, or those being carried out (none here)
+    report.page.get_by_label("Show").select_option("claimed")
+    expect(report.page.locator("#inbox li:not([hidden])")).to_have_text(
+        ["Nothing here with this filter."], timeout=UPDATES_WITHIN_MS
+    )
+    report.page.get_by_label("Show").select_option("pending")
+    expect(report.page.locator("#inbox li:not([hidden])")).to_have_count(
+        2, timeout=UPDATES_WITHIN_MS
+    )
+    report.page.get_by_label("Show").select_option("all")
 
     # When the question is answered in its tab
     summary.card.get_by_label("A table").check()

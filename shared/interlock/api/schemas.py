@@ -163,6 +163,10 @@ class InboxItem(Body):
     kind: Literal["approval", "question", "info"]
     type: str = Field(description="The card's type (download, action, question, ...)")
     title: str = Field(description="What is asked, in one line")
+    details: list[str] = Field(
+        default_factory=list,
+        description="What tells it apart: the tool and the arguments that matter, bounded",
+    )
     risk: str | None = None
     state: Literal["pending", "claimed"]
     createdAt: str
