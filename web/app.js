@@ -15,6 +15,9 @@ const POLL_TRIES = 60;
 // How often the inbox is read: a card answered in another tab, on a phone or in team
 // chat leaves it within a few seconds.
 const INBOX_MS = 3000;
+const UNREACHABLE =
+  "Interlock could not be reached, so your answer may not have arrived. " +
+  "Press it again to retry: an answer is only ever carried out once.";
 const TITLE = document.title;
 
 let api = null;
@@ -210,13 +213,13 @@ async function answer(status, payload, retried = false) {
   shown.busy(true); // the card says "Sending your answer…"
   setWorking(true, "");
   const streaming = live();
+  const onEvent = (event) => {
+    // The run began: the answer was taken, and what follows is the agent going on.
+    if (event.type === "RUN_STARTED") shown.taken();
+    streaming.onEvent(event);
+  };
   try {
-    const run = await api.resume(
-      chat,
-      shown.request,
-      shown.answers(status, payload),
-      streaming.onEvent,
-    );
+    const run = await api.resume(chat, shown.request, shown.answers(status, payload), onEvent);
     if (run.result?.outcome === "replayed") {
       for (const item of streaming.drawn.values()) item.remove();
       shown.finish(run.result, true);
@@ -241,8 +244,10 @@ async function answer(status, payload, retried = false) {
 
 async function answerFailed(shown, error, status, payload, retried) {
   if (!(error instanceof ApiError)) {
+    // No answer from the server at all (it is down, or the network is): say what that
+    // means for the answer, and leave the card answerable to press again.
     shown.busy(false);
-    return report(error);
+    return report(new Error(UNREACHABLE));
   }
   if (error.code === "invalid_payload") return shown.refused(error.message);
   if (["expired", "cancelled", "timed_out", "unknown"].includes(error.code))

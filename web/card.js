@@ -329,6 +329,11 @@ export class Card {
     else if (!on) this.outcome.textContent = "";
   }
 
+  /** The server took the answer and the agent goes on: say so while it runs. */
+  taken() {
+    if (this.el.dataset.state === "pending") this.outcome.textContent = "Answer taken: the agent continues…";
+  }
+
   /** What this card's answer sends: one resume entry. */
   answers(status, payload) {
     this.sent = payload;
@@ -439,6 +444,10 @@ export class CardGroup {
     if (!on) this.chosen.clear();
     for (const card of this.cards) card.busy(on);
     this.remind();
+  }
+
+  taken() {
+    for (const card of this.cards) card.taken();
   }
 
   refused(message) {

@@ -484,3 +484,27 @@ def test_an_approve_already_acted_on_shows_as_decided_with_no_buttons(
     expect(tab.page.get_by_label("Message to the agent")).to_be_disabled()
     expect(tab.page.locator("#composer-hint")).to_contain_text("being carried out")
     tab.screenshot("card-decided-continuing")
+
+
+def test_an_answer_the_server_never_got_says_so_and_can_be_pressed_again(
+    open_tab: OpenTab, chat: str, stores: Stores
+) -> None:
+    # Given a paused download, and the server gone when alice approves
+    tab = open_tab(chat)
+    tab.send(DOWNLOAD)
+    expect(tab.button("Approve")).to_be_visible()
+    tab.page.route("**/resume", lambda route: route.abort("connectionrefused"))
+    tab.button("Approve").click()
+
+    # Then the page says what that means for her answer, and she can press it again
+    expect(tab.page.locator("#status")).to_contain_text("could not be reached")
+    expect(tab.page.locator("#status")).to_contain_text("only ever carried out once")
+    expect(tab.button("Approve")).to_be_enabled()
+    assert pointer(stores, chat).state is RequestState.PENDING
+    tab.screenshot("card-server-unreachable")
+
+    # And once the server is back, pressing it again approves, once
+    tab.page.unroute("**/resume")
+    tab.button("Approve").click()
+    expect(tab.outcome()).to_have_text(re.compile(r"^Approved at "))
+    assert pointer(stores, chat).claim_count == 1

@@ -51,3 +51,18 @@ def test_the_agents_text_appears_word_by_word(tab: ChatPage) -> None:
     # One message, not a streamed copy and a final copy
     expect(tab.page.locator(".msg.agent")).to_have_count(1)
     tab.screenshot("streaming-answer")
+
+
+def test_while_a_resumed_run_streams_the_card_says_the_answer_was_taken(tab: ChatPage) -> None:
+    # Given a card, and a slow model behind it
+    tab.send("Please download the reference table")
+    expect(tab.button("Approve")).to_be_visible(timeout=20_000)
+
+    # When alice approves, and the run goes on (a silence before each model answer)
+    tab.button("Approve").click()
+
+    # Then while it streams the card no longer says "Sending": it says the answer was taken
+    expect(tab.outcome()).to_have_text("Answer taken: the agent continues…")
+    tab.screenshot("card-answer-taken")
+    # And once the run ends it says what was decided
+    expect(tab.outcome()).to_contain_text("Approved at", timeout=30_000)
