@@ -207,6 +207,11 @@ class Monitoring(Construct):
                 0,
                 "A request stayed claimed past its lease: its worker died mid-run.",
             ),
+            "NoticesAbandoned": (
+                emf("NoticesAbandoned"),
+                0,
+                "A Slack or Telegram post or edit kept failing until its request's TTL.",
+            ),
         }
         if model.provider == "bedrock":
             found["BedrockThrottles"] = (

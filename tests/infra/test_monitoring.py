@@ -58,6 +58,7 @@ def test_the_alarms_cover_the_api_the_functions_the_queue_and_interlocks_own_met
         "ApproximateNumberOfMessagesVisible",
         "SweepFailures",
         "StuckClaims",
+        "NoticesAbandoned",
         "ClaimConflicts",
         "InvocationThrottles",
     ):
