@@ -399,6 +399,11 @@ export class CardGroup {
           settled,
         }),
     );
+    // Each card's heading says which of the group it is: cards asking the same thing
+    // (two refunds) stay told apart, by eye and by a screen reader's list of regions.
+    this.cards.forEach((card, i) =>
+      card.el.querySelector("h2").append(` (${i + 1} of ${this.cards.length})`),
+    );
     this.el.append(this.note, ...this.cards.map((card) => card.el));
     this.remind();
   }

@@ -89,7 +89,7 @@ def server(
         AWS_DEFAULT_REGION="us-east-1",
     )
     env.update(getattr(request.module, "SERVER_ENV", {}))
-    argv = [sys.executable, "-m", "local.server", "--port", "0"]
+    argv = [sys.executable, "-m", "local.server", "--port", "0", "--sweep-every", "0"]
     argv += ["--aws-endpoint", emulator.endpoint]
     argv += ["--table", storage["table"], "--bucket", storage["bucket"]]
     if agent := getattr(request.module, "SERVER_AGENT", None):

@@ -13,6 +13,15 @@ except ImportError as exc:  # fail the collection loudly, with the way to fix it
     raise ImportError(INSTALL_HINT) from exc
 
 SCREENSHOTS: Final = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+# axe-core, from the npm packages `./dev setup` installs (package.json pins it).
+AXE: Final = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+AXE_RUN: Final = """async () => {
+  const found = await axe.run(document, {
+    runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
+    resultTypes: ["violations"],
+  });
+  return found.violations.map((v) => ({ id: v.id, targets: v.nodes.map((n) => n.target.join(" ")) }));
+}"""
 
 # Every control on the page that has no accessible name (label, aria-label or text).
 UNLABELLED_JS: Final = """() =>
@@ -125,6 +134,16 @@ class ChatPage:
         return list(self.page.evaluate(LOW_CONTRAST_JS))
 
     def screenshot(self, name: str) -> None:
-        """Keep a picture of the page as a test artifact (git-ignored)."""
+        """Keep a picture of the page as a test artifact (git-ignored), after checking
+        the state it shows with axe-core: every pictured state has no violation."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        found = self.accessibility_violations()
+        assert found == [], f"{name}: {found}"
+
+    def accessibility_violations(self) -> list[str]:
+        """axe-core's WCAG 2.x A and AA findings on the page as it stands: rule, nodes."""
+        if not self.page.evaluate("() => typeof window.axe === 'object'"):
+            self.page.add_script_tag(path=str(AXE))
+        results = self.page.evaluate(AXE_RUN)
+        return [f"{v['id']}: {', '.join(v['targets'])}" for v in results]

@@ -329,7 +329,7 @@ def local_server(
         AWS_DEFAULT_REGION="us-east-1",
     )
     env.update(extra_env or {})
-    argv = [sys.executable, "-m", "local.server", "--port", "0"]
+    argv = [sys.executable, "-m", "local.server", "--port", "0", "--sweep-every", "0"]
     argv += ["--aws-endpoint", aws["endpoint"], "--table", aws["table"], "--bucket", aws["bucket"]]
     with log.open("wb") as out:
         child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
