@@ -20,7 +20,10 @@ AXE_RUN: Final = """async () => {
     runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
     resultTypes: ["violations"],
   });
-  return found.violations.map((v) => ({ id: v.id, targets: v.nodes.map((n) => n.target.join(" ")) }));
+  return found.violations.map((v) => ({
+    id: v.id,
+    targets: v.nodes.map((n) => n.target.join(" ")),
+  }));
 }"""
 
 # Every control on the page that has no accessible name (label, aria-label or text).
