@@ -192,7 +192,11 @@ function showCard(request) {
   card = cardFor(request, { answer, settled: () => setWorking(working) });
   $("card-slot").append(card.el);
   setWorking(working);
-  card.el.focus();
+  card.el.focus({ preventScroll: true });
+  // In view as it appears, buttons included (at 360 px too): its end when it fits the
+  // window, else its start, with the heading first.
+  const fits = card.el.getBoundingClientRect().height <= window.innerHeight;
+  card.el.scrollIntoView({ block: fits ? "end" : "start" });
   if (request.state === "claimed") waitForAnswer().catch(report);
 }
 
@@ -454,6 +458,8 @@ function setWorking(on, message) {
   const waiting = Boolean(card?.open);
   $("prompt").disabled = on || waiting;
   $("composer").querySelector("button").disabled = on || waiting;
+  // A held composer stays in the flow: pinned, it would cover the card's buttons.
+  $("composer").classList.toggle("held", waiting);
   $("composer-hint").textContent = !waiting
     ? ""
     : card.answerable

@@ -28,7 +28,7 @@ QUESTION: Final = "Please write a summary"
 INFO: Final = "Please run the export"
 SITE: Final = "data.example.org"
 TABLE_URL: Final = "https://data.example.org/reference/table.csv"
-PHONE: Final = {"width": 375, "height": 740}
+PHONE: Final = {"width": 360, "height": 740}
 
 OpenTab = Callable[[str], ChatPage]
 
@@ -424,6 +424,15 @@ def test_the_card_works_at_phone_width_with_labels_and_contrast(
     assert tab.low_contrast() == []
     box = tab.button("Approve").bounding_box()
     assert box is not None and box["height"] >= 44  # a comfortable touch target
+    # And Approve is in view as the card appears, with nothing (the composer) over it
+    assert 0 <= box["y"] and box["y"] + box["height"] <= PHONE["height"]
+    middle = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
+    on_top = tab.page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y)?.closest('button')?.textContent", middle
+    )
+    assert on_top == "Approve"
+    # And what waits elsewhere is one tap away, though the inbox comes after the thread
+    expect(tab.page.get_by_role("link", name="Waiting for you")).to_be_visible()
     tab.screenshot("card-phone")
 
 
