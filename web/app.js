@@ -23,6 +23,8 @@ const TITLE = document.title;
 let api = null;
 let card = null;
 let working = false;
+// Tool lines drawn as "waiting for your answer", until the card they wait on settles.
+const waiting = [];
 
 async function start() {
   if (params.get("chat") !== chat) {
@@ -117,8 +119,15 @@ function activity(tools) {
     const result =
       call.result === null ? "waiting for your answer" : answered ? "answered" : firstSentence(call.result);
     const on = subject ? ` (${shorten(subject, 60)})` : "";
-    say("tool", `${toolLabel(call.name)}${on}: ${shorten(result, 140)}`);
+    const line = say("tool", `${toolLabel(call.name)}${on}: ${shorten(result, 140)}`);
+    if (call.result === null) waiting.push({ line, label: `${toolLabel(call.name)}${on}` });
   }
+}
+
+/** The tool lines that waited on a card say how it ended, once it did. */
+function stopWaiting(state) {
+  const word = { done: "answered", expired: "expired", cancelled: "cancelled" }[state] || state;
+  for (const { line, label } of waiting.splice(0)) line.querySelector("p").textContent = `${label}: ${word}`;
 }
 
 /** What a person needs of a tool's result: its first sentence (the rest guides the model). */
@@ -205,6 +214,7 @@ function showCard(request) {
  * (before `next`, the first message of the run that answered it, when that streamed).
  */
 function retireCard(next = null) {
+  if (card && !card.open) stopWaiting(card.state);
   if (card && !card.answerable) {
     $("thread").insertBefore(h("li", { class: "msg record" }, card.el), next);
   } else card?.el.remove();

@@ -121,6 +121,10 @@ export class Card {
     return this.el.dataset.state === "pending";
   }
 
+  get state() {
+    return this.el.dataset.state;
+  }
+
   /** Pending or being carried out: the chat has no room for a new message yet. */
   get open() {
     return ["pending", "claimed"].includes(this.el.dataset.state);
@@ -438,6 +442,10 @@ export class CardGroup {
 
   get open() {
     return this.cards.some((card) => card.open);
+  }
+
+  get state() {
+    return this.cards[0].state;
   }
 
   show(view) {

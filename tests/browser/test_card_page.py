@@ -86,6 +86,8 @@ def test_a_paused_run_shows_the_card_and_approving_shows_the_answer(
     expect(card.locator(".expiry")).to_have_text(re.compile(r"^Expires in (23 h 59|24 h 0) min$"))
     assert tab.focused() == "card"
     expect(tab.page.locator(".msg.tool").first).to_contain_text("Fetch url")
+    waiting = tab.page.locator(".msg.tool").filter(has_text="waiting for your answer")
+    expect(waiting).to_have_count(1)
     tab.screenshot("card-pending")
 
     # When she unfolds the package list (the agent asked for none), adds two packages,
@@ -111,6 +113,9 @@ def test_a_paused_run_shows_the_card_and_approving_shows_the_answer(
     expect(tab.approvals()).to_contain_text(SITE)
     expect(tab.approvals()).to_contain_text("numpy")
     expect(tab.page.get_by_label("Message to the agent")).to_be_enabled()
+    # And the tool line that waited on the card says it was answered: no state left hanging
+    expect(waiting).to_have_count(0)
+    expect(tab.page.locator(".msg.tool").filter(has_text=": answered")).not_to_have_count(0)
     tab.screenshot("card-answered")
     stored = pointer(stores, chat)
     assert (stored.state, stored.claim_count) == (RequestState.DONE, 1)
