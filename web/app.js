@@ -50,6 +50,9 @@ async function start() {
   await Promise.all([loadThread(), loadApprovals(), loadHistory()]);
   await loadRequest();
   await watchInbox();
+  // Writing opens once the thread and any open card are drawn: a message typed into a
+  // page still loading would otherwise be lost under them.
+  setWorking(working);
   document.body.dataset.ready = "true";
 }
 
@@ -306,7 +309,7 @@ async function watchInbox() {
     const { requests } = await api.inbox();
     showInbox(requests);
     // This chat's card was answered elsewhere (another tab, a phone, team chat): show it.
-    if (card?.answerable && !requests.some((r) => r.chatId === chat)) {
+    if (card?.answerable && !requests.some((r) => r.chatId === chat) && !typingIn(card)) {
       await Promise.all([loadThread(), loadRequest(), loadHistory()]);
     }
   } catch (error) {
@@ -347,6 +350,12 @@ function showInbox(requests) {
   const shown = rows.filter((row) => !row.hidden).length;
   const empty = requests.length ? "Nothing here with this filter." : "Nothing is waiting for you.";
   $("inbox").replaceChildren(...rows, ...(shown ? [] : [h("li", { class: "empty" }, empty)]));
+}
+
+/** Whether the person is writing in the card (a redraw would wipe what they typed). */
+function typingIn(shown) {
+  const active = document.activeElement;
+  return shown.el.contains(active) && active.matches("input, textarea, select");
 }
 
 /** Which inbox rows the status filter shows: all, those to answer, those being carried out. */
