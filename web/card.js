@@ -408,8 +408,25 @@ export class CardGroup {
     this.cards.forEach((card, i) =>
       card.el.querySelector("h2").append(` (${i + 1} of ${this.cards.length})`),
     );
-    this.el.append(this.note, ...this.cards.map((card) => card.el));
+    // Approvals all: one press records the same answer on every card still open.
+    const approvals = this.cards.every((card) =>
+      card.request.responseSchema?.properties?.decision?.enum?.includes("approve"),
+    );
+    const press = (label, decision) =>
+      h("button", { type: "button", onclick: () => this.all({ decision }, answer) }, label);
+    this.actions = approvals
+      ? h("div", { class: "group-actions" }, press("Approve all", "approve"), press("Deny all", "reject"))
+      : null;
+    this.el.append(this.note, ...[this.actions].filter(Boolean), ...this.cards.map((c) => c.el));
     this.remind();
+  }
+
+  /** The same answer for every card not answered yet: each records its own. */
+  all(payload, answer) {
+    for (const card of this.cards) {
+      const id = card.request.interruptId;
+      if (!this.chosen.has(id)) this.choose(id, "resolved", payload, answer);
+    }
   }
 
   choose(interruptId, status, payload, answer) {
@@ -456,6 +473,7 @@ export class CardGroup {
   busy(on) {
     if (!on) this.chosen.clear();
     for (const card of this.cards) card.busy(on);
+    this.actions?.querySelectorAll("button").forEach((button) => (button.disabled = on));
     this.remind();
   }
 
@@ -472,6 +490,7 @@ export class CardGroup {
   /** Each card says its own outcome: the answer given to it here, else the request's. */
   finish(result, replayed = false) {
     this.note.textContent = "";
+    this.actions?.remove();
     for (const card of this.cards) {
       const mine = replayed ? undefined : this.given.get(card.request.interruptId);
       const decision = mine ? decisionOf(mine.payload, mine.status) : result.decision;
@@ -481,6 +500,7 @@ export class CardGroup {
 
   end(reason) {
     this.note.textContent = "";
+    this.actions?.remove();
     for (const card of this.cards) card.end(reason);
   }
 }

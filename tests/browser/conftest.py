@@ -28,7 +28,7 @@ from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS, INSTALL_HINT
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S: Final = 30.0
-DESKTOP: Final = {"width": 1100, "height": 900}
+DESKTOP: Final = {"width": 1280, "height": 900}
 # What a person would wait for on a slow machine: a resumed run ends within it. It holds
 # for every `expect` (Playwright's own default is five seconds).
 EXPECT_TIMEOUT_MS: Final = 15_000

@@ -13,6 +13,8 @@ except ImportError as exc:  # fail the collection loudly, with the way to fix it
     raise ImportError(INSTALL_HINT) from exc
 
 SCREENSHOTS: Final = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+# A phone's width: every pictured state is also pictured and checked at it.
+NARROW: Final = {"width": 360, "height": 740}
 # axe-core, from the npm packages `./dev setup` installs (package.json pins it).
 AXE: Final = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 AXE_RUN: Final = """async () => {
@@ -137,12 +139,22 @@ class ChatPage:
         return list(self.page.evaluate(LOW_CONTRAST_JS))
 
     def screenshot(self, name: str) -> None:
-        """Keep a picture of the page as a test artifact (git-ignored), after checking
-        the state it shows with axe-core: every pictured state has no violation."""
+        """Keep pictures of the page as test artifacts (git-ignored): as it is, and at a
+        phone's 360 px when it is wider; each width checked with axe-core first, so every
+        pictured state has no violation at either."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-        found = self.accessibility_violations()
-        assert found == [], f"{name}: {found}"
+        size = self.page.viewport_size
+        widths = [(name, size)]
+        if size is not None and size["width"] > NARROW["width"]:
+            widths.append((f"{name}-360", NARROW))
+        for picture, viewport in widths:
+            if viewport is not None:
+                self.page.set_viewport_size(viewport)
+            found = self.accessibility_violations()
+            assert found == [], f"{picture}: {found}"
+            self.page.screenshot(path=str(SCREENSHOTS / f"{picture}.png"), full_page=True)
+        if size is not None:
+            self.page.set_viewport_size(size)
 
     def accessibility_violations(self) -> list[str]:
         """axe-core's WCAG 2.x A and AA findings on the page as it stands: rule, nodes."""

@@ -78,3 +78,30 @@ def test_a_question_without_a_schema_is_answered_in_words(tab: ChatPage) -> None
     # Then the tool received their words as they wrote them
     expect(tab.agent_says()).to_contain_text("Noted on A-1: Customer called twice.")
     assert tab.resumes[0].post_data_json["resume"][0]["payload"] == "Customer called twice."
+
+
+def test_approve_all_records_one_approve_per_card_in_one_resume(
+    tab: ChatPage, stores: Stores
+) -> None:
+    # Given the two confirmations at once
+    tab.send("refund both orders")
+    group = tab.page.locator(".card-group")
+    expect(group.locator(".card")).to_have_count(2)
+
+    # When the person approves them all with one press
+    group.get_by_role("button", name="Approve all").click()
+
+    # Then one resume carries one approve per card, both run, and each card says so
+    expect(tab.agent_says()).to_contain_text("Refunded A-1.")
+    assert len(tab.resumes) == 1
+    entries = tab.resumes[0].post_data_json["resume"]
+    assert [e["payload"]["decision"] for e in entries] == ["approve", "approve"]
+    outcomes = tab.page.locator(".card .outcome")
+    expect(outcomes.nth(0)).to_contain_text("Approved")
+    expect(outcomes.nth(1)).to_contain_text("Approved")
+    expect(group.get_by_role("button", name="Approve all")).to_have_count(0)
+    wait_for(lambda: pointer(stores, tab.chat).state is RequestState.DONE, "the run's end")
+    request = pointer(stores, tab.chat)
+    keys = [f"{tab.chat}#{a.card['tool_use_id']}" for a in request.asked]
+    assert all(stores.outbox.get(k) is not None for k in keys)
+    tab.screenshot("card-group-approved-all")

@@ -430,7 +430,7 @@ def test_the_card_works_at_phone_width_with_labels_and_contrast(
     box = tab.button("Approve").bounding_box()
     assert box is not None and box["height"] >= 44  # a comfortable touch target
     # And Approve is in view as the card appears, with nothing (the composer) over it
-    assert 0 <= box["y"] and box["y"] + box["height"] <= PHONE["height"]
+    assert box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"]
     middle = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
     on_top = tab.page.evaluate(
         "([x, y]) => document.elementFromPoint(x, y)?.closest('button')?.textContent", middle

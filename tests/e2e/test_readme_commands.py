@@ -1,0 +1,232 @@
+"""Every shell command README.md gives, checked against what the README says it does.
+
+The commands are read from README.md itself: each line of its bash blocks, and inline
+code that starts the way a command does. Each one is either run here as a reader runs
+it (on a port and a state directory of the test's own), or named in `ELSEWHERE` with
+the test that covers it and why it is not run here (it deploys to AWS, or it is this
+very run). A command the README gains with neither fails the test, so the README cannot
+drift from what works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+LOCAL = "http://127.0.0.1:8765"
+STARTS_A_COMMAND = re.compile(
+    r"^(\./dev|\.venv/bin/python|npx |curl |export |[A-Z_]+=\S* ?(\./dev|\.venv))"
+)
+
+# Commands not run here: the test that covers each instead, and why.
+ELSEWHERE = {
+    "./dev test": "this run is it",
+    "./dev test <paths or options>": "this run is it, with arguments",
+    "./dev lint": ".ci/run runs it before the tests",
+    "./dev lock": "tests/infra/test_lock.py checks the lock it writes",
+    "npx cdk bootstrap": "needs an AWS account; tests/infra synthesizes the same app",
+    "npx cdk deploy --all": "needs an AWS account; tests/infra synthesizes the same app",
+    "npx cdk deploy --all -c interlock:channels=slack,telegram": (
+        "needs an AWS account; tests/infra/test_channels_stack.py synthesizes it"
+    ),
+    "npx cdk deploy --all -c interlock:agent=examples.doorstep:build": (
+        "needs an AWS account; tests/infra/test_deploy_settings.py synthesizes an agent's app"
+    ),
+    "INTERLOCK_MODEL=bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0 ./dev serve "
+    "--agent my_agent:build": (
+        "needs the reader's agent and Bedrock; tests/e2e/test_own_agent.py serves an agent "
+        "of one's own, tests/agent/test_snapshot_and_model.py builds the Bedrock model"
+    ),
+    "INTERLOCK_MODEL=scripted:2000/60 ./dev serve": (
+        "tests/e2e/test_streaming.py and tests/browser/test_streaming_page.py serve a paced "
+        "scripted model"
+    ),
+    "./dev serve --agent examples.doorstep:build --roles dispatcher": (
+        "tests/e2e/test_doorstep_drill.py drives the Doorstep agent"
+    ),
+    ".venv/bin/python bench/store_cycle.py": "tests/bench/test_bench_store_cycle.py",
+    ".venv/bin/python bench/resume_vs_rerun.py": "tests/bench/test_bench_resume_vs_rerun.py",
+    ".venv/bin/python bench/api_cycle.py": "tests/bench/test_bench_api_cycle.py",
+    ".venv/bin/python bench/cold_start.py --layer": "tests/bench/test_bench_cold_start.py",
+    ".venv/bin/python bench/sweeper.py": "tests/bench/test_bench_sweeper.py",
+    ".venv/bin/python bench/soak.py": "a soak of minutes: run by hand; its figures go in notes",
+    ".venv/bin/python bench/peers/langgraph_cycle.py": "tests/bench/test_bench_peer_cost.py",
+}
+
+
+def readme_commands() -> list[str]:
+    """The README's commands: bash block lines (continuations joined, comments dropped)
+    and inline code that starts like a command."""
+    text = README.read_text()
+    found: list[str] = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        joined = re.sub(r"\\\n\s*", "", block)
+        for line in joined.splitlines():
+            command = re.sub(r"\s+#.*$", "", line).strip()
+            if command:
+                found.append(command)
+    for inline in re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S)):
+        if STARTS_A_COMMAND.match(inline):
+            found.append(inline.strip())
+    return list(dict.fromkeys(found))
+
+
+# The commands the flows below run, as the README spells them.
+SERVE = "./dev serve"
+SETUP = "./dev setup"
+EXPORT = "export TOKEN=..."
+ANSWER = ".venv/bin/python -m local.answer demo approve"
+OPENAPI = "PYTHONPATH=shared .venv/bin/python -m interlock.api.openapi > docs/openapi.json"
+
+
+def _run_curl(command: str) -> str:
+    return next(c for c in readme_commands() if c.startswith("curl") and command in c)
+
+
+def test_every_command_is_run_here_or_covered_elsewhere_with_a_reason() -> None:
+    ran = {SERVE, SETUP, EXPORT, ANSWER, OPENAPI, _run_curl("/runs"), _run_curl("/resume")}
+    unaccounted = [c for c in readme_commands() if c not in ran and c not in ELSEWHERE]
+    assert unaccounted == [], "commands in README.md nothing runs or covers"
+    for reason in ELSEWHERE.values():
+        for path in re.findall(r"tests/[\w/]+\.py", reason):
+            assert (ROOT / path).exists(), f"{path} is named but does not exist"
+    stale = [c for c in ELSEWHERE if c not in readme_commands()]
+    assert stale == [], "commands listed here that README.md no longer gives"
+
+
+class Served:
+    """`./dev serve` as the README gives it, on a port and state of the test's own."""
+
+    def __init__(self, state: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
+        argv = [*shlex.split(SERVE), "--port", "0", "--state", str(state), "--sweep-every", "0"]
+        self.process = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.url, self.token, self.printed = "", "", []
+        lines: queue.Queue[str] = queue.Queue()
+        # A thread reads its output (a pipe read line by line would hide buffered lines
+        # from select): the URL and the token, then whatever else it says.
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
+        while not (self.url and self.token):
+            try:
+                line = lines.get(timeout=120)
+            except queue.Empty:
+                raise AssertionError(f"./dev serve printed no token: {self.printed}") from None
+            self.printed.append(line)
+            if found := re.search(r"on (http://127\.0\.0\.1:\d+)", line):
+                self.url = found[1]
+            if found := re.search(r"export TOKEN=(\S+)", line):
+                self.token = found[1]
+
+    def _read(self, lines: queue.Queue[str]) -> None:
+        for line in self.process.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+
+    def shell(self, command: str) -> subprocess.CompletedProcess[str]:
+        """Run a README command against this server, with `$TOKEN` as it printed it."""
+        env = {**os.environ, "TOKEN": self.token}
+        return subprocess.run(
+            ["bash", "-c", command.replace(LOCAL, self.url)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    server = Served(tmp_path / "state")
+    yield server
+    server.stop()
+
+
+def _events(output: str) -> list[dict[str, object]]:
+    return [json.loads(line[6:]) for line in output.splitlines() if line.startswith("data: ")]
+
+
+def test_serve_then_the_two_curls_pause_and_finish_the_demo_turn(served: Served) -> None:
+    # `./dev serve` printed where it serves and a token (`export TOKEN=...`)
+    assert served.url and served.token
+
+    # The first curl: "The stream ends with RUN_FINISHED whose outcome is an interrupt"
+    paused = served.shell(_run_curl("/runs"))
+    assert paused.returncode == 0, paused.stderr
+    last = _events(paused.stdout)[-1]
+    assert last["type"] == "RUN_FINISHED"
+    outcome = last["outcome"]
+    assert isinstance(outcome, dict) and outcome["type"] == "interrupt"
+    (interrupt,) = outcome["interrupts"]
+    for field in ("id", "responseSchema", "expiresAt"):
+        assert field in interrupt, field
+    assert "card" in interrupt["metadata"] and "secret" in interrupt["metadata"]
+
+    # The second, with its id and secret filled in: the run finishes
+    resume = _run_curl("/resume")
+    resume = resume.replace("<id>", interrupt["id"]).replace(
+        "<secret>", interrupt["metadata"]["secret"]
+    )
+    done = served.shell(resume)
+    assert done.returncode == 0, done.stderr
+    finished = _events(done.stdout)[-1]
+    assert finished["type"] == "RUN_FINISHED"
+    assert finished["outcome"] == {"type": "success"}
+    assert finished["result"]["decision"] == "approved"
+
+    # "Answering again replays the stored answer; it never runs the turn twice"
+    again = _events(served.shell(resume).stdout)
+    assert again[-1]["type"] == "RUN_FINISHED"
+    texts = [e["delta"] for e in _events(done.stdout) if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    replayed = [e["delta"] for e in again if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert replayed == texts
+
+
+def test_the_one_line_answer_reads_the_open_request_and_answers_it(served: Served) -> None:
+    paused = served.shell(_run_curl("/runs"))
+    assert _events(paused.stdout)[-1]["outcome"]["type"] == "interrupt"  # type: ignore[index]
+
+    # "in one line: .venv/bin/python -m local.answer demo approve"
+    answered = served.shell(f"{ANSWER} --url {served.url}")
+
+    assert answered.returncode == 0, answered.stderr
+    assert "id,name,value" in answered.stdout  # the table the approved download fetched
+    # And once answered there is nothing left: one line that says so, no traceback
+    again = served.shell(f"{ANSWER} --url {served.url}")
+    assert again.returncode == 1
+    assert again.stderr.strip() == "nothing to answer: the request is done"
+
+
+def test_setup_and_the_openapi_command_do_what_the_readme_says(tmp_path: Path) -> None:
+    # `./dev setup` installs what is missing; on a set-up checkout it changes nothing
+    setup = subprocess.run(shlex.split(SETUP), cwd=ROOT, capture_output=True, text=True)
+    assert setup.returncode == 0, setup.stderr
+    # The OpenAPI command writes the document that is committed (a test keeps it current)
+    written = tmp_path / "openapi.json"
+    command = OPENAPI.replace("docs/openapi.json", str(written))
+    made = subprocess.run(
+        ["bash", "-c", command],
+        cwd=ROOT,
+        env={**os.environ, "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    assert json.loads(written.read_text()) == json.loads((ROOT / "docs/openapi.json").read_text())
