@@ -74,6 +74,15 @@ def _payload(text: str, status: str) -> Any:
         return text  # a plain answer to a question that takes any value
 
 
+def _refusal(status: int, body: str) -> str:
+    """The server's refusal in one line: its message, and its code."""
+    try:
+        error = json.loads(body)["error"]
+        return f"refused ({status} {error['code']}): {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"refused ({status}): {body.strip()[:300]}"
+
+
 def _call(
     args: argparse.Namespace, method: str, path: str, body: Any = None, stream: bool = False
 ) -> Any:
@@ -88,8 +97,10 @@ def _call(
         with urllib.request.urlopen(request, timeout=600) as response:
             text = response.read().decode()
     except urllib.error.HTTPError as failure:
-        print(failure.read().decode(), file=sys.stderr)
-        raise SystemExit(1) from None
+        raise SystemExit(_refusal(failure.code, failure.read().decode())) from None
+    except urllib.error.URLError as failure:
+        reason = failure.reason
+        raise SystemExit(f"cannot reach {args.url}: is ./dev serve running? ({reason})") from None
     if not stream:
         return json.loads(text)
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]

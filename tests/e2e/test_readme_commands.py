@@ -212,6 +212,10 @@ def test_the_one_line_answer_reads_the_open_request_and_answers_it(served: Serve
     again = served.shell(f"{ANSWER} --url {served.url}")
     assert again.returncode == 1
     assert again.stderr.strip() == "nothing to answer: the request is done"
+    # And a refusal is one line that says why, not the server's JSON
+    refused = served.shell(f"{ANSWER} --url {served.url} --token not-a-token")
+    assert refused.returncode == 1
+    assert re.fullmatch(r"refused \(401 \w+\): .+", refused.stderr.strip()), refused.stderr
 
 
 def test_setup_and_the_openapi_command_do_what_the_readme_says(tmp_path: Path) -> None:
