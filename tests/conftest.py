@@ -38,6 +38,21 @@ def _serialized(self: BotocoreStubber, event_name: str, request: Any, **kwargs: 
 BotocoreStubber.__call__ = _serialized  # type: ignore[method-assign]
 
 
+# Files whose tests are independent runs of one long check: under `./dev test` (two
+# workers) they spread over both instead of holding one worker to the end.
+SPREAD: frozenset[str] = frozenset({"test_event_numbers.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup`, each file's tests stay on one worker, so its module
+    fixtures (a server, a synthesized app, forked zygotes) are built once; the runs of a
+    `SPREAD` file are each a group of their own."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            group = item.nodeid if item.path.name in SPREAD else str(item.path)
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _fake_aws_credentials() -> None:
     # Never let a test reach a real account, whatever the developer's environment holds.

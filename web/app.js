@@ -273,7 +273,8 @@ async function answerFailed(shown, error, status, payload, retried) {
     // Another tab or a reload read the request since this card was drawn (its secret
     // rotated), or is answering it right now: read it again and show what is true.
     const view = await api.request(chat);
-    if (view.state === "pending" && !retried) {
+    const answerable = view.state === "pending" || (view.interrupted && !view.binding);
+    if (answerable && !retried) {
       shown.show(view);
       return answer(status, payload, true);
     }
@@ -295,6 +296,9 @@ async function waitForAnswer() {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     const view = await api.request(chat);
     if (view.state !== "claimed") return settle(shown, view);
+    // Each read hands out a fresh secret: the card answers with the newest, or a person
+    // answering an interrupted card would be refused by this very poll.
+    shown.renew(view.secret);
   }
 }
 

@@ -333,6 +333,11 @@ export class Card {
     else if (!on) this.outcome.textContent = "";
   }
 
+  /** A newer read handed out `secret`: answer with it (older ones are refused). */
+  renew(secret) {
+    this.request = { ...this.request, secret };
+  }
+
   /** The server took the answer and the agent goes on: say so while it runs. */
   taken() {
     if (this.el.dataset.state === "pending") this.outcome.textContent = "Answer taken: the agent continues…";
@@ -479,6 +484,11 @@ export class CardGroup {
 
   taken() {
     for (const card of this.cards) card.taken();
+  }
+
+  renew(secret) {
+    this.request = { ...this.request, secret };
+    for (const card of this.cards) card.renew(secret);
   }
 
   refused(message) {

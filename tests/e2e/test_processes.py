@@ -36,9 +36,10 @@ from tests.e2e.support import (
 pytestmark = pytest.mark.server
 
 HALF = Path(__file__).with_name("half.py")
-# The same short lease in every process of a crash: a dead claim lapses in 1.5 s while
-# a live worker's heartbeat renews it five times over.
-CRASH_LEASE = ("--lease-ms", "1500", "--heartbeat-s", "0.3")
+# The same short lease in every process of a crash: a dead claim lapses in 3 s while a
+# live worker's heartbeat renews it ten times over (on a loaded two-core machine a 1.5 s
+# lease was seen to lapse under a live worker, which then rightly started no tool).
+CRASH_LEASE = ("--lease-ms", "3000", "--heartbeat-s", "0.3")
 
 
 @dataclass(frozen=True)
