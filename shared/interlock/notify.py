@@ -167,7 +167,7 @@ class Notifier:
             if notice.done or notice.due_ms is None or notice.due_ms > now:
                 continue
             try:
-                self._carry_on(chat_id, notice, now, report)
+                self._carry_on(chat_id, notice, now, report, request)
             except Exception as exc:  # one notice's trouble leaves the others to do
                 _failed("retry", exc)
                 report.failed += 1
@@ -182,7 +182,15 @@ class Notifier:
         except Exception as exc:
             _failed("reply", exc)
 
-    def _carry_on(self, chat_id: str, notice: Notice, now: int, report: NoticeReport) -> None:
+    def _carry_on(
+        self,
+        chat_id: str,
+        notice: Notice,
+        now: int,
+        report: NoticeReport,
+        request: RequestRecord | None,
+    ) -> None:
+        # `request` is the chat's pointer as `retry` read it, once for all its notices.
         if now >= notice.give_up_ms:
             self._store.finish_notice(chat_id, notice, now)
             report.abandoned += 1
@@ -191,7 +199,6 @@ class Notifier:
         if notice.edit_text is not None:
             self._edit(chat_id, notice, report)
             return
-        request = self._requests.get(chat_id, now) if self._requests is not None else None
         open_here = (
             request is not None
             and request.state in (RequestState.PENDING, RequestState.CLAIMED)

@@ -71,17 +71,21 @@ def notifier(stores: Stores, clock: ManualClock, platform: Platform) -> Notifier
     )
 
 
-def open_request(stores: Stores, clock: ManualClock) -> RequestRecord:
+def open_request(
+    stores: Stores, now_ms: int, chat: str = CHAT, notify_due_ms: int | None = None
+) -> RequestRecord:
+    """A report approval waiting in `chat` (its posts owed from `notify_due_ms`, if set)."""
     offer = persist_pause(
         stores,
-        chat_id=CHAT,
+        chat_id=chat,
         user_id="alice",
         interrupt_id="v1:tool_call:t1:a",
         kind="approval",
         card={"reason": "send the report"},
         turn_seq=1,
-        now_ms=clock.now_ms(),
+        now_ms=now_ms,
         snapshot={"messages": ["hello"]},
+        notify_due_ms=notify_due_ms,
     )
     return offer.request
 
@@ -95,7 +99,7 @@ def due(stores: Stores, now_ms: int) -> list[str]:
 def test_a_post_is_sent_once_and_then_watched_until_its_request_expires(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
 
     notifier.opened(request)
     notifier.opened(request)  # a retried or taken-over run opens it again
@@ -109,7 +113,7 @@ def test_a_post_is_sent_once_and_then_watched_until_its_request_expires(
 def test_a_failed_post_is_due_after_its_backoff_and_the_finders_pass_posts_it_once(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
     platform.refuse = 1
 
     notifier.opened(request)
@@ -131,7 +135,7 @@ def test_a_failed_post_is_due_after_its_backoff_and_the_finders_pass_posts_it_on
 def test_each_failure_doubles_the_wait_and_the_retention_ends_the_retries(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    open_request(stores, clock)
+    open_request(stores, clock.now_ms())
     platform.refuse = 100
     notifier.opened(stores.requests.get(CHAT, clock.now_ms()))  # type: ignore[arg-type]
     waits = []
@@ -152,7 +156,7 @@ def test_each_failure_doubles_the_wait_and_the_retention_ends_the_retries(
 def test_a_failed_edit_is_retried_with_its_text_and_sent_once(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
     notifier.opened(request)
     platform.refuse = 1
 
@@ -174,7 +178,7 @@ def test_a_failed_edit_is_retried_with_its_text_and_sent_once(
 def test_a_request_that_settles_while_its_post_is_in_flight_is_edited_after_it(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
     platform.during_post = lambda: notifier.settled(
         CHAT, request.interrupt_ids, "approved", "alice", "slack"
     )
@@ -189,7 +193,7 @@ def test_a_request_that_settles_while_its_post_is_in_flight_is_edited_after_it(
 def test_a_post_whose_process_died_is_retried_once_its_hold_lapses_unless_it_ended(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
     now = clock.now_ms()
 
     # A process reserved the post and died before sending it
@@ -206,7 +210,7 @@ def test_a_post_whose_process_died_is_retried_once_its_hold_lapses_unless_it_end
 def test_a_post_never_sent_is_dropped_once_its_request_ended(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
     platform.refuse = 1
     notifier.opened(request)
 
@@ -222,7 +226,7 @@ def test_a_post_never_sent_is_dropped_once_its_request_ended(
 def test_a_card_whose_request_ended_without_its_edit_is_edited_at_the_expiry(
     stores: Stores, clock: ManualClock, notifier: Notifier, platform: Platform
 ) -> None:
-    request = open_request(stores, clock)
+    request = open_request(stores, clock.now_ms())
     notifier.opened(request)
     # The request is cancelled and its process dies before it edits the card
     stores.requests.cancel(request, "cancelled by alice", clock.now_ms())

@@ -31,8 +31,7 @@ from interlock.adapters.webclient import JsonHttp
 from interlock.channels import Link
 from interlock.fanout import overdue_chats
 from interlock.notify import NOTIFY_HOLD_MS, Notifier
-from interlock.pause import persist_pause
-from interlock.records import RequestRecord
+from tests.adapters.test_notices import open_request
 from tests.channels import fakes
 from tests.conftest import fresh_storage
 
@@ -81,21 +80,6 @@ def lab(emulator: Any) -> Iterator[dict[str, Any]]:
     stores = build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"])
     stores.channels.link(Link("slack", "U-ALICE", "alice"), "root", NOW_MS)
     yield {**aws, "stores": stores}
-
-
-def _open(stores: Stores, chat: str) -> RequestRecord:
-    return persist_pause(
-        stores,
-        chat_id=chat,
-        user_id="alice",
-        interrupt_id="v1:tool_call:t1:a",
-        kind="approval",
-        card={"reason": "send the report"},
-        turn_seq=1,
-        now_ms=NOW_MS,
-        snapshot={"messages": ["hello"]},
-        notify_due_ms=NOW_MS + NOTIFY_HOLD_MS,
-    ).request
 
 
 def _notifier(stores: Stores, slack: fakes.Platform, now_ms: int) -> Notifier:
@@ -148,7 +132,7 @@ def _check(lab: dict[str, Any], cell: Cell) -> dict[str, Any]:
     stores: Stores = lab["stores"]
     chat = f"n-{uuid.uuid4().hex[:10]}"
     with fakes.serve(fakes.FakeSlack) as slack:
-        request = _open(stores, chat)
+        request = open_request(stores, NOW_MS, chat, notify_due_ms=NOW_MS + NOTIFY_HOLD_MS)
         if cell.action == "settle":
             _notifier(stores, slack, NOW_MS).opened(request)
             stores.requests.cancel(request, "cancelled by alice", NOW_MS)

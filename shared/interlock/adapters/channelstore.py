@@ -17,6 +17,7 @@ from interlock import errors, keys
 from interlock.adapters.dynamo import (
     ConditionFailed,
     DynamoDBClient,
+    chats_due,
     expression,
     from_item,
     put_new,
@@ -194,17 +195,16 @@ class ChannelStore:
     def due_notices(self, shard: str, now_ms: int, limit: int) -> list[str]:
         """Chat ids with a notice due by `now_ms` (a delivery to retry, or a post whose
         request may have ended unseen), in one shard of the sparse notice index."""
-        with translated("find due notices"):
-            response = self._client.query(
-                TableName=self._table,
-                IndexName=NOTICE_INDEX,
-                KeyConditionExpression="#shard = :shard AND #due <= :now",
-                ExpressionAttributeNames={"#shard": "sweep_shard", "#due": NOTICE_INDEX_SORT},
-                ExpressionAttributeValues=to_item({":shard": shard, ":now": now_ms}),
-                Limit=limit,
-            )
-        chats = [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
-        return list(dict.fromkeys(chats))
+        return chats_due(
+            self._client,
+            self._table,
+            NOTICE_INDEX,
+            NOTICE_INDEX_SORT,
+            shard,
+            now_ms,
+            limit,
+            "find due notices",
+        )
 
     def begin_notice(
         self, chat_id: str, notice: Notice, now_ms: int, until_ms: int

@@ -27,6 +27,7 @@ __all__ = [
     "ConditionFailed",
     "DynamoDBClient",
     "best_effort",
+    "chats_due",
     "expression",
     "from_item",
     "item_size",
@@ -157,6 +158,31 @@ def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any], action:
     except ConditionFailed:
         return False
     return True
+
+
+def chats_due(
+    client: DynamoDBClient,
+    table: str,
+    index: str,
+    sort_key: str,
+    shard: str,
+    upto: int,
+    limit: int,
+    action: str,
+) -> list[str]:
+    """The chat ids one shard of a sparse KEYS_ONLY index holds with `sort_key` at most
+    `upto`, in order, each once: what a finder reads (overdue, lapsed, due)."""
+    with translated(action):
+        response = client.query(
+            TableName=table,
+            IndexName=index,
+            KeyConditionExpression="#shard = :shard AND #sort <= :upto",
+            ExpressionAttributeNames={"#shard": "sweep_shard", "#sort": sort_key},
+            ExpressionAttributeValues=to_item({":shard": shard, ":upto": upto}),
+            Limit=limit,
+        )
+    chats = [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+    return list(dict.fromkeys(chats))
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from interlock.adapters.dynamo import (
     ConditionFailed,
     DynamoDBClient,
     best_effort,
+    chats_due,
     expression,
     from_item,
     item_size,
@@ -38,6 +39,7 @@ from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
 from interlock.adapters.numbering import COUNTER_SK, counter_key, observed
 from interlock.adapters.schema import (
     EXPIRY_INDEX,
+    EXPIRY_INDEX_SORT,
     INBOX_INDEX,
     LEASE_INDEX,
     LEASE_INDEX_SORT,
@@ -753,30 +755,30 @@ class RequestStore:
 
     def overdue(self, shard: str, now_ms: int, limit: int) -> list[str]:
         """Chat ids of open requests past their expiry in one shard of the sparse index."""
-        with translated("find overdue requests"):
-            response = self._client.query(
-                TableName=self._table,
-                IndexName=EXPIRY_INDEX,
-                KeyConditionExpression="#shard = :shard AND #expires_at <= :now_s",
-                ExpressionAttributeNames={"#shard": "sweep_shard", "#expires_at": "expires_at"},
-                ExpressionAttributeValues=to_item({":shard": shard, ":now_s": now_ms // 1000}),
-                Limit=limit,
-            )
-        return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+        return chats_due(
+            self._client,
+            self._table,
+            EXPIRY_INDEX,
+            EXPIRY_INDEX_SORT,
+            shard,
+            now_ms // 1000,
+            limit,
+            "find overdue requests",
+        )
 
     def lapsed(self, shard: str, before_ms: int, limit: int) -> list[str]:
         """Chat ids of claims whose lease ran out before `before_ms`, in one shard of the
         sparse lease index: runs whose worker died or stalled, for the sweeper to continue."""
-        with translated("find lapsed claims"):
-            response = self._client.query(
-                TableName=self._table,
-                IndexName=LEASE_INDEX,
-                KeyConditionExpression="#shard = :shard AND #lease <= :before_ms",
-                ExpressionAttributeNames={"#shard": "sweep_shard", "#lease": LEASE_INDEX_SORT},
-                ExpressionAttributeValues=to_item({":shard": shard, ":before_ms": before_ms}),
-                Limit=limit,
-            )
-        return [from_item(item)["pk"].removeprefix("CHAT#") for item in response.get("Items", [])]
+        return chats_due(
+            self._client,
+            self._table,
+            LEASE_INDEX,
+            LEASE_INDEX_SORT,
+            shard,
+            before_ms,
+            limit,
+            "find lapsed claims",
+        )
 
     def claim_lapsed(self, request: RequestRecord, worker: str, now_ms: int) -> RequestRecord:
         """Take over a claim whose worker died, to continue its run with the answer it
