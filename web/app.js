@@ -5,7 +5,7 @@
 
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
 import { cardFor, decisionOf, fromInterrupts, toolLabel } from "./card.js";
-import { h, when } from "./dom.js";
+import { h, inlineMarkdown, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -402,7 +402,7 @@ async function loadHistory() {
       {},
       h("strong", {}, what),
       h("span", { class: "meta" }, `${by}${from} · ${when(new Date(e.at_ms).toISOString())}`),
-      answer ? h("span", { class: "answer" }, answer) : "",
+      answer ? h("span", { class: "answer" }, inlineMarkdown(answer)) : "",
     );
   });
   $("history").replaceChildren(...(rows.length ? rows : [h("li", { class: "empty" }, "Nothing answered yet.")]));

@@ -4,7 +4,7 @@
 // JSON view of GET /chats/{chat}/request. Approvals get Approve / Deny / Deny with
 // feedback; any other kind gets a form drawn from its responseSchema.
 
-import { duration, h, uid, when } from "./dom.js";
+import { duration, h, inlineMarkdown, markdown, uid, when } from "./dom.js";
 import { field, fieldOf, listField, problem } from "./form.js";
 
 export const LABELS = {
@@ -71,7 +71,7 @@ export class Card {
     this.note = h("p", { class: "note", hidden: true });
     this.el.append(
       h("h2", { id: titleId }, titleOf(card)),
-      h("p", { class: "reason" }, card.reason || ""),
+      h("div", { class: "reason" }, markdown(card.reason || "")),
     );
     this.el.append(
       facts(card, this.editsPackages()),
@@ -351,12 +351,17 @@ export class Card {
 
   /** The request is answered: by this window now, or earlier (`replayed`). */
   finish({ decision, answeredAt }, replayed = false) {
+    // Nobody answered a request that timed out or was cancelled: say that, not "answered".
+    if (decision === "timed_out" || decision === "cancelled") return this.end(decision);
     const label = LABELS[decision] || "Answered";
     this.stop("done");
     const said = replayed ? "" : describeAnswer(this.sent);
-    this.outcome.textContent = replayed
-      ? `Already answered at ${when(answeredAt)}: ${label}`
-      : `${label} at ${when(answeredAt)}.${said ? ` Your answer: ${said}` : ""}`;
+    if (replayed) this.outcome.textContent = `Already answered at ${when(answeredAt)}: ${label}`;
+    else
+      this.outcome.replaceChildren(
+        `${label} at ${when(answeredAt)}.`,
+        ...(said ? [" Your answer: ", ...inlineMarkdown(said)] : []),
+      );
   }
 
   /** The request can no longer be answered: expired, cancelled, timed out or gone. */
@@ -405,7 +410,12 @@ export class CardGroup {
       (part) =>
         new Card(part, {
           answer: (status, payload) => this.choose(part.interruptId, status, payload, answer),
-          settled,
+          // However the cards end (answered here or elsewhere, expired, swept), the
+          // group's own note and buttons go with the last one.
+          settled: (...args) => {
+            if (this.cards && !this.open) this.tidy();
+            settled(...args);
+          },
         }),
     );
     // Each card's heading says which of the group it is: cards asking the same thing
@@ -424,6 +434,7 @@ export class CardGroup {
       : null;
     this.el.append(this.note, ...[this.actions].filter(Boolean), ...this.cards.map((c) => c.el));
     this.remind();
+    if (!this.open) this.tidy();
   }
 
   /** The same answer for every card not answered yet: each records its own. */
@@ -497,10 +508,15 @@ export class CardGroup {
     this.remind();
   }
 
-  /** Each card says its own outcome: the answer given to it here, else the request's. */
-  finish(result, replayed = false) {
+  /** The group's note and buttons go: nothing is left to answer. */
+  tidy() {
     this.note.textContent = "";
     this.actions?.remove();
+  }
+
+  /** Each card says its own outcome: the answer given to it here, else the request's. */
+  finish(result, replayed = false) {
+    this.tidy();
     for (const card of this.cards) {
       const mine = replayed ? undefined : this.given.get(card.request.interruptId);
       const decision = mine ? decisionOf(mine.payload, mine.status) : result.decision;
@@ -509,8 +525,7 @@ export class CardGroup {
   }
 
   end(reason) {
-    this.note.textContent = "";
-    this.actions?.remove();
+    this.tidy();
     for (const card of this.cards) card.end(reason);
   }
 }
@@ -518,8 +533,14 @@ export class CardGroup {
 /** Each interrupt of a request view, as a view of its own sharing its state and secret. */
 function parts(request) {
   const shared = { state: request.state, expiresAt: request.expiresAt, secret: request.secret };
-  const first = { ...request, alsoAsked: undefined };
-  const others = (request.alsoAsked || []).map((one) => ({ ...shared, ...one }));
+  const own = (one) => request.decisions?.[one.interruptId] ?? request.decision;
+  const first = { ...request, alsoAsked: undefined, decision: own(request) };
+  const others = (request.alsoAsked || []).map((one) => ({
+    ...shared,
+    answeredAt: request.answeredAt,
+    ...one,
+    decision: own(one),
+  }));
   return [first, ...others];
 }
 

@@ -37,3 +37,50 @@ export function duration(ms) {
   if (minutes) return `${minutes} min ${seconds} s`;
   return `${total} s`;
 }
+
+// Safe markdown: the few marks an agent's question or a person's answer uses, drawn as
+// elements with text nodes only. No HTML in the text is ever parsed, and a link is kept
+// only when it is http(s), opened without the page's referrer or a handle on the page.
+// (A general renderer would need a sanitizer after it; building nodes needs neither.)
+const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^\]\n]+\]\([^)\s]+\))/;
+
+/** Inline marks of `text`: `code`, **strong**, *emphasis*, [links](https://…). */
+export function inlineMarkdown(text) {
+  const nodes = [];
+  let rest = String(text ?? "");
+  for (let found = rest.match(INLINE); found; found = rest.match(INLINE)) {
+    if (found.index) nodes.push(rest.slice(0, found.index));
+    const [whole, code, strong, em, link] = found;
+    if (code) nodes.push(h("code", {}, code.slice(1, -1)));
+    else if (strong) nodes.push(h("strong", {}, strong.slice(2, -2)));
+    else if (em) nodes.push(h("em", {}, em.slice(1, -1)));
+    else if (link) nodes.push(linkOf(link));
+    rest = rest.slice(found.index + whole.length);
+  }
+  if (rest) nodes.push(rest);
+  return nodes;
+}
+
+function linkOf(source) {
+  const [, words, target] = source.match(/^\[([^\]]+)\]\((.+)\)$/);
+  let url;
+  try {
+    url = new URL(target);
+  } catch {
+    return source;
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return words;
+  return h("a", { href: url.href, rel: "noopener noreferrer nofollow", target: "_blank" }, words);
+}
+
+/** Paragraphs (a blank line apart), lists ("- " lines) and line breaks, with inline marks. */
+export function markdown(text) {
+  const blocks = String(text ?? "").trim().split(/\n\s*\n/);
+  return blocks.filter(Boolean).map((block) => {
+    const lines = block.split("\n");
+    if (lines.every((line) => /^\s*[-*] /.test(line)))
+      return h("ul", {}, lines.map((line) => h("li", {}, inlineMarkdown(line.replace(/^\s*[-*] /, "")))));
+    const parts = lines.flatMap((line, i) => (i ? [h("br"), ...inlineMarkdown(line)] : inlineMarkdown(line)));
+    return h("p", {}, parts);
+  });
+}

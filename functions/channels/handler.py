@@ -24,7 +24,8 @@ from interlock.api.bodies import bounded_json
 from interlock.api.errors import Unauthorized
 from interlock.api.http import bind, json_response
 from interlock.api.wiring import channel_secret, hand_over_tap, notifier, stores
-from interlock.channels import FORM, ChannelName, Tap
+from interlock.channels import ANSWER_ALL, FORM, ChannelName, Tap, group_problems
+from interlock.errors import InvalidInput
 from interlock.respond import TapResult, screen_tap
 from interlock.timing import SystemClock
 
@@ -52,13 +53,22 @@ def slack_interaction() -> Response[str]:
     if isinstance(screened, TapResult):
         _told(tap, screened)
         return _ok()
-    if tap.choice == FORM and trigger:
+    if tap.choice in (FORM, ANSWER_ALL) and trigger:
         # A typed answer: the form opens now (Slack allows it for 3 s after the tap);
         # its submission comes back here as a tap of its own.
         channel = notifier().channels["slack"]
         assert isinstance(channel, slack.SlackChannel)
-        channel.open_form(trigger, tap, screened.request.card)
+        try:
+            channel.open_form(trigger, tap, screened.request)
+        except InvalidInput as bad:
+            _told(tap, TapResult("refused", f"{bad}."))
         return _ok()
+    if tap.choice == ANSWER_ALL and tap.payload is not None:
+        # The group form's answers are checked while it is still open, so a broken rule
+        # is shown beside its card and nothing is lost.
+        problems = group_problems(screened.request, tap.payload)
+        if problems:
+            return json_response(slack.form_errors(screened.request, problems))
     return _accepted(tap)
 
 

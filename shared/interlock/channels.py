@@ -229,6 +229,12 @@ APPROVE: Final = "a"
 REJECT: Final = "r"
 FORM: Final = "f"
 _OPTION: Final = "o"
+# A message carrying several cards answers them together (a run that paused on several
+# interrupts resumes once, with every answer): all approved, all denied, or one form.
+APPROVE_ALL: Final = "A"
+DENY_ALL: Final = "R"
+ANSWER_ALL: Final = "m"
+GROUP_CHOICES: Final = frozenset({APPROVE_ALL, DENY_ALL, ANSWER_ALL})
 
 
 def channel_card(card: dict[str, Any]) -> ChannelCard:
@@ -261,6 +267,67 @@ def channel_card(card: dict[str, Any]) -> ChannelCard:
         return ChannelCard(reason, tuple(details), (("Fill in…", FORM),), form=True)
     buttons = (("Approve", APPROVE), ("Deny", REJECT), ("Deny with feedback…", FORM))
     return ChannelCard(reason, tuple(details), buttons, form=True)
+
+
+def group_buttons(request: RequestRecord, *, form: bool) -> tuple[tuple[str, str], ...]:
+    """The buttons of a message carrying several cards, each answering all of them:
+    approve all and deny all when every card is an approval, and, where the channel
+    has forms (`form`), one form with a field per card."""
+    # The answer rules (pydantic) load on first use, as in every renderer of cards: the
+    # requests function's cold start imports this module and must not pay for them.
+    from interlock.answers import kind_of
+
+    buttons: list[tuple[str, str]] = []
+    if all(kind_of(asked.card) == "approval" for asked in request.asked):
+        buttons += [("Approve all", APPROVE_ALL), ("Deny all", DENY_ALL)]
+    if form:
+        buttons.append(("Answer each…", ANSWER_ALL))
+    return tuple(buttons)
+
+
+def group_answers(
+    request: RequestRecord, choice: str, values: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    """`(interrupt id, answer)` for every card of `request`, from a group button or the
+    group form (whose fields are named `<card index>.<field>`); validated later.
+
+    Raises:
+        InvalidInput: not a group choice.
+    """
+    if choice in (APPROVE_ALL, DENY_ALL):
+        decision = "approve" if choice == APPROVE_ALL else "reject"
+        return [(asked.interrupt_id, {"decision": decision}) for asked in request.asked]
+    if choice != ANSWER_ALL:
+        raise errors.InvalidInput("this message has no such button")
+    return [
+        (asked.interrupt_id, form_answer(asked.card, card_values(values, index)))
+        for index, asked in enumerate(request.asked)
+    ]
+
+
+def card_values(values: dict[str, Any], index: int) -> dict[str, Any]:
+    """The group form's fields of one card, by their own names."""
+    prefix = f"{index}."
+    return {k.removeprefix(prefix): v for k, v in values.items() if k.startswith(prefix)}
+
+
+def group_problems(request: RequestRecord, values: dict[str, Any]) -> dict[int, str]:
+    """What is wrong with the group form's answers, per card index (empty: nothing), so
+    the form can say it beside the card while it is still open."""
+    from interlock.answers import decide
+
+    problems: dict[int, str] = {}
+    for index, asked in enumerate(request.asked):
+        try:
+            decide(asked.card, "resolved", form_answer(asked.card, card_values(values, index)))
+        except errors.InvalidInput as bad:
+            problems[index] = str(bad)
+    return problems
+
+
+def numbered(title: str, index: int, count: int) -> str:
+    """A card's title, with its place among several ("2 of 3: …")."""
+    return f"{index + 1} of {count}: {title}" if count > 1 else title
 
 
 def asked_line(request: RequestRecord) -> str:
@@ -320,28 +387,46 @@ def form_answer(card: dict[str, Any], values: dict[str, Any]) -> Any:
     """The answer a form (typed text per field) gives `card`; validated later.
 
     Typed fields are read by the card's rules: integers and numbers from their text,
-    yes/no from the usual words; empty optional fields are left out.
+    yes/no from the usual words; empty optional fields are left out. A field may hold
+    the options ticked (a list) instead of text. An approval's form may carry its
+    `decision` (approve or reject); without one it is the deny-with-feedback form.
+
+    Raises:
+        InvalidInput: an approval's form whose decision was left empty.
     """
     kind = card.get("type")
-    text = {k: ("" if v is None else str(v).strip()) for k, v in values.items()}
+    text = {k: _text(v) for k, v in values.items()}
     if kind == "info":
-        answer: dict[str, Any] = {}
+        given: dict[str, Any] = {}
         for spec in card.get("fields", []):
             raw = text.get(spec["name"], "")
             if raw:
-                answer[spec["name"]] = _typed(spec.get("type"), raw)
-        return answer
+                given[spec["name"]] = _typed(spec.get("type"), raw) if isinstance(raw, str) else raw
+        return given
     if kind == "question":
         raw = text.get("answer", "")
         if card.get("question_type") == "multiple_choice":
-            return {"answer": [part.strip() for part in raw.split(",") if part.strip()]}
+            ticked = raw if isinstance(raw, list) else raw.split(",")
+            return {"answer": [part.strip() for part in ticked if part.strip()]}
         return {"answer": raw}
     if kind == "interrupt":
         return text.get("answer", "")
-    answer = {"decision": "reject", "reason": text.get("reason", "")}
+    decision = text.get("decision", "reject")
+    if decision not in ("approve", "reject"):
+        raise errors.InvalidInput("choose Approve or Deny")
+    answer: dict[str, Any] = {"decision": decision}
+    if text.get("reason") or decision == "reject":
+        answer["reason"] = text.get("reason", "")
     if text.get("suggestion"):
         answer["suggestion"] = text["suggestion"]
     return answer
+
+
+def _text(value: Any) -> Any:
+    """A form field's text, stripped; the options ticked stay a list."""
+    if isinstance(value, list):
+        return [str(v).strip() for v in value]
+    return "" if value is None else str(value).strip()
 
 
 def _typed(kind: Any, raw: str) -> Any:

@@ -37,6 +37,9 @@ def is_own(name: str) -> bool:
     return name.startswith(OWN_PREFIX)
 
 
+_INPUT_DUMP: Final = "\n  Input: "
+
+
 def tool_use_id_of(interrupt_id: str) -> str | None:
     """The toolUseId a Strands interrupt id names (`v1:<placement>:<toolUseId>:<uuid>`)."""
     version, _, rest = interrupt_id.partition(":")
@@ -66,6 +69,10 @@ def foreign_card(
     """
     details = dict(reason) if isinstance(reason, Mapping) else {}
     message = details.pop("message", None) if details else reason
+    if tool_use is not None and isinstance(message, str):
+        # Strands' HumanInTheLoop appends the call's raw input to its question; the card
+        # shows the arguments itself, bounded and redacted, so the raw copy goes.
+        message = message.partition(_INPUT_DUMP)[0]
     card: dict[str, Any] = {
         "type": CONFIRM if confirm else GENERIC,
         "card_id": uuid.uuid4().hex,

@@ -22,13 +22,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from interlock import errors
+from interlock.answers import Reply
 from interlock.caller import Caller
 from interlock.channels import (
     FORM,
+    GROUP_CHOICES,
     Link,
     Tap,
     answer_for,
     form_answer,
+    group_answers,
     interrupt_for,
     outcome_text,
 )
@@ -84,8 +87,11 @@ def screen_tap(stores: Stores, tap: Tap, now_ms: int) -> TapResult | Screened:
         return TapResult("refused", "This card is not yours to answer.")
     if isinstance(problem, errors.ResumeInProgress):
         return TapResult("busy", "Someone is answering this card right now.")
-    if len(request.asked) > 1:
-        return TapResult("refused", "This card has several questions: answer it on the card page.")
+    if len(request.asked) > 1 and tap.choice not in GROUP_CHOICES:
+        # One answer cannot resume a run that paused on several: they go together.
+        return TapResult(
+            "refused", "This card is one of several asked together: answer them all at once."
+        )
     return Screened(request, interrupt_id, link)
 
 
@@ -98,7 +104,7 @@ def apply_tap(rt: Runtime, tap: Tap) -> TapResult:
 
 
 def _apply(rt: Runtime, tap: Tap) -> TapResult:
-    from interlock.answers import Reply, decide_all
+    from interlock.answers import decide_all
     from interlock.resume import binding_conflict, resume_turn
 
     now = rt.clock.now_ms()
@@ -106,17 +112,10 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
     if isinstance(screened, TapResult):
         return screened
     request, link = screened.request, screened.link
-    card = request.card
     try:
-        payload = (
-            form_answer(card, tap.payload or {})
-            if tap.choice == FORM
-            else answer_for(card, tap.choice or "")
-        )
+        first, *more = _replies(screened, tap)
         # A different answer to one already acted on is refused before anything changes.
-        conflict = binding_conflict(
-            request, decide_all(request, [Reply(screened.interrupt_id, tap.status, payload)])
-        )
+        conflict = binding_conflict(request, decide_all(request, [first, *more]))
         if conflict is not None:
             raise conflict
         _, secret = rt.stores.requests.rotate_secret(request, now)
@@ -124,10 +123,11 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
             rt,
             Caller(link.user_id, link.roles),
             tap.chat_id,
-            interrupt_id=screened.interrupt_id,
+            interrupt_id=first.interrupt_id,
             secret=secret,
-            status=tap.status,
-            payload=payload,
+            status=first.status,
+            payload=first.payload,
+            more=more,
             source=tap.channel,
         )
     except errors.InvalidInput as bad:
@@ -151,3 +151,22 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
         said = outcome_text(result.decision, None, result.answered_at, "")
         return TapResult("already_answered", f"Already answered: {said}.")
     return TapResult("applied", f"Thanks: {outcome_text(result.decision, None, None, '')}.")
+
+
+def _replies(screened: Screened, tap: Tap) -> list[Reply]:
+    """The resume entries a tap stands for: one card's answer, or every card's.
+
+    Raises:
+        InvalidInput: a button or form the card has not, or an answer left empty.
+    """
+    request = screened.request
+    if tap.choice in GROUP_CHOICES:
+        given = group_answers(request, tap.choice or "", tap.payload or {})
+        return [Reply(interrupt_id, tap.status, payload) for interrupt_id, payload in given]
+    card = request.card
+    payload = (
+        form_answer(card, tap.payload or {})
+        if tap.choice == FORM
+        else answer_for(card, tap.choice or "")
+    )
+    return [Reply(screened.interrupt_id, tap.status, payload)]

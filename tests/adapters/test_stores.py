@@ -209,9 +209,16 @@ def test_identifiers_cannot_escape_their_partition(stores: Stores, clock: Manual
             stores.chats.meta(bad)
 
 
+@pytest.mark.parametrize("counter_known", ["right", "wrong"])
 def test_a_best_effort_entry_that_loses_drops_only_itself(
-    aws: dict[str, Any], stores: Stores, clock: ManualClock
+    aws: dict[str, Any], stores: Stores, clock: ManualClock, counter_known: str
 ) -> None:
+    from interlock.adapters import numbering
+
+    if counter_known == "wrong":
+        # This process believes the chat's event counter is elsewhere (another writer
+        # moved it, or the table was made anew): the counter loses beside the entry.
+        numbering.learn(aws["table"], "c1", 5)
     now = clock.now_ms()
     mine = stores.limits.reserve_slot("alice", "me", cap=1, hold_ms=60_000, now_ms=now)
     theirs = stores.limits.reserve_slot("bob", "them", cap=1, hold_ms=60_000, now_ms=now)

@@ -30,6 +30,21 @@ def add_note(order: str, tool_context: ToolContext) -> str:
     return f"Noted on {order}: {text}"
 
 
+# A question written in markdown, with what a page must never run or follow in it.
+STYLED_QUESTION = (
+    "**Heads up:** the note on `A-1` is seen by the customer.\n\n"
+    "- keep it short\n- see [the guide](https://docs.example.org/notes)\n\n"
+    '<img src=x onerror="document.title=1"> and [this](javascript:alert(1))'
+)
+
+
+@tool(context=True)
+def word_note(order: str, tool_context: ToolContext) -> str:
+    """Write a customer-facing note, asking the user for its words."""
+    text = tool_context.interrupt("styled-text", reason=STYLED_QUESTION)
+    return f"Worded for {order}: {text}"
+
+
 @tool
 def order_total(order: str) -> str:
     """The total of an order."""
@@ -43,6 +58,10 @@ def _two_refunds(results: list[str]) -> list[Block]:
     ]
 
 
+def _word(results: list[str]) -> list[Block]:
+    return [{"tool": "word_note", "input": {"order": "A-1"}}]
+
+
 def _report(results: list[str]) -> list[Block]:
     return [{"text": "Refunds: " + " | ".join(results)}]
 
@@ -54,13 +73,14 @@ def _note(results: list[str]) -> list[Block]:
 SCRIPT = [
     Scenario("refunds", [_two_refunds, _report], keywords=("refund",)),
     Scenario("note", [_note, _report], keywords=("note",)),
+    Scenario("wording", [_word, _report], keywords=("wording",)),
 ]
 
 
 def build(inputs: AgentInputs) -> AgentSpec:
-    hitl: Any = HumanInTheLoop(allowed_tools=["order_total", "add_note"])
+    hitl: Any = HumanInTheLoop(allowed_tools=["order_total", "add_note", "word_note"])
     return AgentSpec(
-        tools=[refund, add_note, order_total],
+        tools=[refund, add_note, word_note, order_total],
         model=inputs.model(scripted=SCRIPT),
         interventions=[hitl],
     )

@@ -77,7 +77,8 @@ def server(
     """`local.server` serving the API and `web/`, as a child process; yields its URL.
 
     A test module may name the agent to serve in `SERVER_AGENT` (the analyst otherwise),
-    and more of the server's environment in `SERVER_ENV`.
+    more of the server's environment in `SERVER_ENV`, and the seconds between sweeper
+    passes in `SERVER_SWEEP_EVERY` (none otherwise, so nothing settles behind a test).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "INTERLOCK_"))}
     env.update(
@@ -89,7 +90,8 @@ def server(
         AWS_DEFAULT_REGION="us-east-1",
     )
     env.update(getattr(request.module, "SERVER_ENV", {}))
-    argv = [sys.executable, "-m", "local.server", "--port", "0", "--sweep-every", "0"]
+    sweep = str(getattr(request.module, "SERVER_SWEEP_EVERY", 0))
+    argv = [sys.executable, "-m", "local.server", "--port", "0", "--sweep-every", sweep]
     argv += ["--aws-endpoint", emulator.endpoint]
     argv += ["--table", storage["table"], "--bucket", storage["bucket"]]
     if agent := getattr(request.module, "SERVER_AGENT", None):

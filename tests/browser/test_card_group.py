@@ -105,3 +105,29 @@ def test_approve_all_records_one_approve_per_card_in_one_resume(
     keys = [f"{tab.chat}#{a.card['tool_use_id']}" for a in request.asked]
     assert all(stores.outbox.get(k) is not None for k in keys)
     tab.screenshot("card-group-approved-all")
+
+
+def test_markdown_in_a_question_is_drawn_and_nothing_in_it_runs(tab: ChatPage) -> None:
+    # Given a question written in markdown, with an image tag and a script link in it
+    tab.send("check the wording")
+    reason = tab.card.locator(".reason")
+    expect(reason.locator("strong")).to_have_text("Heads up:")
+    expect(reason.locator("code")).to_have_text("A-1")
+    expect(reason.locator("li")).to_have_text(["keep it short", "see the guide"])
+    guide = reason.get_by_role("link", name="the guide")
+    expect(guide).to_have_attribute("href", "https://docs.example.org/notes")
+    expect(guide).to_have_attribute("rel", "noopener noreferrer nofollow")
+
+    # Then the tag shows as the words it is and the script link as its words alone
+    expect(reason).to_contain_text('<img src=x onerror="document.title=1">')
+    assert reason.locator("img").count() == 0
+    expect(reason.get_by_role("link")).to_have_count(1)
+    expect(reason).to_contain_text("and this")
+    assert tab.page.title() != "1"
+
+    # And an answer in markdown is shown drawn, and reaches the tool as written
+    tab.card.get_by_label("Your answer").fill("Sorry for the **delay**.")
+    tab.button("Send answer").click()
+    expect(tab.outcome().locator("strong")).to_have_text("delay")
+    expect(tab.agent_says()).to_contain_text("Worded for A-1: Sorry for the **delay**.")
+    tab.screenshot("card-markdown")

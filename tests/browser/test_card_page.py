@@ -147,6 +147,7 @@ def test_deny_with_feedback_passes_the_words_on(
     expect(tab.outcome()).to_have_text(re.compile(r"^Denied with feedback at "))
     expect(tab.agent_says()).to_contain_text("use last week's copy")
     expect(tab.approvals()).to_have_text("Nothing approved yet.")
+    tab.screenshot("card-denied-with-feedback")
     assert decisions(stores, chat) == ["rejected_with_feedback"]
 
 
@@ -169,6 +170,7 @@ def test_a_question_is_answered_from_its_form(open_tab: OpenTab, chat: str, stor
     # Then the agent receives exactly her answer, and the card shows it
     expect(tab.outcome()).to_have_text(re.compile(r"^Answered at .*Your answer: A table$"))
     expect(tab.agent_says()).to_contain_text("Thanks, I'll go with: A table.")
+    tab.screenshot("card-question-answered")
     assert pointer(stores, chat).claim_count == 1
     # And the focus is back where the next message is written
     assert tab.page.evaluate("document.activeElement.id") == "prompt"

@@ -72,6 +72,7 @@ def test_the_inbox_follows_answers_given_in_other_tabs(
     expect(report.page.locator("#inbox li:not([hidden])")).to_have_count(
         2, timeout=UPDATES_WITHIN_MS
     )
+    report.screenshot("inbox-filtered-to-answer")
     report.page.get_by_label("Show").select_option("all")
 
     # When the question is answered in its tab

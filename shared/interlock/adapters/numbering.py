@@ -98,10 +98,14 @@ def _send_counted(
             continue
         except Cancelled as cancelled:
             lost = {i: old for i, old in cancelled.failed.items() if i not in counters}
-            if lost or not cancelled.failed:
+            moved = {i: old for i, old in cancelled.failed.items() if i in counters}
+            if not moved:
                 raise Cancelled(lost) from None
+            # A counter moved on: number again. What else lost may only have lost beside
+            # it (a best-effort entry is dropped only when nothing else failed), so it is
+            # judged on the next attempt, not now.
             with _lock:
-                for index, old in cancelled.failed.items():
+                for index, old in moved.items():
                     chat, now = counters[index], int((old or {}).get(COUNTER, 0))
                     # Another thread may know a later value already; a counter found
                     # behind what we sent belongs to a table made anew: believe it.

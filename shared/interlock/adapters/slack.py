@@ -17,6 +17,9 @@ from urllib.parse import parse_qs, urlsplit
 from interlock import errors
 from interlock.adapters.webclient import JsonHttp
 from interlock.channels import (
+    ANSWER_ALL,
+    APPROVE,
+    APPROVE_ALL,
     FORM,
     ChannelName,
     Link,
@@ -25,6 +28,8 @@ from interlock.channels import (
     button_data,
     card_link,
     channel_card,
+    group_buttons,
+    numbered,
     read_button,
 )
 from interlock.records import RequestRecord
@@ -52,25 +57,18 @@ class SlackChannel:
     def post(self, link: Link, request: RequestRecord, page_url: str | None) -> dict[str, Any]:
         blocks: list[dict[str, Any]] = []
         lines: list[str] = []
-        for asked in request.asked:
+        several = len(request.asked) > 1
+        for index, asked in enumerate(request.asked):
             card = channel_card(asked.card)
-            lines.append(card.title)
-            blocks.append(_section(_escaped(card.title), tuple(map(_escaped, card.details))))
-            blocks.append(
-                {
-                    "type": "actions",
-                    "elements": [
-                        {
-                            "type": "button",
-                            "text": {"type": "plain_text", "text": label},
-                            "action_id": f"interlock-{choice}",
-                            "value": button_data(request.chat_id, asked.interrupt_id, choice),
-                            **({"style": "primary"} if choice == "a" else {}),
-                        }
-                        for label, choice in card.buttons
-                    ],
-                }
-            )
+            title = numbered(card.title, index, len(request.asked))
+            lines.append(title)
+            blocks.append(_card_section(title, card.details))
+            if not several:
+                blocks.append(_actions(request, asked.interrupt_id, card.buttons))
+        if several:
+            # One run paused on all of them: they are answered together.
+            buttons = group_buttons(request, form=True)
+            blocks.append(_actions(request, request.asked[0].interrupt_id, buttons))
         blocks.append(_section(_escaped(asked_line(request)), ()))
         if page_url:
             url = card_link(page_url, request.chat_id)
@@ -101,9 +99,13 @@ class SlackChannel:
                 "/chat.postEphemeral", {"channel": channel, "user": tap.external_id, "text": text}
             )
 
-    def open_form(self, trigger_id: str, tap: Tap, card: dict[str, Any]) -> None:
-        """Open the form for an answer that needs typing (a reason, text, fields)."""
-        self._call("/views.open", {"trigger_id": trigger_id, "view": form_view(tap, card)})
+    def open_form(self, trigger_id: str, tap: Tap, request: RequestRecord) -> None:
+        """Open the form for an answer that needs typing (a reason, text, fields), or,
+        for a group's "Answer each…", the one form that answers every card."""
+        view = (
+            group_view(tap, request) if tap.choice == ANSWER_ALL else form_view(tap, request.card)
+        )
+        self._call("/views.open", {"trigger_id": trigger_id, "view": view})
 
     def _may_reply_to(self, url: str) -> bool:
         # A reply URL comes in a signed payload; still, only Slack's (or, in tests, the
@@ -122,6 +124,30 @@ def _escaped(text: str) -> str:
     """Text as Slack's mrkdwn shows it literally: its three control characters escaped,
     so a card's text can neither link nor mention anyone."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _actions(
+    request: RequestRecord, interrupt_id: str, buttons: tuple[tuple[str, str], ...]
+) -> dict[str, Any]:
+    return {
+        "type": "actions",
+        "elements": [
+            {
+                "type": "button",
+                "text": {"type": "plain_text", "text": label},
+                "action_id": f"interlock-{choice}",
+                "value": button_data(request.chat_id, interrupt_id, choice),
+                **({"style": "primary"} if choice in (APPROVE, APPROVE_ALL) else {}),
+            }
+            for label, choice in buttons
+        ],
+    }
+
+
+def _card_section(title: str, details: tuple[str, ...]) -> dict[str, Any]:
+    """A card as a section: its question in bold, the details under it, all escaped."""
+    body = "\n".join([f"*{_escaped(title)}*", *map(_escaped, details)])
+    return {"type": "section", "text": {"type": "mrkdwn", "text": body}}
 
 
 def _section(text: str, details: tuple[str, ...]) -> dict[str, Any]:
@@ -147,18 +173,166 @@ def form_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
             _input("suggestion", "What should the agent do instead?", True),
         ]
         title = "Deny with feedback"
+    return _modal(tap, title, inputs)
+
+
+def group_view(tap: Tap, request: RequestRecord) -> dict[str, Any]:
+    """The one form that answers every card of a pause: each card's question, then a
+    field drawn from its response schema (a select, checkboxes within the card's
+    limits, a number or a typed field), named `<card index>.<field>`."""
+    blocks: list[dict[str, Any]] = []
+    for index, asked in enumerate(request.asked):
+        card = channel_card(asked.card)
+        title = numbered(card.title, index, len(request.asked))
+        blocks.append(_card_section(title, card.details))
+        blocks += card_inputs(index, asked.card)
+    if len(blocks) > MAX_VIEW_BLOCKS:
+        raise errors.InvalidInput("too many questions for one Slack form: use the card page")
+    return _modal(tap, "Answer each", blocks, submit="Send answers")
+
+
+def card_inputs(index: int, card: dict[str, Any]) -> list[dict[str, Any]]:
+    """The group form's fields for one card."""
+    name = f"{index}."
+    kind = card.get("type")
+    if kind == "question":
+        options = [str(o) for o in card.get("options") or []]
+        required = bool(card.get("required", True))
+        if card.get("question_type") == "single_choice":
+            initial = card.get("default") if card.get("default") in options else None
+            element = _select([(o, o) for o in options], initial)
+            return [_block(name + "answer", "Your choice", element, required)]
+        if card.get("question_type") == "multiple_choice":
+            low, high = int(card.get("min_selections", 1)), card.get("max_selections")
+            limit = f"Choose {low} to {high}" if high else f"Choose at least {low}"
+            element = _ticks(options, high)
+            return [_block(name + "answer", limit, element, required and low > 0)]
+        element = _typed_input("plain_text_input", card.get("max_length"), multiline=True)
+        return [_block(name + "answer", "Your answer", element, required)]
+    if kind == "info":
+        return [
+            _block(
+                f"{name}{spec['name']}",
+                str(spec.get("label") or spec["name"]),
+                _field_input(spec),
+                bool(spec.get("required", True)),
+            )
+            for spec in card.get("fields", [])
+        ]
+    if kind == "interrupt":
+        element = _typed_input("plain_text_input", None, multiline=True)
+        return [_block(name + "answer", "Your answer", element, True)]
+    reason = _typed_input("plain_text_input", None, multiline=True)
+    return [
+        _block(
+            name + "decision",
+            "Your decision",
+            _select([("Approve", "approve"), ("Deny", "reject")], None),
+            True,
+        ),
+        _block(name + "reason", "Reason or feedback", reason, False),
+    ]
+
+
+def form_errors(request: RequestRecord, problems: dict[int, str]) -> dict[str, Any]:
+    """Slack's answer to a form submission that breaks a card's rules: each problem
+    beside the card's first field, and the form stays open."""
+    first = {i: card_inputs(i, a.card)[0]["block_id"] for i, a in enumerate(request.asked)}
     return {
-        "type": "modal",
-        "callback_id": "interlock-form",
-        "private_metadata": json.dumps({"data": _data(tap)}),
-        "title": {"type": "plain_text", "text": title},
-        "submit": {"type": "plain_text", "text": "Send"},
-        "blocks": inputs,
+        "response_action": "errors",
+        "errors": {first[i]: text[:150] for i, text in problems.items() if i in first},
     }
 
 
-def _data(tap: Tap) -> str:
-    return f"i1|{FORM}|{tap.fingerprint}|{tap.chat_id}"
+MAX_VIEW_BLOCKS: Final = 100  # Slack's limit on a modal's blocks
+
+
+def _field_input(spec: dict[str, Any]) -> dict[str, Any]:
+    kind = spec.get("type")
+    if kind == "boolean":
+        return _select([("Yes", "yes"), ("No", "no")], None)
+    if kind in ("integer", "number"):
+        element: dict[str, Any] = {
+            "type": "number_input",
+            "action_id": "value",
+            "is_decimal_allowed": kind == "number",
+        }
+        for bound, key in (("minimum", "min_value"), ("maximum", "max_value")):
+            if spec.get(bound) is not None:
+                value = spec[bound]
+                element[key] = str(int(value) if kind == "integer" else value)
+        return element
+    if kind == "email":
+        return {"type": "email_text_input", "action_id": "value"}
+    return _typed_input("plain_text_input", spec.get("max_length"), multiline=False)
+
+
+def _select(options: list[tuple[str, str]], initial: str | None) -> dict[str, Any]:
+    """A select of `(words shown, value)`; `initial` is the value chosen at first."""
+    element: dict[str, Any] = {
+        "type": "static_select",
+        "action_id": "value",
+        "options": [_option(text, value) for text, value in options[:100]],
+    }
+    if initial is not None:
+        element["initial_option"] = _option(initial, initial)
+    return element
+
+
+def _ticks(options: list[str], most: Any) -> dict[str, Any]:
+    # Checkboxes show every option at once; Slack allows ten, and a longer list is a
+    # multi-select that itself stops at the card's most.
+    if len(options) <= 10:
+        ticks = [_option(o, o) for o in options]
+        return {"type": "checkboxes", "action_id": "value", "options": ticks}
+    element: dict[str, Any] = {
+        "type": "multi_static_select",
+        "action_id": "value",
+        "options": [_option(o, o) for o in options[:100]],
+    }
+    if most:
+        element["max_selected_items"] = int(most)
+    return element
+
+
+def _option(text: str, value: str) -> dict[str, Any]:
+    # The value is what the card's rules check; the words shown may be shortened.
+    return {"text": {"type": "plain_text", "text": text[:75]}, "value": value[:150]}
+
+
+def _typed_input(kind: str, most: Any, *, multiline: bool) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": kind, "action_id": "value", "multiline": multiline}
+    if most:
+        element["max_length"] = min(int(most), 3000)
+    return element
+
+
+def _block(block_id: str, label: str, element: dict[str, Any], required: bool) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "optional": not required,
+        "label": {"type": "plain_text", "text": label[:150]},
+        "element": element,
+    }
+
+
+def _modal(
+    tap: Tap, title: str, blocks: list[dict[str, Any]], submit: str = "Send"
+) -> dict[str, Any]:
+    # The metadata routes the submission (the chat, the card, the choice) and names the
+    # message's channel, where the person is told what became of it.
+    metadata = {"data": f"i1|{tap.choice or FORM}|{tap.fingerprint}|{tap.chat_id}"}
+    if channel := tap.reply.get("channel"):
+        metadata["channel"] = channel
+    return {
+        "type": "modal",
+        "callback_id": "interlock-form",
+        "private_metadata": json.dumps(metadata),
+        "title": {"type": "plain_text", "text": title[:24]},
+        "submit": {"type": "plain_text", "text": submit},
+        "blocks": blocks,
+    }
 
 
 def _input(name: str, label: str, optional: bool) -> dict[str, Any]:
@@ -217,17 +391,36 @@ def read_interaction(body: str) -> tuple[str, Tap | None, str | None]:
     if payload.get("type") == "view_submission":
         view = payload.get("view") or {}
         try:
-            data = json.loads(view.get("private_metadata") or "{}").get("data", "")
+            metadata = json.loads(view.get("private_metadata") or "{}")
         except ValueError:
             return delivery, None, None
+        data = metadata.get("data", "") if isinstance(metadata, dict) else None
         if not isinstance(data, str) or not data.startswith("i1|"):
             return delivery, None, None
-        _, fingerprint, chat_id = read_button(data)
+        choice, fingerprint, chat_id = read_button(data)
+        if choice not in (FORM, ANSWER_ALL):
+            return delivery, None, None
+        if isinstance(metadata.get("channel"), str):
+            reply["channel"] = metadata["channel"]
         values = {
-            block: next(iter(inputs.values())).get("value")
+            block: _value(next(iter(inputs.values())))
             for block, inputs in ((view.get("state") or {}).get("values") or {}).items()
             if isinstance(inputs, dict) and inputs
         }
-        tap = Tap("slack", user, chat_id, fingerprint, "resolved", values, choice=FORM, reply=reply)
+        tap = Tap(
+            "slack", user, chat_id, fingerprint, "resolved", values, choice=choice, reply=reply
+        )
         return delivery, tap, None
     return delivery, None, None
+
+
+def _value(element: Any) -> Any:
+    """What one form field holds: the text typed, the option chosen, or those ticked."""
+    if not isinstance(element, dict):
+        return None
+    if "selected_options" in element:
+        return [o.get("value") for o in element["selected_options"] or [] if isinstance(o, dict)]
+    if "selected_option" in element:
+        chosen = element["selected_option"]
+        return chosen.get("value") if isinstance(chosen, dict) else None
+    return element.get("value")

@@ -22,6 +22,8 @@ from interlock.channels import (
     button_data,
     card_link,
     channel_card,
+    group_buttons,
+    numbered,
     read_button,
 )
 from interlock.records import RequestRecord
@@ -47,21 +49,23 @@ class TelegramChannel:
     def post(self, link: Link, request: RequestRecord, page_url: str | None) -> dict[str, Any]:
         rows: list[list[dict[str, str]]] = []
         lines: list[str] = []
-        for asked in request.asked:
+        count = len(request.asked)
+        for index, asked in enumerate(request.asked):
             card = channel_card(asked.card)
-            lines += [card.title, *card.details]
-            buttons = [
-                {
-                    "text": label,
-                    "callback_data": button_data(request.chat_id, asked.interrupt_id, choice),
-                }
-                for label, choice in card.buttons
-                if choice != FORM
-            ]
-            if buttons:
+            lines += [numbered(card.title, index, count), *card.details]
+            if count == 1:
+                if buttons := _buttons(request, asked.interrupt_id, card.buttons):
+                    rows.append(buttons)
+                if card.form:
+                    lines.append("(Answers that need typing: on the card page.)")
+        if count > 1:
+            # One run paused on all of them: they are answered together, in one tap when
+            # every card is an approval, else on the card page the link below opens.
+            group = group_buttons(request, form=False)
+            if buttons := _buttons(request, request.asked[0].interrupt_id, group):
                 rows.append(buttons)
-            if card.form:
-                lines.append("(Answers that need typing: on the card page.)")
+            where = "here all at once, or each on the card page" if group else "on the card page"
+            lines.append(f"({count} questions, answered together: {where}.)")
         lines.append(asked_line(request))
         if page_url:
             link_url = card_link(page_url, request.chat_id)
@@ -97,6 +101,17 @@ class TelegramChannel:
         if not isinstance(answer, dict) or not answer.get("ok"):
             raise errors.StoreError(f"Telegram refused {method}")
         return answer.get("result")
+
+
+def _buttons(
+    request: RequestRecord, interrupt_id: str, buttons: tuple[tuple[str, str], ...]
+) -> list[dict[str, str]]:
+    """An inline keyboard row: the buttons a tap answers (typed answers need the page)."""
+    return [
+        {"text": label, "callback_data": button_data(request.chat_id, interrupt_id, choice)}
+        for label, choice in buttons
+        if choice != FORM
+    ]
 
 
 def verified(secret_token: str, header: str | None) -> bool:

@@ -63,6 +63,9 @@ class RequestView(Body):
     toolCallId: str | None = None
     secret: str | None = Field(default=None, description="Answers it; rotated on every read")
     decision: str | None = None
+    decisions: dict[str, str] | None = Field(
+        default=None, description="Per interrupt id, what was decided on that card"
+    )
     answeredAt: str | None = None
     answer: str | None = None
     endedReason: str | None = None

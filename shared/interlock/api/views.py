@@ -48,6 +48,8 @@ def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, 
         view["secret"] = secret
     if request.decision:
         view["decision"] = request.decision
+        if request.also_asked and (decisions := _card_decisions(request)):
+            view["decisions"] = decisions
         view["answeredAt"] = iso(request.answered_at) if request.answered_at else None
         view["answer"] = request.final_text
         view["decidedBy"] = request.decided_by
@@ -60,6 +62,23 @@ def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, 
     if request.ended_reason:
         view["endedReason"] = request.ended_reason
     return view
+
+
+def _card_decisions(request: RequestRecord) -> dict[str, str] | None:
+    """What each card of a decided pause was answered with (they may differ: one
+    approved, one denied), read from the answers the claim recorded."""
+    import json
+
+    from interlock.answers import recorded_answers
+
+    try:
+        recorded = json.loads(request.response or "")
+    except ValueError:
+        return None
+    if not isinstance(recorded, dict):
+        return None
+    answers = recorded_answers(request, recorded)
+    return {interrupt: decision.label for interrupt, decision in answers.decisions.items()}
 
 
 def iso(epoch_s: int) -> str:
