@@ -75,6 +75,7 @@ export class Card {
     );
     this.el.append(
       facts(card, this.editsPackages()),
+      rawCall(card),
       this.note,
       this.timer,
       this.error,
@@ -580,6 +581,19 @@ export function toolLabel(name) {
 }
 
 /** What the card is about, as a definition list (packages live in the form when editable). */
+/** The call as the agent made it (its arguments as stored: secrets already redacted),
+ * folded away: for whoever wants to check the exact values before deciding. */
+function rawCall(card) {
+  if (!card.tool || !card.summary) return "";
+  const call = JSON.stringify({ tool: card.tool, arguments: card.summary }, null, 2);
+  return h(
+    "details",
+    { class: "raw-call" },
+    h("summary", {}, "The call as the agent made it"),
+    h("pre", {}, h("code", {}, call)),
+  );
+}
+
 function facts(card, packagesInForm) {
   const rows = [];
   const list = (items, wrap = (x) => x) =>

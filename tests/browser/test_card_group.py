@@ -38,6 +38,12 @@ def test_both_cards_are_answered_and_sent_in_one_resume(tab: ChatPage, stores: S
     first, second = cards.nth(0), cards.nth(1)
     expect(first).to_contain_text("A-1")
     expect(second).to_contain_text("B-2")
+    # The exact call is one fold away, for whoever checks the values before deciding
+    raw = second.locator(".raw-call")
+    expect(raw.locator("pre")).not_to_be_visible()
+    raw.get_by_text("The call as the agent made it").click()
+    expect(raw.locator("pre")).to_contain_text('"order": "B-2"')
+    expect(raw.locator("pre")).to_contain_text('"tool": "refund"')
 
     # When the person approves the first, nothing is sent yet
     first.get_by_role("button", name="Approve", exact=True).click()
