@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from interlock.records import RequestRecord
 
-Outcome = Literal["completed", "interrupted", "replayed", "abandoned"]
+Outcome = Literal["completed", "interrupted", "replayed", "abandoned", "resynced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,7 @@ class TurnResult:
         answered_at: On a replay, when the request was answered (epoch s).
         waited_ms: On a resume, how long the request waited for its answer.
         message_id: The id of the final message, the same when it is replayed.
+        turns: On a resync, the thread's saved turns (oldest first).
     """
 
     chat_id: str
@@ -59,3 +60,4 @@ class TurnResult:
     answered_at: int | None = None
     waited_ms: int | None = None
     message_id: str | None = None
+    turns: list[dict[str, Any]] = field(default_factory=list)

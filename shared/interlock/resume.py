@@ -121,6 +121,9 @@ def resume_turn(
         raise errors.Forbidden("this request belongs to another user")
     problem = refusal(record, interrupt_id, secret, now)
     if isinstance(problem, errors.AlreadyAnswered):
+        replies = [Reply(interrupt_id, status, payload), *more]
+        if (conflict := _other_answer(problem.current, replies)) is not None:
+            raise conflict
         return replay(rt, problem.current)
     if _abandons(problem, status, more):
         # AG-UI's way past an interrupt nobody can answer any more: cancel it. The request
@@ -182,6 +185,24 @@ def resume_turn(
     except errors.AlreadyAnswered as done:
         # Another worker finished between our read and a write: show its answer.
         return replay(rt, done.current)
+
+
+def _other_answer(done: RequestRecord, replies: Sequence[Reply]) -> errors.InterlockError | None:
+    """The refusal of an answer to a finished request that is not the one it finished
+    with (None for the same answer again, which replays): the recorded one stands, and
+    the client is told so instead of being handed it as if it were its own."""
+    if done.response is None:
+        return None  # finished without a recorded answer (an old record): replay it
+    if done.decision == "timed_out":
+        # Cancelling what timed out is AG-UI's way past it: it is told how it ended.
+        if all(r.status == "cancelled" for r in replies):
+            return None
+        return errors.RequestTimedOut("nobody answered this request in time; it has ended")
+    try:
+        given = _recordable(decide_all(done, list(replies)))[1]
+    except errors.InterlockError as unfit:
+        return unfit
+    return None if given == done.response else binding_refusal(done)
 
 
 def binding_conflict(record: RequestRecord, answers: Answers) -> errors.DecisionBinding | None:

@@ -56,16 +56,36 @@ def server(
         yield running
 
 
+def conforming(result: dict[str, Any]) -> None:
+    """Every event the client read parses strictly as `ag_ui.core` has it, and the
+    stream passes `ag-ui-validate`."""
+    from ag_ui.core import Event
+    from ag_ui_validate.pytest_plugin import assert_valid_agui
+    from pydantic import TypeAdapter
+
+    strict = TypeAdapter(Event)
+    for event in result["raw"]:
+        strict.validate_python(event, strict=False)
+    assert_valid_agui(result["raw"], features=["shared-state"])
+
+
 class StockClient:
     """One `HttpAgent` on one thread, in its own Node process."""
 
-    def __init__(self, server: LocalServer, user: str) -> None:
+    def __init__(
+        self,
+        server: LocalServer,
+        user: str,
+        *,
+        thread: str | None = None,
+        token: str | None = None,
+    ) -> None:
         node = shutil.which("node")
         assert node, "Node.js runs the stock client"
-        self.thread = f"stock-{uuid.uuid4().hex[:12]}"
-        token = server.client(user, ["reporter"]).token
+        self.thread = thread or f"stock-{uuid.uuid4().hex[:12]}"
+        self.token = token or str(server.client(user, ["reporter"]).token)
         self._process = subprocess.Popen(
-            [node, str(DRIVER), f"{server.url}/runs", str(token), self.thread],
+            [node, str(DRIVER), f"{server.url}/runs", self.token, self.thread],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -79,8 +99,14 @@ class StockClient:
         reply = self._process.stdout.readline()
         assert reply, "the stock client exited"
         result: dict[str, Any] = json.loads(reply)
-        assert result["argumentsAreJson"], "the client's stored tool-call arguments broke"
+        if "raw" in result:
+            assert result["argumentsAreJson"], "the client's stored tool-call arguments broke"
+            conforming(result)
         return result
+
+    def another(self, server: LocalServer) -> StockClient:
+        """A second client of the same person on the same thread (another tab)."""
+        return StockClient(server, "unused", thread=self.thread, token=self.token)
 
     def close(self) -> None:
         if self._process.stdin:
@@ -111,7 +137,9 @@ def test_an_approval_is_run_interrupted_resumed_and_finished_on_one_url(
     done = client.send("answer " + json.dumps({first: {"decision": "approve"}}))
     assert done["error"] is None, done
     assert done["pending"] == []
-    assert done["events"][:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"], done["events"]
+    # It begins with the client's own messages, so the paused call's result that
+    # follows names a call the stream itself knows
+    assert done["events"][:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "TOOL_CALL_RESULT"]
     assert "reference table begins" in (done["lastText"] or "")
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and (request.state, request.claim_count) == (RequestState.DONE, 1)
@@ -155,3 +183,104 @@ def test_an_expired_interrupt_is_abandoned_and_the_thread_goes_on(
     # And the thread continues with a new run
     again = client.send("run Please download the reference table")
     assert again["error"] is None and again["pending"], again
+
+
+def test_a_deny_is_carried_out_and_nothing_is_downloaded(
+    client: StockClient, stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    done = client.send("answer " + json.dumps({card["id"]: {"decision": "reject"}}))
+    assert done["error"] is None and done["runError"] is None and done["pending"] == [], done
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.decision == "rejected"
+    assert request.claim_count == 1
+
+
+def test_a_replayed_answer_leaves_the_clients_messages_as_they_were(
+    client: StockClient, stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    done = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+    assert done["runError"] is None, done
+    after_first = done["messages"]
+
+    # The same answer again, once or five times: the stored outcome, merged by id
+    for _ in range(5):
+        again = client.send("replay")
+        assert again["error"] is None and again["runError"] is None, again
+        assert again["events"] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+        assert again["messages"] == after_first
+    ids = [m["id"] for m in after_first]
+    assert len(ids) == len(set(ids)), "two messages share an id"
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.claim_count == 1
+
+
+def test_a_different_second_answer_is_refused_naming_the_first(
+    client: StockClient, server: LocalServer
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+
+    # The same client, told to answer that interrupt again, denies it this time
+    entry = {"interruptId": card["id"], "status": "resolved", "payload": {"decision": "reject"}}
+    late = client.send("entries " + json.dumps([entry]))
+    assert late["runError"]["code"] == "decision_binding", late
+    assert "Approved" in late["runError"]["message"]
+
+
+def test_new_input_while_an_interrupt_is_pending_is_a_run_error(
+    client: StockClient, server: LocalServer
+) -> None:
+    paused = client.send("run Please download the reference table")
+    assert paused["pending"], paused
+    # A second client on the same thread, unaware of the card, sends a new message
+    other = client.another(server)
+    try:
+        blocked = other.send("run Please send the weekly report")
+    finally:
+        other.close()
+    assert blocked["runError"]["code"] == "pending_interrupt", blocked
+    assert blocked["events"] == ["RUN_STARTED", "RUN_ERROR"], blocked
+
+
+def test_a_reconnect_restores_the_pending_interrupt_and_answers_it(
+    client: StockClient, server: LocalServer, stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+
+    # The page was reloaded: a new client on the thread, with nothing in memory
+    fresh = client.another(server)
+    try:
+        restored = fresh.send("reconnect")
+        assert restored["error"] is None and restored["runError"] is None, restored
+        assert [p["id"] for p in restored["pending"]] == [card["id"]]
+        assert restored["pending"][0]["toolCallId"] in {
+            c["id"] for m in restored["messages"] for c in m.get("toolCalls", [])
+        }
+        # The old tab's secret was retired by the reconnect: its answer is refused
+        stale = client.send("answer " + json.dumps({card["id"]: {"decision": "reject"}}))
+        assert stale["runError"]["code"] == "refused", stale
+        # The reconnected client answers, unmodified
+        done = fresh.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+        assert done["runError"] is None and done["pending"] == [], done
+        assert "reference table begins" in (done["lastText"] or "")
+    finally:
+        fresh.close()
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and (request.decision, request.claim_count) == ("approved", 1)
+
+
+def test_an_answer_that_breaks_the_schema_is_a_run_error_and_changes_nothing(
+    client: StockClient, stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    bad = client.send("answer " + json.dumps({card["id"]: {"decision": "maybe"}}))
+    assert bad["runError"]["code"] == "invalid_payload", bad
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and (request.state, request.claim_count) == (RequestState.PENDING, 0)

@@ -8,24 +8,34 @@ import uuid
 from typing import Any
 
 from ag_ui.core import (
+    AssistantMessage,
     BaseEvent,
+    FunctionCall,
     Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateSnapshotEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
+    ToolCall,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
 )
 from ag_ui.encoder import EventEncoder
 
 from interlock.answers import kind_of, response_schema
+from interlock.api.models import STATE_KEY
 from interlock.api.views import iso
 from interlock.outcomes import Offer, TurnResult
 from interlock.progress import (
@@ -57,14 +67,26 @@ class RunStream:
     streams, each tool call as the model makes it and its result when it has one, then
     finished (or an error, once the run had started).
 
-    A result that arrives without any progress (a replay of a stored answer, a cancel
-    of a request that had already ended) is sent whole, as `run_events` tells it.
+    Built with the client's `RunAgentInput`, it keeps the client's own view whole:
+
+    - a resume starts with `MESSAGES_SNAPSHOT` of the messages the client sent, so the
+      paused call whose result follows is one the stream itself names;
+    - a run that pauses sends `STATE_SNAPSHOT` before its interrupt: the client's state
+      with the request's secret under `interlock.secret`, which an AG-UI client sends
+      back in its next input's `state` by itself;
+    - a replayed answer is one `MESSAGES_SNAPSHOT`: the client's messages with the
+      stored answer merged in by id, so a client that already has it is left exactly
+      as it was, however often it replays.
+
+    A result that arrives without any progress (a cancel of a request that had already
+    ended) is sent whole, as `run_events` tells it.
     """
 
-    def __init__(self, thread_id: str, run_id: str) -> None:
+    def __init__(self, thread_id: str, run_id: str, run_input: RunAgentInput | None = None) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self.started = False
+        self._input = run_input
         self._open: str | None = None
         self._texts: set[str] = set()
 
@@ -72,7 +94,7 @@ class RunStream:
         """The events one progress report becomes."""
         if isinstance(event, Started):
             self.started = True
-            return [self._run_started()]
+            return [self._run_started(), *self._resumed_from()]
         if isinstance(event, TextDelta):
             events: list[BaseEvent] = []
             if event.message_id != self._open:
@@ -90,18 +112,43 @@ class RunStream:
 
     def finished(self, result: TurnResult) -> list[BaseEvent]:
         """The run's end: its answer, unless it already streamed, and `RUN_FINISHED`."""
+        if result.outcome == "resynced":
+            self.started = True
+            given = self._input.messages if self._input is not None else []
+            snapshot = MessagesSnapshotEvent(messages=resynced_messages(given, result))
+            end = _finished(self.thread_id, self.run_id, result)
+            return [self._run_started(), snapshot, *self._state_for(result), end]
+        if result.outcome == "replayed" and self._input is not None:
+            self.started = True
+            merged = MessagesSnapshotEvent(messages=replayed_messages(self._input.messages, result))
+            return [self._run_started(), merged, _finished(self.thread_id, self.run_id, result)]
         if not self.started:
             self.started = True
-            return run_events(self.thread_id, self.run_id, result)
+            events = run_events(self.thread_id, self.run_id, result)
+            return [*events[:-1], *self._state_for(result), events[-1]]
         events = self._close_text()
         if result.text and result.message_id not in self._texts:
             events += _text(result.message_id, result.text)
-        return [*events, _finished(self.thread_id, self.run_id, result)]
+        return [*events, *self._state_for(result), _finished(self.thread_id, self.run_id, result)]
 
     def failed(self, code: str, message: str) -> list[BaseEvent]:
         """A failure after the run started: it ends the run, as AG-UI's `RUN_ERROR`."""
         events = [*self._close_text(), RunErrorEvent(message=message, code=code)]
         return events if self.started else [self._run_started(), *events]
+
+    def _resumed_from(self) -> list[BaseEvent]:
+        if self._input is None or not self._input.resume:
+            return []
+        return [MessagesSnapshotEvent(messages=list(self._input.messages))]
+
+    def _state_for(self, result: TurnResult) -> list[BaseEvent]:
+        """The client's state carrying the new request's secret, before its interrupt."""
+        if result.offer is None:
+            return []
+        state = self._input.state if self._input is not None else None
+        kept = dict(state) if isinstance(state, dict) else {}
+        kept[STATE_KEY] = {"secret": result.offer.secret}
+        return [StateSnapshotEvent(snapshot=kept)]
 
     def _run_started(self) -> RunStartedEvent:
         return RunStartedEvent(
@@ -113,6 +160,55 @@ class RunStream:
             return []
         closed, self._open = self._open, None
         return [TextMessageEndEvent(message_id=closed)]
+
+
+def replayed_messages(messages: list[Message], result: TurnResult) -> list[Message]:
+    """The client's `messages` with a replayed answer's messages merged in by id: what
+    it has already stays as it is, only what it lacks is added."""
+    merged = list(messages)
+    calls = {
+        call.id for m in merged if isinstance(m, AssistantMessage) for call in m.tool_calls or []
+    }
+    ids = {m.id for m in merged}
+    for call in result.tool_calls:
+        if call["id"] not in calls and not call.get("resumed"):
+            arguments = json.dumps(call["input"])
+            function = FunctionCall(name=call["name"], arguments=arguments)
+            merged.append(
+                AssistantMessage(
+                    id=call["id"], tool_calls=[ToolCall(id=call["id"], function=function)]
+                )
+            )
+        if call["result"] is not None and f"msg_{call['id']}" not in ids:
+            merged.append(
+                ToolMessage(id=f"msg_{call['id']}", tool_call_id=call["id"], content=call["result"])
+            )
+    if result.text and result.message_id and result.message_id not in ids:
+        merged.append(AssistantMessage(id=result.message_id, content=result.text))
+    return merged
+
+
+def resynced_messages(messages: list[Message], result: TurnResult) -> list[Message]:
+    """The thread as a resync restores it: the client's messages when it still has
+    them, else the saved turns; then each call the open request waits on, so its
+    interrupt names a tool call the client knows."""
+    restored = list(messages) or [_turn_message(turn) for turn in result.turns]
+    calls = {c.id for m in restored if isinstance(m, AssistantMessage) for c in m.tool_calls or []}
+    for asked in result.offer.request.asked if result.offer else ():
+        call_id, name = asked.card.get("tool_use_id"), asked.card.get("tool")
+        if call_id and name and call_id not in calls:
+            arguments = json.dumps(asked.card.get("summary") or {})
+            call = ToolCall(id=call_id, function=FunctionCall(name=name, arguments=arguments))
+            restored.append(AssistantMessage(id=call_id, tool_calls=[call]))
+            calls.add(call_id)
+    return restored
+
+
+def _turn_message(turn: dict[str, Any]) -> Message:
+    message_id = f"turn_{turn['seq']}"
+    if turn.get("role") == "user":
+        return UserMessage(id=message_id, content=str(turn.get("text", "")))
+    return AssistantMessage(id=message_id, content=str(turn.get("text", "")))
 
 
 def encode(events: list[BaseEvent]) -> str:

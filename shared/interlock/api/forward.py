@@ -25,8 +25,11 @@ _PRELUDE_END: Final = b"\0" * 8
 _MAX_PRELUDE: Final = 64 * 1024
 
 
-def resume_event(context: Mapping[str, Any], body: str) -> dict[str, Any]:
-    """The API Gateway proxy event of a resume: the same caller, the same body."""
+def resume_event(
+    context: Mapping[str, Any], body: str, accept: str = "application/json"
+) -> dict[str, Any]:
+    """The API Gateway proxy event of a resume: the same caller, the same body, and
+    what the client accepts (an event stream hears refusals as `RUN_ERROR`)."""
     stage = context.get("stage")
     request_context = {
         **context,
@@ -34,7 +37,7 @@ def resume_event(context: Mapping[str, Any], body: str) -> dict[str, Any]:
         "httpMethod": "POST",
         "path": f"/{stage}{RESUME_PATH}" if stage else RESUME_PATH,
     }
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    headers = {"Content-Type": "application/json", "Accept": accept}
     return {
         "resource": RESUME_PATH,
         "path": RESUME_PATH,

@@ -40,6 +40,25 @@ Send = Callable[[Message], Awaitable[None]]
 Work = Callable[[Progress], TurnResult]
 """The run: given where to report, runs to its result (or raises)."""
 
+IN_BAND: Final = frozenset(
+    {
+        "pending_interrupt",  # a pending interrupt blocks new input
+        "turn_running",
+        "unknown",  # no such interrupt, or not this request's
+        "refused",  # a stale secret: the request was read (and its secret renewed) since
+        "expired",
+        "timed_out",
+        "cancelled",
+        "incomplete_resume",
+        "invalid_payload",
+        "decision_binding",  # a different answer to one already acted on
+        "in_progress",
+    }
+)
+"""The refusals by the interrupt rules: a client that reads an event stream hears them
+as `RUN_ERROR` with the code. Authentication, malformed bodies and limits stay HTTP
+statuses (docs/agui.md has the table)."""
+
 HEARTBEAT: Final = b": keepalive\n\n"
 """An SSE comment: clients ignore it, proxies and gateways see the stream is alive."""
 SSE_HEADERS: Final = [
@@ -70,10 +89,13 @@ async def respond_live(
     *,
     heartbeat_s: float,
     observe: Callable[[TurnResult | BaseException], None] = lambda _: None,
+    in_band: bool = False,
 ) -> None:
     """Run `work` and answer with its events as they come (see the module's rules).
 
-    `observe` hears the run's result or failure (for metrics), once.
+    `observe` hears the run's result or failure (for metrics), once. With `in_band`
+    (the client reads an event stream), a refusal by the interrupt rules is the run's
+    `RUN_ERROR`, as AG-UI has it, not an HTTP error.
     """
     from interlock.api.agui import encode  # loaded already, with `stream`
 
@@ -93,7 +115,15 @@ async def respond_live(
     item = await queue.get()
     if isinstance(item, _Failed):
         observe(item.error)
-        await send_json(send, *error_body(_exception(item.error)))
+        status, body = error_body(_exception(item.error))
+        if not (in_band and body["error"]["code"] in IN_BAND):
+            await send_json(send, status, body)
+            return
+        client = _Client(send)
+        await client.start()
+        detail = body["error"]
+        await client.write(encode(stream.failed(detail["code"], detail["message"])).encode())
+        await client.end()
         return
     client = _Client(send)
     await client.start()

@@ -24,7 +24,7 @@ class RunRequest:
 
     chat_id: str
     run_id: str
-    prompt: str
+    prompt: str | None  # None: no user message, the client resyncs the thread
     input: RunAgentInput
 
 
@@ -68,7 +68,9 @@ def parse_resume(body: str | None) -> ResumeRequest:
     """Parse a `RunAgentInput` that answers the open interrupts of a chat.
 
     Every entry answers one interrupt of the same request, so they carry the same
-    secret (in `metadata.secret`; entries after the first may leave it out). Whether
+    secret: in `metadata.secret` (entries after the first may leave it out), or, as an
+    unmodified AG-UI client sends it back by itself, in the run's state
+    (`state.interlock.secret`, from the `STATE_SNAPSHOT` before the interrupt). Whether
     the entries cover every open interrupt is checked against the stored request.
     """
     run_input = _run_input(body)
@@ -78,10 +80,11 @@ def parse_resume(body: str | None) -> ResumeRequest:
     if len(entries) > MAX_ENTRIES:
         raise InvalidInput(f"a resume answers at most {MAX_ENTRIES} interrupts")
     secrets = {(e.metadata or {}).get("secret") for e in entries} - {None}
-    secret = (entries[0].metadata or {}).get("secret")
-    if not isinstance(secret, str) or not secret or secrets != {secret}:
+    secret = (entries[0].metadata or {}).get("secret") or state_secret(run_input.state)
+    if not isinstance(secret, str) or not secret or not secrets <= {secret}:
         raise InvalidInput(
-            "the resume entries must carry the request's one secret in metadata.secret"
+            "the resume must carry the request's one secret: in the run's state "
+            "(state.interlock.secret) or in the entries' metadata.secret"
         )
     # Each answer is checked against its stored card's rules by the service, before
     # the claim: the cards are not known until the pointer is read.
@@ -93,6 +96,17 @@ def parse_resume(body: str | None) -> ResumeRequest:
         secret=secret,
         input=run_input,
     )
+
+
+STATE_KEY = "interlock"
+"""Where in an AG-UI run's state Interlock keeps what a client carries for it."""
+
+
+def state_secret(state: object) -> str | None:
+    """The secret a run's state carries back (`state.interlock.secret`), if any."""
+    mine = state.get(STATE_KEY) if isinstance(state, dict) else None
+    secret = mine.get("secret") if isinstance(mine, dict) else None
+    return secret if isinstance(secret, str) and secret else None
 
 
 def _interrupt_id(value: str) -> str:
@@ -112,12 +126,13 @@ def _run_input(body: str | None) -> RunAgentInput:
         raise InvalidInput(f"not an AG-UI RunAgentInput: {validation_message(exc)}") from None
 
 
-def _prompt(run_input: RunAgentInput) -> str:
-    for message in reversed(run_input.messages):
-        if message.role == "user":
-            content = message.content
-            if isinstance(content, str):
-                return content
-            texts = [getattr(part, "text", "") for part in content]
-            return "\n".join(t for t in texts if t)
-    raise InvalidInput("the input has no user message to answer")
+def _prompt(run_input: RunAgentInput) -> str | None:
+    """The last message when it is the user's (a new turn); None when the input ends on
+    anything else or has no message at all (the client resyncs the thread)."""
+    if not run_input.messages or run_input.messages[-1].role != "user":
+        return None
+    content = run_input.messages[-1].content
+    if isinstance(content, str):
+        return content
+    texts = [getattr(part, "text", "") for part in content]
+    return "\n".join(t for t in texts if t)

@@ -74,13 +74,20 @@ class Live(Response):
         work: Work,
         stream: RunStream,
         observe: Callable[[TurnResult | BaseException], None],
+        in_band: bool = False,
     ) -> None:
         super().__init__()
         self._work, self._stream, self._observe = work, stream, observe
+        self._in_band = in_band
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await respond_live(
-            send, self._work, self._stream, heartbeat_s=heartbeat_s(), observe=self._published
+            send,
+            self._work,
+            self._stream,
+            heartbeat_s=heartbeat_s(),
+            observe=self._published,
+            in_band=self._in_band,
         )
 
     def _published(self, outcome: TurnResult | BaseException) -> None:
@@ -146,17 +153,28 @@ async def start_run(request: Request) -> Response:
         metrics().add_metric(name="ResumesForwarded", unit=MetricUnit.Count, value=1)
         return await _forward(request, caller, body)
     run = parse_run(body)
+    stream = RunStream(run.chat_id, run.run_id, run.input)
+    if run.prompt is None:
+        # No new message: the client asks where the thread stands (it lost its stream,
+        # or it is new here). The open interrupt, if any, is offered again.
+        return Live(partial(resync_for, caller, run.chat_id), stream, _count_turn, in_band(request))
     work = partial(run_turn_for, caller, run.chat_id, run.prompt)
-    return Live(work, RunStream(run.chat_id, run.run_id), _count_turn)
+    return Live(work, stream, _count_turn, in_band(request))
 
 
 @_answering
 async def resume(request: Request) -> Response:
     """The answer to a chat's open request; the paused run continues."""
-    return _resume(_caller(request), await _body(request))
+    return _resume(_caller(request), await _body(request), in_band(request))
 
 
-def _resume(caller: Caller, body: str) -> Response:
+def in_band(request: Request) -> bool:
+    """Whether the client reads an event stream, so that a refusal by the interrupt
+    rules reaches it as `RUN_ERROR` (AG-UI's way), not as an HTTP error."""
+    return "text/event-stream" in request.headers.get("accept", "")
+
+
+def _resume(caller: Caller, body: str, in_band: bool = False) -> Response:
     from interlock.api.agui import RunStream  # see start_run
     from interlock.api.models import parse_resume
     from interlock.resume import resume_replies
@@ -173,7 +191,8 @@ def _resume(caller: Caller, body: str) -> Response:
             progress=progress,
         )
 
-    return Live(work, RunStream(answer.chat_id, answer.run_id), _count_resume)
+    stream = RunStream(answer.chat_id, answer.run_id, answer.input)
+    return Live(work, stream, _count_resume, in_band)
 
 
 def run_turn_for(caller: Caller, chat_id: str, prompt: str, progress: Any) -> TurnResult:
@@ -182,13 +201,20 @@ def run_turn_for(caller: Caller, chat_id: str, prompt: str, progress: Any) -> Tu
     return run_turn(runtime(), caller, chat_id, prompt, progress)
 
 
+def resync_for(caller: Caller, chat_id: str, progress: Any) -> TurnResult:
+    from interlock.resync import resync
+
+    return resync(runtime(), caller, chat_id)
+
+
 async def _forward(request: Request, caller: Caller, body: str) -> Response:
     """Hand a resume to the function that may claim; in one process, answer it here."""
     if name := os.environ.get(Env.RESUME_FUNCTION):
         context = _request_context(request) or {}
-        return Relayed(LambdaForward(lambda_client(), name), resume_event(context, body))
+        accept = request.headers.get("accept", "application/json")
+        return Relayed(LambdaForward(lambda_client(), name), resume_event(context, body, accept))
     if "resume" in serving():
-        return _resume(caller, body)
+        return _resume(caller, body, in_band(request))
     raise errors.InvalidInput("this deployment takes answers at /resume")
 
 
