@@ -160,10 +160,15 @@ def test_answering_again_replays_and_never_reruns(
     done = answer(runtime, alice, paused)
     calls = models.calls
 
-    again = answer(runtime, alice, paused, payload={"decision": "reject"})
-
+    # The same answer again is the stored outcome, never a second run
+    again = answer(runtime, alice, paused)
     assert (again.outcome, again.text, again.decision) == ("replayed", done.text, "approved")
     assert again.answered_at is not None
+
+    # A different one is refused, naming the answer that stands: never handed the
+    # first one back as if it were its own
+    with pytest.raises(errors.DecisionBinding, match="Approved by alice"):
+        answer(runtime, alice, paused, payload={"decision": "reject"})
     assert models.calls == calls and len(transport.urls) == 1
 
 

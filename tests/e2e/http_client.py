@@ -27,6 +27,7 @@ from ag_ui.core import (
     Event,
     EventType,
     Interrupt,
+    MessagesSnapshotEvent,
     ResumeEntry,
     RunAgentInput,
     RunFinishedEvent,
@@ -114,7 +115,18 @@ class Stream:
 
     @property
     def text(self) -> str:
-        return "".join(e.delta for e in self.events if isinstance(e, TextMessageContentEvent))
+        """The text the run streamed; for a replay, the answer its snapshot carries."""
+        streamed = "".join(e.delta for e in self.events if isinstance(e, TextMessageContentEvent))
+        if streamed:
+            return streamed
+        snapshots = [e for e in self.events if isinstance(e, MessagesSnapshotEvent)]
+        said = [
+            m.content
+            for s in snapshots
+            for m in s.messages
+            if m.role == "assistant" and isinstance(m.content, str)
+        ]
+        return said[-1] if said else ""
 
     def of_type(self, kind: EventType) -> list[BaseEvent]:
         return [e for e in self.events if e.type == kind]

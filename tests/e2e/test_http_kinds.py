@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from ag_ui.core import Interrupt
+from ag_ui.core import Interrupt, ResumeEntry
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.adapters.factory import build_stores
@@ -390,11 +390,17 @@ def test_an_unanswered_approval_is_denied(
     assert "secret" not in view
     said = last_assistant_text(alice, chat)
     assert "Nobody answered the request for sites data.example.org in time" in said
-    # And a late answer replays that outcome rather than running anything
-    late = alice.resume(chat, answer(interrupt, {"decision": "approve"}, secret_of(interrupt)))
-    assert late.result["outcome"] == "replayed"
-    assert late.result["decision"] == "timed_out"
+    # And a late answer is refused, saying the request ended unanswered: nothing runs
+    entry = answer(interrupt, {"decision": "approve"}, secret_of(interrupt))
+    late = alice.post_resume(chat, entry, "run-late")
+    assert late.error() == (410, "timed_out")
     assert alice.get(f"/chats/{chat}/approvals")["approvals"] == []
+    # While cancelling it (AG-UI's way past an interrupt that timed out) is told its end
+    cancel = ResumeEntry(
+        interrupt_id=interrupt.id, status="cancelled", metadata={"secret": secret_of(interrupt)}
+    )
+    gone = alice.resume(chat, cancel)
+    assert (gone.result["outcome"], gone.result["decision"]) == ("replayed", "timed_out")
     # And the trail records the policy, and one configuration for server and sweeper
     events = alice.get(f"/chats/{chat}/events")["events"]
     timed_out = next(e for e in events if e["type"] == "timed_out")

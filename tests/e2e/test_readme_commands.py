@@ -191,12 +191,18 @@ def test_serve_then_the_two_curls_pause_and_finish_the_demo_turn(served: Served)
     assert finished["outcome"] == {"type": "success"}
     assert finished["result"]["decision"] == "approved"
 
-    # "Answering again replays the stored answer; it never runs the turn twice"
+    # "Answering again replays the stored answer; it never runs the turn twice": the
+    # stored messages in one snapshot, the answer under the id it first streamed under
     again = _events(served.shell(resume).stdout)
-    assert again[-1]["type"] == "RUN_FINISHED"
-    texts = [e["delta"] for e in _events(done.stdout) if e["type"] == "TEXT_MESSAGE_CONTENT"]
-    replayed = [e["delta"] for e in again if e["type"] == "TEXT_MESSAGE_CONTENT"]
-    assert replayed == texts
+    assert [e["type"] for e in again] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert again[-1]["result"]["outcome"] == "replayed"
+    streamed: dict[str, str] = {}
+    for e in _events(done.stdout):
+        if e["type"] == "TEXT_MESSAGE_CONTENT":
+            streamed[e["messageId"]] = streamed.get(e["messageId"], "") + e["delta"]
+    final_id = list(streamed)[-1]
+    (final,) = [m for m in again[1]["messages"] if m["id"] == final_id]
+    assert final["content"] == streamed[final_id]
 
 
 def test_the_one_line_answer_reads_the_open_request_and_answers_it(served: Served) -> None:

@@ -1,13 +1,16 @@
-"""The stock AG-UI client drives Interlock with only its URL and headers.
+"""Front ends drive Interlock unmodified, with only its URL and headers.
 
-`@ag-ui/client`'s `HttpAgent` (pinned in package.json) posts every run of a thread,
-answers included, to one URL. A Node process runs it; the test sends it commands and
-reads what the client saw, then reads the store to judge what really happened.
+The stock AG-UI client (`@ag-ui/client`'s `HttpAgent`) and CopilotKit (its runtime
+serving the endpoint, its client core talking to that runtime), pinned in package.json,
+each in a Node process of its own. The test sends it commands, reads what the client
+saw (every stream checked by `ag-ui-validate` and strict `ag_ui.core` parsing), then
+reads the store to judge what really happened.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import uuid
@@ -27,7 +30,13 @@ from tests.e2e.http_client import LocalServer, local_server
 pytestmark = pytest.mark.server
 
 ROOT = Path(__file__).resolve().parents[2]
-DRIVER = Path(__file__).with_name("stock") / "drive.mjs"
+# The front ends, each used as its users use it (pinned in package.json).
+DRIVERS = {
+    "stock": Path(__file__).with_name("stock") / "drive.mjs",
+    "copilotkit": Path(__file__).with_name("stock") / "copilotkit.mjs",
+}
+# Nothing leaves the machine: CopilotKit's telemetry and its packages' analytics are off.
+QUIET = {"COPILOTKIT_TELEMETRY_DISABLED": "true", "SCARF_ANALYTICS": "false", "DO_NOT_TRACK": "1"}
 TIMEOUT_S = 60
 
 
@@ -77,6 +86,7 @@ class StockClient:
         server: LocalServer,
         user: str,
         *,
+        driver: str = "stock",
         thread: str | None = None,
         token: str | None = None,
     ) -> None:
@@ -84,9 +94,11 @@ class StockClient:
         assert node, "Node.js runs the stock client"
         self.thread = thread or f"stock-{uuid.uuid4().hex[:12]}"
         self.token = token or str(server.client(user, ["reporter"]).token)
+        self.driver = driver
         self._process = subprocess.Popen(
-            [node, str(DRIVER), f"{server.url}/runs", self.token, self.thread],
+            [node, str(DRIVERS[driver]), f"{server.url}/runs", self.token, self.thread],
             cwd=ROOT,
+            env={**os.environ, **QUIET},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -106,7 +118,9 @@ class StockClient:
 
     def another(self, server: LocalServer) -> StockClient:
         """A second client of the same person on the same thread (another tab)."""
-        return StockClient(server, "unused", thread=self.thread, token=self.token)
+        return StockClient(
+            server, "unused", driver=self.driver, thread=self.thread, token=self.token
+        )
 
     def close(self) -> None:
         if self._process.stdin:
@@ -117,9 +131,9 @@ class StockClient:
             self._process.kill()
 
 
-@pytest.fixture
-def client(server: LocalServer) -> Iterator[StockClient]:
-    opened = StockClient(server, f"stock-{uuid.uuid4().hex[:8]}")
+@pytest.fixture(params=sorted(DRIVERS))
+def client(server: LocalServer, request: pytest.FixtureRequest) -> Iterator[StockClient]:
+    opened = StockClient(server, f"stock-{uuid.uuid4().hex[:8]}", driver=request.param)
     yield opened
     opened.close()
 
@@ -284,3 +298,35 @@ def test_an_answer_that_breaks_the_schema_is_a_run_error_and_changes_nothing(
     assert bad["runError"]["code"] == "invalid_payload", bad
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and (request.state, request.claim_count) == (RequestState.PENDING, 0)
+
+
+@pytest.fixture(scope="module")
+def twin_server(
+    stock_aws: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalServer]:
+    """The endpoint serving a user's agent whose batch pauses on two confirmations."""
+    log = tmp_path_factory.mktemp("twin-server") / "server.log"
+    with local_server(
+        stock_aws, log, extra_env={"INTERLOCK_AGENT": "tests.api.twin_agent:build"}
+    ) as running:
+        yield running
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+def test_two_interrupts_are_answered_together_in_one_resume(
+    twin_server: LocalServer, stock_stores: Stores, driver: str
+) -> None:
+    client = StockClient(twin_server, f"twin-{uuid.uuid4().hex[:8]}", driver=driver)
+    try:
+        paused = client.send("run refund both orders")
+        assert [p["card"] for p in paused["pending"]] == ["confirm", "confirm"], paused
+        first, second = (p["id"] for p in paused["pending"])
+        answers = {first: {"decision": "approve"}, second: {"decision": "reject"}}
+        done = client.send("answer " + json.dumps(answers))
+    finally:
+        client.close()
+    assert done["error"] is None and done["runError"] is None and done["pending"] == [], done
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.claim_count == 1
+    keys = [f"{client.thread}#{a.card['tool_use_id']}" for a in request.asked]
+    assert [stock_stores.outbox.get(k) for k in keys] == [{"refund": "A-1", "amount": 40}, None]
