@@ -330,3 +330,90 @@ def test_two_interrupts_are_answered_together_in_one_resume(
     assert request is not None and request.claim_count == 1
     keys = [f"{client.thread}#{a.card['tool_use_id']}" for a in request.asked]
     assert [stock_stores.outbox.get(k) for k in keys] == [{"refund": "A-1", "amount": 40}, None]
+
+
+def test_an_answer_to_no_such_interrupt_is_a_run_error(
+    client: StockClient, stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    # The open card answered, and one more entry for an interrupt that is not there
+    entries = [
+        {"interruptId": card["id"], "status": "resolved", "payload": {"decision": "approve"}},
+        {"interruptId": "v1:tool_call:nothing:0", "status": "resolved", "payload": {}},
+    ]
+    unknown = client.send("entries " + json.dumps(entries))
+    assert unknown["runError"]["code"] == "unknown", unknown
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.claim_count == 0
+
+
+def test_an_answer_after_the_expiry_is_a_run_error_and_runs_nothing(
+    client: StockClient, stock_aws: dict[str, Any], stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    # The request's expiry passes on the server (the client's own clock has not seen it)
+    stock_aws["dynamodb"].update_item(
+        TableName=stock_aws["table"],
+        Key={"pk": {"S": f"CHAT#{client.thread}"}, "sk": {"S": "REQUEST"}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": str(SystemClock().now_ms() // 1000 - 60)}},
+    )
+    late = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+    assert late["runError"]["code"] == "timed_out", late
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.claim_count == 0
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+def test_a_resume_that_leaves_an_interrupt_unanswered_is_refused_and_changes_nothing(
+    twin_server: LocalServer, stock_stores: Stores, driver: str
+) -> None:
+    client = StockClient(twin_server, f"twin-{uuid.uuid4().hex[:8]}", driver=driver)
+    try:
+        paused = client.send("run refund both orders")
+        first = paused["pending"][0]["id"]
+        # The client holding both cards refuses to send an answer to one: it says so itself
+        entry = {"interruptId": first, "status": "resolved", "payload": {"decision": "approve"}}
+        partial = client.send("entries " + json.dumps([entry]))
+        assert "not addressed by resume" in (partial["error"] or ""), partial
+    finally:
+        client.close()
+    # And an event-stream client that sends it anyway hears RUN_ERROR from the server
+    secret = paused["raw"][-2]["snapshot"]["interlock"]["secret"]
+    body = {
+        "threadId": client.thread,
+        "runId": "partial",
+        "messages": [],
+        "state": {"interlock": {"secret": secret}},
+        "resume": [entry],
+    }
+    events = stream_events(twin_server, client.token, body)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[-1]["code"] == "incomplete_resume"
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and (request.state, request.claim_count) == (RequestState.PENDING, 0)
+
+
+def stream_events(server: LocalServer, token: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """POST a RunAgentInput as an event-stream client would; the events it reads."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{server.url}/runs",
+        data=json.dumps(body).encode(),
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as reply:
+        assert reply.status == 200
+        text = reply.read().decode()
+    return [
+        json.loads(line.removeprefix("data: "))
+        for line in text.splitlines()
+        if line.startswith("data: ")
+    ]

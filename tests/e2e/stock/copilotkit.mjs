@@ -46,12 +46,17 @@ const session = {
     return current.agent;
   },
   async run(parameters, subscriber) {
+    // What went wrong reaches a CopilotKit app through the core's onError.
+    const failures = [];
+    const watching = current.core.subscribe({ onError: ({ error }) => failures.push(error) });
     const subscription = current.agent.subscribe(subscriber);
     try {
       await current.core.runAgent({ agent: current.agent, ...parameters });
     } finally {
       subscription.unsubscribe();
+      watching.unsubscribe();
     }
+    if (failures.length) throw failures[0];
   },
   async reconnect() {
     current = await connect();
