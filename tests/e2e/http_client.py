@@ -146,20 +146,21 @@ def parse_sse(body: str) -> list[BaseEvent]:
                 data.append(value.removeprefix(" "))
         if data:
             event = EVENT.validate_json("\n".join(data))
-            _assert_known_fields(event)
+            known_fields_only(event)
             events.append(event)
     return events
 
 
-def _assert_known_fields(value: Any) -> None:
+def known_fields_only(value: Any) -> None:
+    """Fail on any field the AG-UI models do not declare, at any depth."""
     # The models keep unknown keys rather than drop them: none should be there, at any depth.
     if isinstance(value, BaseModel):
         assert not value.model_extra, f"unknown fields {value.model_extra} in {value!r}"
         for name in type(value).model_fields:
-            _assert_known_fields(getattr(value, name))
+            known_fields_only(getattr(value, name))
     elif isinstance(value, list):
         for item in value:
-            _assert_known_fields(item)
+            known_fields_only(item)
 
 
 def check_run(

@@ -25,7 +25,7 @@ from interlock.records import RequestState
 from interlock.timing import StorePolicy, SystemClock
 from local.emulator import Emulator
 from tests.conftest import fresh_storage
-from tests.e2e.http_client import LocalServer, local_server
+from tests.e2e.http_client import Client, LocalServer, known_fields_only, local_server
 
 pytestmark = pytest.mark.server
 
@@ -74,7 +74,7 @@ def conforming(result: dict[str, Any]) -> None:
 
     strict = TypeAdapter(Event)
     for event in result["raw"]:
-        strict.validate_python(event, strict=False)
+        known_fields_only(strict.validate_python(event))
     assert_valid_agui(result["raw"], features=["shared-state"])
 
 
@@ -417,3 +417,43 @@ def stream_events(server: LocalServer, token: str, body: dict[str, Any]) -> list
         for line in text.splitlines()
         if line.startswith("data: ")
     ]
+
+
+def test_an_answer_to_a_cancelled_request_is_a_run_error(
+    client: StockClient, server: LocalServer, stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    # The person cancelled it elsewhere (the card page, the API)
+    owner = Client(server.url, client.token)  # the same person
+    assert owner.call("DELETE", f"/chats/{client.thread}/request").status == 200
+    late = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+    assert late["runError"]["code"] == "cancelled", late
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.claim_count == 0
+
+
+def test_an_answer_while_another_worker_holds_the_claim_is_a_run_error(
+    client: StockClient, stock_aws: dict[str, Any], stock_stores: Stores
+) -> None:
+    paused = client.send("run Please download the reference table")
+    (card,) = paused["pending"]
+    # Another worker holds the request's claim, its lease alive
+    until = SystemClock().now_ms() + 60_000
+    stock_aws["dynamodb"].update_item(
+        TableName=stock_aws["table"],
+        Key={"pk": {"S": f"CHAT#{client.thread}"}, "sk": {"S": "REQUEST"}},
+        UpdateExpression="SET #s = :claimed, lease_token = :t, lease_expires_at_ms = :u, "
+        "worker = :w",
+        ExpressionAttributeNames={"#s": "state"},
+        ExpressionAttributeValues={
+            ":claimed": {"S": "claimed"},
+            ":t": {"S": "another-workers-token"},
+            ":u": {"N": str(until)},
+            ":w": {"S": "another-worker"},
+        },
+    )
+    busy = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+    assert busy["runError"]["code"] == "in_progress", busy
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.lease_token == "another-workers-token"
