@@ -179,6 +179,8 @@ class ChatPort(Protocol):
 
     def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]: ...
 
+    def latest_turns(self, chat_id: str, count: int) -> list[dict[str, Any]]: ...
+
     def record(
         self,
         chat_id: str,

@@ -28,7 +28,7 @@ def resync(rt: Runtime, caller: Caller, chat_id: str) -> TurnResult:
     request = rt.stores.requests.get(chat_id, now)
     if request is not None and not request.answerable_by(caller.user_id, caller.roles):
         raise errors.Forbidden("this request belongs to another user")
-    turns = rt.stores.chats.turns(chat_id, limit=1000)[-RESYNC_TURNS:]
+    turns = rt.stores.chats.latest_turns(chat_id, RESYNC_TURNS)
     if request is None or request.status(now) is not RequestState.PENDING:
         return TurnResult(chat_id, "resynced", turns=turns)
     request, secret = rt.stores.requests.rotate_secret(request, now)

@@ -18,7 +18,7 @@ HISTORY_TURNS: Final = 50
 def history(stores: Stores, chat_id: str) -> list[Any]:
     """Earlier turns as alternating text messages (same-role neighbours merged)."""
     messages: list[Any] = []
-    turns = stores.chats.turns(chat_id, limit=1000)[-HISTORY_TURNS:]
+    turns = stores.chats.latest_turns(chat_id, HISTORY_TURNS)
     for turn in turns:
         if messages and messages[-1]["role"] == turn["role"]:
             messages[-1]["content"].append({"text": turn["text"]})

@@ -143,7 +143,19 @@ class ChatStore:
         with translated("write chat record"):
             self._client.put_item(TableName=self._table, Item=item)
 
-    def _range(self, chat_id: str, low: str, high: str, limit: int) -> list[dict[str, Any]]:
+    def latest_turns(self, chat_id: str, count: int) -> list[dict[str, Any]]:
+        """The newest `count` saved turns, oldest first: one query read from the newest
+        end, so what it costs depends on `count`, not on the chat's length."""
+        rows = self._range(
+            chat_id, keys.turn_sk(1), keys.turn_sk(10**10 - 1), count, newest_first=True
+        )
+        return [
+            {"seq": r["seq"], "at_ms": r["at_ms"], **json.loads(r["turn"])} for r in reversed(rows)
+        ]
+
+    def _range(
+        self, chat_id: str, low: str, high: str, limit: int, *, newest_first: bool = False
+    ) -> list[dict[str, Any]]:
         with translated("read chat records"):
             response = self._client.query(
                 TableName=self._table,
@@ -153,6 +165,7 @@ class ChatStore:
                     {":pk": keys.chat_pk(chat_id), ":low": low, ":high": high}
                 ),
                 Limit=limit,
+                ScanIndexForward=not newest_first,
             )
         return [from_item(item) for item in response.get("Items", [])]
 
