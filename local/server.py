@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 from a2wsgi import ASGIMiddleware
 from werkzeug.serving import make_server
@@ -300,18 +300,45 @@ def configure(endpoint: str, table: str, bucket: str, agent: str | None = None) 
         os.environ[Env.AGENT] = agent
     os.environ.setdefault(Env.MODEL, "scripted")
     os.environ.setdefault(Env.FETCH, "demo")
+    # Only Interlock's own services go to the emulator; Bedrock (and whatever else the
+    # user's agent calls) reaches the real service with the machine's own credentials,
+    # or the local Bedrock when INTERLOCK_BEDROCK_URL names one.
+    os.environ.update({f"AWS_ENDPOINT_URL_{service}": endpoint for service in EMULATED})
+    if bedrock := os.environ.get(Env.BEDROCK_URL):
+        os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = bedrock
+    if not _has_credentials():
+        # The emulator takes any; a real service would refuse these, as it should.
+        os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.update(
         {Env.TABLE: table, Env.BUCKET: bucket},
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_ACCESS_KEY_ID=os.environ.get("AWS_ACCESS_KEY_ID", "local"),
-        AWS_SECRET_ACCESS_KEY=os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
-        AWS_DEFAULT_REGION="us-east-1",
         POWERTOOLS_SERVICE_NAME="interlock",
         POWERTOOLS_METRICS_NAMESPACE="Interlock",
         POWERTOOLS_TRACE_DISABLED="true",
         POWERTOOLS_METRICS_DISABLED=os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
         POWERTOOLS_LOG_LEVEL=os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
     )
+
+
+EMULATED: Final = ("DYNAMODB", "S3", "SQS", "SECRETS_MANAGER", "SSM", "LAMBDA")
+"""The AWS services local mode serves from the emulator (botocore's per-service
+endpoint settings, `AWS_ENDPOINT_URL_<service id>`)."""
+
+
+def _has_credentials() -> bool:
+    """Whether the machine has AWS credentials (without asking an instance's metadata
+    service, which is slow to time out off EC2)."""
+    import boto3
+
+    previous = os.environ.get("AWS_EC2_METADATA_DISABLED")
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    try:
+        return boto3.Session().get_credentials() is not None
+    finally:
+        if previous is None:
+            os.environ.pop("AWS_EC2_METADATA_DISABLED")
+        else:
+            os.environ["AWS_EC2_METADATA_DISABLED"] = previous
 
 
 def create_storage_if_missing(table: str, bucket: str) -> None:

@@ -55,6 +55,7 @@ class Env:
     SLACK_API_URL: Final = "INTERLOCK_SLACK_API_URL"
     TELEGRAM_API_URL: Final = "INTERLOCK_TELEGRAM_API_URL"
     PAGE_URL: Final = "INTERLOCK_PAGE_URL"
+    BEDROCK_URL: Final = "INTERLOCK_BEDROCK_URL"  # local mode: a local Bedrock Runtime
     HEARTBEAT_S: Final = "INTERLOCK_HEARTBEAT_S"
 
 

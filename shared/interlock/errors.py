@@ -125,6 +125,13 @@ class RunFailed(InterlockError):
     code = "run_failed"
 
 
+class ModelFailed(InterlockError):
+    """The model could not answer (throttled past its retries, the input too long, a
+    refusal): the turn ended without a change, and the chat is free again."""
+
+    code = "model_failed"
+
+
 class TurnRunning(InterlockError):
     """Another turn of this chat is running; one turn runs at a time."""
 

@@ -27,7 +27,7 @@ from interlock.pause import offer
 from interlock.ports import OutboxStore
 from interlock.progress import Progress, Started, ignore
 from interlock.records import Fence, RequestRecord, Subject, TurnFence
-from interlock.runtime.agent import BuiltAgent, build_agent
+from interlock.runtime.agent import BuiltAgent, build_agent, model_failure
 from interlock.runtime.progress import ProgressRelay
 from interlock.transcript import (
     answer_message_id,
@@ -92,8 +92,10 @@ def run_turn(
                 fence=fence,
                 held=held,
             )
-        except BaseException:
+        except BaseException as failure:
             stores.turns.abandon(fence)  # the chat is free again; nothing else was saved
+            if (failed := model_failure(failure)) is not None:
+                raise failed from failure
             raise
     if ended.offer is not None and rt.notifier is not None:
         rt.notifier.opened(ended.offer.request)

@@ -34,6 +34,7 @@ STATUS: Final[dict[str, int]] = {
     "limit_exceeded": 429,
     "system_error": 500,
     "run_failed": 503,
+    "model_failed": 503,
 }
 
 

@@ -14,6 +14,7 @@ from strands import Agent
 from strands.models.model import Model
 from strands.tools.executors import SequentialToolExecutor
 
+from interlock import errors
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.config import Env, ModelSpec
 from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
@@ -171,6 +172,29 @@ def build_agent(
         journal=journal,
         progress=progress,
     )
+
+
+def model_failure(failure: BaseException) -> errors.ModelFailed | None:
+    """`failure` as a clear run error when the model caused it (Strands' throttling and
+    context errors, or the model service's own refusal), naming what the model said."""
+    from botocore.exceptions import ClientError, EventStreamError
+    from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
+
+    chain: list[BaseException] = []
+    seen: BaseException | None = failure
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    model = (ContextWindowOverflowException, ModelThrottledException, ClientError, EventStreamError)
+    if not any(isinstance(e, model) for e in chain):
+        return None
+    said = next((e for e in chain if isinstance(e, ClientError)), chain[0])
+    if isinstance(said, ClientError):
+        error = said.response.get("Error", {})
+        what = f"{error.get('Message') or said} ({error.get('Code', 'error')})"
+    else:
+        what = f"{said} ({type(said).__name__})"
+    return errors.ModelFailed(f"the model could not answer: {what}")
 
 
 def check_agent(rt: Runtime) -> None:

@@ -1,0 +1,225 @@
+"""A local Bedrock Runtime: `ConverseStream` on 127.0.0.1, played from a script.
+
+It answers as Bedrock does on the wire, so Strands' own `BedrockModel` and botocore run
+against it unchanged: `POST /model/{modelId}/converse-stream` with the Converse request
+body, answered with AWS event-stream frames (`application/vnd.amazon.eventstream`:
+prelude, headers, payload and CRC32s) carrying `messageStart`, `contentBlockStart`,
+`contentBlockDelta` (text, or a tool's input as JSON text), `contentBlockStop`,
+`messageStop` with the stop reason, and `metadata` with token usage. What the model says
+is what the scripted model (`interlock.runtime.model.ScriptedModel`) would say for the
+same messages, so the analyst demo plays through it; the requests it was sent are kept.
+
+Failures come as Bedrock sends them, chosen by the model id:
+
+- `...-throttled` once per turn prompt: HTTP 429 `ThrottlingException` (Strands retries);
+- `...-too-long`: HTTP 400 `ValidationException` "Input is too long for requested model";
+- `...-stream-error`: a `modelStreamErrorException` frame after the first text delta.
+
+    python -m local.bedrock [--port 8766] [--scenarios examples.analyst.script:DEMO_SCENARIOS]
+
+Point a local server at it with `INTERLOCK_BEDROCK_URL=http://127.0.0.1:8766` and
+`INTERLOCK_MODEL=bedrock:<any model id>`; without `INTERLOCK_BEDROCK_URL`, Bedrock is the
+real service, reached with the machine's own credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import struct
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+from urllib.parse import unquote
+
+from interlock.runtime.model import Scenario, ScriptedModel
+
+EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
+_STRING: Final = 7  # the event-stream header value type of a UTF-8 string
+_MAX_BODY: Final = 16 * 1024 * 1024
+
+
+def frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream message: its prelude (lengths and their CRC32), string
+    headers, the payload, and the CRC32 of all that came before."""
+    encoded = b"".join(
+        bytes([len(name)])
+        + name.encode()
+        + bytes([_STRING])
+        + struct.pack(">H", len(value))
+        + value.encode()
+        for name, value in headers.items()
+    )
+    total = 12 + len(encoded) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(encoded))
+    head = prelude + struct.pack(">I", zlib.crc32(prelude)) + encoded + payload
+    return head + struct.pack(">I", zlib.crc32(head))
+
+
+def event_frame(event: dict[str, Any]) -> bytes:
+    """A ConverseStream event (`{"contentBlockDelta": {...}}`) as its frame."""
+    ((name, body),) = event.items()
+    headers = {":event-type": name, ":content-type": "application/json", ":message-type": "event"}
+    return frame(headers, json.dumps(body).encode())
+
+
+def exception_frame(kind: str, message: str) -> bytes:
+    """An error inside the stream, as Bedrock sends one (a `modelStreamErrorException`)."""
+    headers = {
+        ":exception-type": kind,
+        ":content-type": "application/json",
+        ":message-type": "exception",
+    }
+    return frame(headers, json.dumps({"message": message}).encode())
+
+
+def indexed(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scripted model's events as Bedrock sends them: each content block numbered,
+    and no start for a text block (Bedrock starts only tool-use blocks)."""
+    index, out = -1, []
+    for event in events:
+        ((name, body),) = event.items()
+        if name == "contentBlockStart":
+            index += 1
+            if not body.get("start"):
+                continue
+        if name in ("contentBlockStart", "contentBlockDelta", "contentBlockStop"):
+            body = {**body, "contentBlockIndex": index}
+        out.append({name: body})
+    return out
+
+
+@dataclass
+class Recorded:
+    """What the fake was asked: each request's model id and body, in order."""
+
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, model_id: str, body: dict[str, Any]) -> None:
+        with self.lock:
+            self.requests.append((model_id, body))
+
+    def of(self, model_id: str | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for m, b in self.requests if model_id is None or m == model_id]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    scenarios: Sequence[Scenario]
+    recorded: Recorded
+    throttled: set[str]
+
+    def do_POST(self) -> None:
+        parts = self.path.split("/")
+        if len(parts) != 4 or parts[1] != "model" or parts[3] != "converse-stream":
+            return self._error(404, "UnknownOperationException", "no such operation")
+        model_id = unquote(parts[2])
+        length = int(self.headers.get("Content-Length", "0"))
+        if length > _MAX_BODY:
+            return self._error(413, "ValidationException", "the request is too large")
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            return self._error(400, "SerializationException", "the body is not JSON")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return self._error(400, "ValidationException", "messages: at least one is required")
+        self.recorded.add(model_id, body)
+        if model_id.endswith("-too-long"):
+            return self._error(400, "ValidationException", "Input is too long for requested model.")
+        if model_id.endswith("-throttled"):
+            prompt = json.dumps(messages[0])
+            if prompt not in self.throttled:
+                self.throttled.add(prompt)
+                return self._error(429, "ThrottlingException", "Too many requests, please wait.")
+        model = ScriptedModel(self.scenarios)
+        events = indexed(asyncio.run(_collect(model, messages)))
+        frames = [event_frame(e) for e in events]
+        if model_id.endswith("-stream-error"):
+            first_delta = next(i for i, e in enumerate(events) if "contentBlockDelta" in e)
+            frames = frames[: first_delta + 1]
+            frames.append(exception_frame("modelStreamErrorException", "The model stopped."))
+        self._stream(frames)
+
+    def _stream(self, frames: list[bytes]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", EVENT_STREAM)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-amzn-RequestId", "local-bedrock")
+        self.end_headers()
+        for chunk in frames:  # a frame per chunk, as the service streams them
+            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _error(self, status: int, kind: str, message: str) -> None:
+        raw = json.dumps({"message": message}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header(
+            "x-amzn-ErrorType", f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+        )
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+async def _collect(model: ScriptedModel, messages: Any) -> list[dict[str, Any]]:
+    # Bedrock's Converse messages are the shape Strands' own messages have.
+    return [dict(event) async for event in model.stream(messages)]
+
+
+@dataclass
+class LocalBedrock:
+    """A running fake: its URL and what it was sent."""
+
+    url: str
+    recorded: Recorded
+
+
+@contextmanager
+def serving(scenarios: Sequence[Scenario], port: int = 0) -> Iterator[LocalBedrock]:
+    """Serve the fake on 127.0.0.1 (`port` 0: any free one) until the block ends."""
+    recorded = Recorded()
+    handler = type(
+        "Handler", (_Handler,), {"scenarios": scenarios, "recorded": recorded, "throttled": set()}
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="local-bedrock", daemon=True)
+    thread.start()
+    try:
+        yield LocalBedrock(f"http://127.0.0.1:{server.server_port}", recorded)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def load_scenarios(name: str) -> Sequence[Scenario]:
+    """`package.module:NAME`, a sequence of scenarios."""
+    module, _, attribute = name.partition(":")
+    return list(getattr(importlib.import_module(module), attribute))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="A local Bedrock ConverseStream, scripted.")
+    parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument("--scenarios", default="examples.analyst.script:DEMO_SCENARIOS")
+    args = parser.parse_args(argv)
+    with serving(load_scenarios(args.scenarios), args.port) as running:
+        print(f"READY {running.url}", flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
