@@ -32,15 +32,25 @@ def issue(
 def claims(key: bytes, token: str) -> dict[str, Any]:
     """The authorizer claims of a valid token, shaped like a Cognito authorizer's."""
     body, _, signature = token.partition(".")
-    if not body or not hmac.compare_digest(signature, _sign(key, body)):
+    # Compared as bytes: a signature with characters outside ASCII is simply wrong.
+    if not body or not hmac.compare_digest(signature.encode(), _sign(key, body).encode()):
         raise TokenError("invalid token")
     try:
         payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     except ValueError as exc:
         raise TokenError("invalid token") from exc
-    if not isinstance(payload, dict) or payload.get("exp", 0) < time.time():
+    if not isinstance(payload, dict) or not isinstance(payload.get("sub"), str):
+        raise TokenError("invalid token")
+    if not isinstance(payload.get("exp"), int) or payload["exp"] < time.time():
         raise TokenError("expired token")
-    return {"sub": str(payload["sub"]), "cognito:groups": ",".join(payload.get("groups", []))}
+    return {"sub": payload["sub"], "cognito:groups": rest_groups(payload.get("groups") or [])}
+
+
+def rest_groups(groups: list[str]) -> str:
+    """Groups as API Gateway REST passes `cognito:groups` in a Cognito authorizer's
+    claims: one name bare, two and more bracketed and separated by spaces."""
+    names = [str(g) for g in groups]
+    return names[0] if len(names) == 1 else (f"[{' '.join(names)}]" if names else "")
 
 
 def _sign(key: bytes, body: str) -> str:

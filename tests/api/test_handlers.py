@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -129,7 +130,7 @@ def test_identity_comes_only_from_the_authorizer_claims() -> None:
     event = {
         "requestContext": {
             "requestId": "r",
-            "authorizer": {"claims": {"sub": "u1", "cognito:groups": "[admin, reporter]"}},
+            "authorizer": {"claims": {"sub": "u1", "cognito:groups": "[admin reporter]"}},
         },
         "body": json.dumps({"user": "root", "roles": ["admin"]}),
     }
@@ -139,15 +140,50 @@ def test_identity_comes_only_from_the_authorizer_claims() -> None:
         frozenset({"admin", "reporter"}),
         "r",
     )
-    assert caller_from(
-        {
-            "requestContext": {
-                "authorizer": {"claims": {"sub": "u2", "cognito:groups": "reporter,admin"}}
-            }
-        }
-    ).roles == {"admin", "reporter"}
+
     with pytest.raises(Exception, match="no authenticated user"):
         caller_from({"requestContext": {}, "body": json.dumps({"sub": "root"})})
+
+
+def groups_of(raw: Any) -> frozenset[str]:
+    claims = {"sub": "u", "cognito:groups": raw}
+    return caller_from({"requestContext": {"authorizer": {"claims": claims}}}).roles
+
+
+@pytest.mark.parametrize(
+    ("raw", "roles"),
+    [
+        (["admin", "reporter"], {"admin", "reporter"}),  # a list (direct or local invocation)
+        ("reporter", {"reporter"}),  # one group, as REST passes it: bare
+        ("[admin reporter]", {"admin", "reporter"}),  # two or more: bracketed, spaced
+        ("[a.b c_d e-f g@h i:j]", {"a.b", "c_d", "e-f", "g@h", "i:j"}),
+        (None, set()),
+        ("", set()),
+        ([], set()),
+    ],
+)
+def test_groups_are_read_in_the_forms_api_gateway_passes(raw: Any, roles: set[str]) -> None:
+    assert groups_of(raw) == roles
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "x,admin",  # one group whose name holds a comma: never "admin"
+        "admin,x",
+        "[admin]",  # a lone bracketed name is a name with brackets
+        "admin ",
+        "[admin  reporter]",  # an empty name between two spaces
+        "[admin, reporter]",
+        ["x,admin"],
+        ["admin", "[admin]"],
+        [1],
+        {"admin": True},
+    ],
+)
+def test_a_group_name_that_could_read_two_ways_is_refused_outright(raw: Any) -> None:
+    with pytest.raises(errors.Forbidden, match="cannot be read unambiguously"):
+        groups_of(raw)
 
 
 def test_every_error_code_has_a_status_and_unexpected_errors_stay_opaque() -> None:

@@ -359,6 +359,7 @@ def test_every_bad_request_gets_its_error_and_changes_nothing(
         "bob": server.client(someone("bob"), ["reporter"]),
         "nobody": Client(server.url, None),
         "forger": Client(server.url, devtokens.issue(b"not the server's key", alice.user)),
+        "garbler": Client(server.url, str(alice.token).rsplit(".", 1)[0] + ".sign\u00e9d"),
     }
 
     cases = bad_requests(chat, interrupt)
@@ -426,6 +427,8 @@ def bad_requests(chat: str, interrupt: Interrupt) -> list[Bad]:
         Bad("run: a 5000-digit integer", bad_body, "POST", run, huge_int),
         Bad("resume: a 5000-digit integer", bad_body, "POST", resume, huge_int),
         Bad("run: NaN", bad_body, "POST", run, huge_int.replace("9" * 5000, "NaN")),
+        Bad("run: a lone surrogate in the prompt", invalid, "POST", run,
+            run_body(chat, "run-bad", "hello LONE there").replace("LONE", "\\ud800")),
         Bad("run: over the size cap", (413, "too_large"), "POST", run, " " * 300_000 + good_run),
         Bad("run: control characters in runId", invalid, "POST", run, control),
         Bad("events: a Unicode digit", invalid, "GET", f"/chats/{chat}/events?after=%C2%B2"),
@@ -472,6 +475,7 @@ def bad_requests(chat: str, interrupt: Interrupt) -> list[Bad]:
         Bad("run: forged token", unauthorized, "POST", run, good_run, "forger"),
         Bad("resume: forged token", unauthorized, "POST", resume, good_resume, "forger"),
         Bad("request: forged token", unauthorized, "GET", request, None, "forger"),
+        Bad("request: a signature outside ASCII", unauthorized, "GET", request, None, "garbler"),
         Bad("run: another user's chat", forbidden, "POST", run, good_run, "bob"),
         Bad("resume: another user's chat", forbidden, "POST", resume, good_resume, "bob"),
         Bad("request: another user's chat", forbidden, "GET", request, None, "bob"),

@@ -34,6 +34,7 @@ def bounded_json(body: str | None) -> Any:
     Raises:
         TooLarge: the body is over `MAX_BODY_BYTES`.
         BadRequest: not JSON, nested deeper than `MAX_DEPTH`, or a number out of bounds.
+        InvalidInput: text that is not valid Unicode (a lone surrogate).
     """
     text = body or ""
     if len(text.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
@@ -41,11 +42,19 @@ def bounded_json(body: str | None) -> Any:
     if _depth(text) > MAX_DEPTH:
         raise BadRequest(f"the body is nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(
+        data = json.loads(
             text, parse_int=_number(int), parse_float=_number(float), parse_constant=_constant
         )
     except (json.JSONDecodeError, RecursionError, UnicodeError):
         raise BadRequest("the body must be JSON") from None
+    try:
+        # A lone surrogate (`"\ud800"`) parses, but is no character: it could be neither
+        # stored nor shown, so the body is refused here, before anything reads it.
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        message = "the body holds text that is not valid Unicode (a lone surrogate)"
+        raise InvalidInput(message) from None
+    return data
 
 
 def query_number(raw: str | None, name: str, default: int = 0) -> int:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from interlock import errors
 from interlock.api.errors import NotFound, Unauthorized, error_body
 from interlock.api.routes import Function, routes_of
 from interlock.caller import Caller
@@ -53,13 +55,39 @@ def caller_from(event: Any) -> Caller:
     )
 
 
+GROUP_NAME: Final = re.compile(r"[A-Za-z0-9_.@:-]{1,128}")
+"""A group name Interlock reads as a role: no separator, bracket or space in it, so a
+group can never read as another (a group named `x,admin` is not `admin`)."""
+
+
 def _groups(raw: Any) -> frozenset[str]:
-    # REST API authorizers pass list claims as text, e.g. "[admin, reporter]" or "admin,reporter".
-    if isinstance(raw, list):
-        return frozenset(str(g) for g in raw)
-    if not isinstance(raw, str):
+    """The caller's groups from `cognito:groups`, in exactly the forms API Gateway REST
+    passes it: a list (a direct or local invocation), one name as text, or two and more
+    as bracketed text separated by spaces (`[admin reporter]`).
+
+    Raises:
+        Forbidden: a name that could be read more than one way (it holds a separator,
+            a bracket or a space, or is a lone bracketed name): refused outright.
+    """
+    if raw is None or raw == "" or raw == []:
         return frozenset()
-    return frozenset(g for g in raw.strip("[]").replace(",", " ").split() if g)
+    if isinstance(raw, list):
+        names = raw
+    elif isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
+        names = raw[1:-1].split(" ")
+        if len(names) < 2:  # one group is passed bare: this is a name with brackets
+            names = [raw]
+    elif isinstance(raw, str):
+        names = [raw]
+    else:
+        names = [repr(raw)]
+    unreadable = [n for n in names if not (isinstance(n, str) and GROUP_NAME.fullmatch(n))]
+    if unreadable:
+        raise errors.Forbidden(
+            "this account's groups cannot be read unambiguously: group names may hold "
+            "letters, digits and . _ @ : - only"
+        )
+    return frozenset(names)
 
 
 def json_response(body: Any, status: int = 200) -> Response[str]:
