@@ -21,7 +21,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from interlock.adapters import slack, telegram
 from interlock.api import snapstart
 from interlock.api.bodies import bounded_json
-from interlock.api.errors import Unauthorized
+from interlock.api.errors import BadRequest, Unauthorized
 from interlock.api.http import bind, json_response
 from interlock.api.wiring import channel_secret, hand_over_tap, notifier, stores
 from interlock.channels import ANSWER_ALL, FORM, ChannelName, Tap, group_problems
@@ -98,7 +98,10 @@ def _secret(channel: ChannelName, name: str) -> str:
 def _raw_body() -> str:
     event = app.current_event
     body = event.body or ""
-    return base64.b64decode(body).decode() if event.is_base64_encoded else body
+    try:
+        return base64.b64decode(body, validate=True).decode() if event.is_base64_encoded else body
+    except ValueError:  # not base64, or not UTF-8 once decoded
+        raise BadRequest("the delivery's body is not readable text") from None
 
 
 def _first(channel: ChannelName, delivery: str) -> bool:

@@ -71,8 +71,10 @@ class _Fake(BaseHTTPRequestHandler):
 class FakeSlack(_Fake):
     def do_POST(self) -> None:
         body = self._body()
-        if self.path.startswith("/respond/"):  # a response_url
-            self.recorded.add("response_url", body)
+        if self.path.startswith("/respond/"):  # a response_url: it needs no token
+            self.recorded.add(
+                "response_url", {**body, "token_sent": "Authorization" in self.headers}
+            )
             return self._json(200, {"ok": True})
         if self.headers.get("Authorization") != f"Bearer {SLACK_TOKEN}":
             return self._json(200, {"ok": False, "error": "invalid_auth"})
@@ -142,6 +144,19 @@ def slack_delivery(
         "X-Slack-Signature": f"v0={digest}",
     }
     return body, headers
+
+
+def slack_headers(
+    body: str, *, secret: str = SLACK_SIGNING_SECRET, at: int | None = None
+) -> dict[str, str]:
+    """Slack's headers for `body` as it is sent: signed, timestamped."""
+    stamp = str(int(time.time()) if at is None else at)
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest}",
+    }
 
 
 def slack_tap(user: str, value: str, slack_url: str, tap_id: str = "1") -> dict[str, Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from interlock.channels import button_data
 from interlock.records import RequestState
 from tests.api.support import auth, run_body, stream
@@ -298,3 +300,74 @@ def test_an_expiry_edits_the_posted_card_to_say_why(channels: Setup) -> None:
     outcome = edit["text"].split("\n")[1]
     assert outcome.startswith("Expired") and "your roles changed" in outcome
     assert edit["reply_markup"] == {"inline_keyboard": []}
+
+
+def test_slack_replies_go_only_to_slacks_reply_host_and_never_carry_the_token(
+    channels: Setup,
+) -> None:
+    link(channels, "slack", "U-ALICE", "alice", ["reporter"])
+    request = pause(channels, "c1")
+    data = button_data("c1", request.interrupt_id, "a")
+    # Signed taps whose reply URL is plain HTTP on Slack's host, or another host
+    for n, url in enumerate(("http://hooks.slack.com/actions/T/1", "https://evil.example/r")):
+        payload = fakes.slack_tap("U-STRANGER", data, channels.slack.url, f"x{n}")
+        payload["response_url"] = url
+        assert tap_slack(channels, payload).status_code == 200
+    # Neither was posted to (the fake would have seen nothing either way: it is the one
+    # host allowed besides Slack's); an unlinked tapper is told in an ephemeral message
+    assert channels.slack.recorded.of("response_url") == []
+    told = channels.slack.recorded.of("chat.postEphemeral")
+    assert len(told) == 2 and all("not linked" in t["text"] for t in told)
+    # A reply to an allowed URL goes without the bot token
+    ok = fakes.slack_tap("U-STRANGER", data, channels.slack.url, "ok")
+    tap_slack(channels, ok)
+    (reply,) = channels.slack.recorded.of("response_url")
+    assert reply["token_sent"] is False
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"type": "block_actions", "user": "U-ALICE"},
+        {"type": "block_actions", "user": {"id": "U-ALICE"}, "actions": "approve"},
+        {"type": "block_actions", "user": {"id": "U-ALICE"}, "actions": [5]},
+        {"type": "block_actions", "user": {"id": "U-ALICE"}, "container": []},
+        {"type": "view_submission", "user": {"id": "U-ALICE"}, "view": [1]},
+        {
+            "type": "view_submission",
+            "user": {"id": "U-ALICE"},
+            "view": {"private_metadata": json.dumps({"data": "i1|f|abcdefgh|c1"}), "state": "x"},
+        },
+        {"type": "view_submission", "user": {"id": "U-ALICE"}, "view": {"private_metadata": 5}},
+        {"type": "block_actions", "user": {"id": 7}},
+    ],
+)
+def test_a_signed_but_malformed_slack_payload_is_a_4xx_and_changes_nothing(
+    channels: Setup, payload: dict[str, Any]
+) -> None:
+    link(channels, "slack", "U-ALICE", "alice", ["reporter"])
+    request = pause(channels, "c1")
+    reply = tap_slack(channels, payload)
+    assert 400 <= reply.status_code < 500, reply.get_data(as_text=True)
+    still = channels.stores.requests.get("c1", 0)
+    assert (still.state, still.claim_count) == (request.state, 0)
+
+
+def test_deep_and_oversized_slack_bodies_are_refused_before_they_are_parsed(
+    channels: Setup,
+) -> None:
+    deep = {
+        "type": "block_actions",
+        "user": {"id": "U-ALICE"},
+        "x": json.loads("[" * 900 + "]" * 900),
+    }
+    body, headers = fakes.slack_delivery(deep)
+    body = body.replace("%5B" * 900, "%5B" * 5000).replace("%5D" * 900, "%5D" * 5000)
+    headers = fakes.slack_headers(body)
+    deep_reply = channels.client.post("/channels/slack/interactions", data=body, headers=headers)
+    assert deep_reply.status_code == 422, deep_reply.get_data(as_text=True)
+    huge = "payload=" + "a" * 300_000
+    huge_reply = channels.client.post(
+        "/channels/slack/interactions", data=huge, headers=fakes.slack_headers(huge)
+    )
+    assert huge_reply.status_code == 413, huge_reply.get_data(as_text=True)

@@ -91,9 +91,9 @@ class SlackChannel:
     def tell(self, tap: Tap, text: str) -> None:
         url = tap.reply.get("response_url")
         if isinstance(url, str) and self._may_reply_to(url):
-            self._http.post(
-                "", {"response_type": "ephemeral", "replace_original": False, "text": text}, url=url
-            )
+            # The reply URL is itself the credential: the bot token never goes to it.
+            body = {"response_type": "ephemeral", "replace_original": False, "text": text}
+            self._http.post("", body, url=url, anonymous=True)
         elif channel := tap.reply.get("channel"):
             self._call(
                 "/chat.postEphemeral", {"channel": channel, "user": tap.external_id, "text": text}
@@ -108,10 +108,13 @@ class SlackChannel:
         self._call("/views.open", {"trigger_id": trigger_id, "view": view})
 
     def _may_reply_to(self, url: str) -> bool:
-        # A reply URL comes in a signed payload; still, only Slack's (or, in tests, the
-        # configured API's) host receives the reply.
-        host = urlsplit(url).netloc
-        return host == REPLY_HOST or host == urlsplit(self._http.base_url).netloc
+        # A reply URL comes in a signed payload; still, only Slack's own reply host over
+        # HTTPS receives the reply (or the configured API, as it is reached: a local
+        # fake in tests).
+        reply, api = urlsplit(url), urlsplit(self._http.base_url)
+        if (reply.scheme, reply.netloc) == ("https", REPLY_HOST):
+            return True
+        return (reply.scheme, reply.netloc) == (api.scheme, api.netloc) and api.netloc != ""
 
     def _call(self, method: str, body: dict[str, Any]) -> Any:
         answer = self._http.post(method, body)
@@ -366,33 +369,39 @@ def read_interaction(body: str) -> tuple[str, Tap | None, str | None]:
     Raises:
         InvalidInput: the delivery is malformed.
     """
+    if len(body.encode()) > MAX_BODY_BYTES:
+        raise errors.TooLarge(f"a Slack interaction is at most {MAX_BODY_BYTES} bytes")
     delivery = hashlib.sha256(body.encode()).hexdigest()
     try:
-        payload = json.loads(parse_qs(body, strict_parsing=True)["payload"][0])
-    except (KeyError, ValueError):
+        form = parse_qs(body, strict_parsing=True, max_num_fields=8)
+        payload = json.loads(form["payload"][0])
+    except (KeyError, ValueError, RecursionError):
         raise errors.InvalidInput("not a Slack interaction") from None
     if not isinstance(payload, dict):
         raise errors.InvalidInput("not a Slack interaction")
-    user = (payload.get("user") or {}).get("id")
-    if not isinstance(user, str):
+    user = _obj(payload.get("user"), "user").get("id")
+    if not isinstance(user, str) or not user:
         raise errors.InvalidInput("an interaction without its user")
     reply = {
-        "response_url": payload.get("response_url"),
-        "channel": (payload.get("container") or {}).get("channel_id"),
+        "response_url": _text(payload.get("response_url"), "response_url"),
+        "channel": _text(_obj(payload.get("container"), "container").get("channel_id"), "channel"),
     }
     if payload.get("type") == "block_actions":
-        actions = payload.get("actions") or []
-        value = actions[0].get("value") if actions and isinstance(actions[0], dict) else None
+        actions = payload.get("actions")
+        if actions is not None and not isinstance(actions, list):
+            raise errors.InvalidInput("a Slack interaction whose actions are malformed")
+        first = _obj(actions[0], "action") if actions else {}
+        value = first.get("value")
         if not isinstance(value, str) or not value.startswith("i1|"):
             return delivery, None, None
         choice, fingerprint, chat_id = read_button(value)
         tap = Tap("slack", user, chat_id, fingerprint, "resolved", None, choice=choice, reply=reply)
-        return delivery, tap, payload.get("trigger_id")
+        return delivery, tap, _text(payload.get("trigger_id"), "trigger_id")
     if payload.get("type") == "view_submission":
-        view = payload.get("view") or {}
+        view = _obj(payload.get("view"), "view")
         try:
-            metadata = json.loads(view.get("private_metadata") or "{}")
-        except ValueError:
+            metadata = json.loads(_text(view.get("private_metadata"), "metadata") or "{}")
+        except (ValueError, RecursionError):
             return delivery, None, None
         data = metadata.get("data", "") if isinstance(metadata, dict) else None
         if not isinstance(data, str) or not data.startswith("i1|"):
@@ -404,7 +413,9 @@ def read_interaction(body: str) -> tuple[str, Tap | None, str | None]:
             reply["channel"] = metadata["channel"]
         values = {
             block: _value(next(iter(inputs.values())))
-            for block, inputs in ((view.get("state") or {}).get("values") or {}).items()
+            for block, inputs in _obj(
+                _obj(view.get("state"), "state").get("values"), "values"
+            ).items()
             if isinstance(inputs, dict) and inputs
         }
         tap = Tap(
@@ -412,6 +423,30 @@ def read_interaction(body: str) -> tuple[str, Tap | None, str | None]:
         )
         return delivery, tap, None
     return delivery, None, None
+
+
+MAX_BODY_BYTES: Final = 256 * 1024
+"""The largest interaction read: Slack's own are a few kilobytes, a form's a few more."""
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    """A payload member that is an object when present.
+
+    Raises:
+        InvalidInput: it is present and not an object (signed, but malformed).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise errors.InvalidInput(f"a Slack interaction whose {what} is malformed")
+    return value
+
+
+def _text(value: Any, what: str) -> str | None:
+    """A payload member that is text when present (raises as `_obj` does)."""
+    if value is None or isinstance(value, str):
+        return value
+    raise errors.InvalidInput(f"a Slack interaction whose {what} is malformed")
 
 
 def _value(element: Any) -> Any:

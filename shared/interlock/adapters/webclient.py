@@ -44,9 +44,11 @@ class JsonHttp:
         # No proxies from the environment, no redirects followed to other hosts.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
-    def post(self, path: str, body: Mapping[str, Any], *, url: str | None = None) -> Any:
+    def post(
+        self, path: str, body: Mapping[str, Any], *, url: str | None = None, anonymous: bool = False
+    ) -> Any:
         """POST `body` to `base_url + path` (or to `url`, a URL the platform handed out);
-        returns the JSON answer.
+        returns the JSON answer. `anonymous` leaves this client's headers (its token) off.
 
         Raises:
             ChannelError: an HTTP error or an unreachable API. The message names the
@@ -56,7 +58,10 @@ class JsonHttp:
             url or self.base_url + path,
             data=json.dumps(body).encode(),
             method="POST",
-            headers={**self._headers, "Content-Type": "application/json; charset=utf-8"},
+            headers={
+                **({} if anonymous else self._headers),
+                "Content-Type": "application/json; charset=utf-8",
+            },
         )
         try:
             with self._opener.open(request, timeout=self._timeout_s) as response:
