@@ -6,7 +6,9 @@ answer would point at: it must never see a request."""
 from __future__ import annotations
 
 import http.server
+import ipaddress
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -178,3 +180,54 @@ def test_a_large_body_is_cut_at_the_cap(
     )
 
     assert body == "x" * 1000 + "\n[cut at 1000 bytes]"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["192.0.0.192", "192.0.0.9", "3fff::1", "5f00::1", "2001:db8::1", "2001:2::1", "4000::1"],
+)
+def test_the_special_purpose_registries_are_refused_on_every_python(address: str) -> None:
+    # Refused by Interlock's own table, whatever this Python's `ipaddress` thinks
+    assert transport.refusal(ipaddress.ip_address(address)) is not None
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1::1", "64:ff9b::5db8:d822"])
+def test_public_unicast_addresses_pass(address: str) -> None:
+    assert transport.refusal(ipaddress.ip_address(address)) is None
+
+
+class Drip(http.server.BaseHTTPRequestHandler):
+    """A site that answers a byte every 0.2 s: each read is quick, the whole is not."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "40")
+        self.end_headers()
+        for _ in range(40):
+            try:
+                self.wfile.write(b"x")
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.2)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_one_deadline_bounds_the_whole_fetch(monkeypatch: pytest.MonkeyPatch) -> None:
+    _loopback_allowed(monkeypatch)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        fetch = HttpFetch(resolver=lambda h, p: ["127.0.0.1"], timeout_s=1)
+        started = time.monotonic()
+        result = fetch(f"http://data.example.org:{httpd.server_address[1]}/slow")
+        took = time.monotonic() - started
+    finally:
+        httpd.shutdown()
+        thread.join(5)
+    # A byte every 0.2 s never trips a per-read timeout of 1 s; the deadline stops it
+    assert result.endswith("took longer than 1 s to answer; stopped."), result
+    assert took < 2.5, took

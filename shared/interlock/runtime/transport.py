@@ -7,23 +7,26 @@ Teredo; unique-local), then connects to exactly the address it checked: no secon
 lookup, so a DNS answer that changes between the check and the connection (rebinding)
 reaches nothing. TLS is verified against the host name, not the address. Redirects are
 followed only to the same scheme, host and port (on the same checked address); any
-other target is refused and named, so the person can approve it. Every connection has a
-timeout and every body a size cap.
+other target is refused and named, so the person can approve it. The whole fetch has one
+deadline and every body a size cap.
 
 Why by hand: requests and urllib3 resolve the host themselves when they connect, so an
 address checked beforehand is not necessarily the one they reach, and no maintained
 library pins a checked address for plain HTTP and TLS. The standard library's
-`http.client` lets a connection choose its socket, and `ipaddress` classifies addresses.
+`http.client` lets a connection choose its socket; the address table is Interlock's own.
 
 The demo transport answers from memory, for local mode and tests with no network.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -58,29 +61,63 @@ def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+def _nets(*rows: tuple[str, str]) -> tuple[tuple[Network, str], ...]:
+    return tuple((ipaddress.ip_network(net), why) for net, why in rows)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+# Interlock's own table of addresses no fetch may reach: the IANA IPv4 and IPv6
+# Special-Purpose Address Registries (RFC 6890 and successors), multicast and the
+# reserved ranges, whole. Written out rather than read from `ipaddress.is_global` and
+# friends, whose answers change between Python patch releases (192.0.0.192 and 3fff::1
+# passed on some): containment in a listed network is the same on every version.
+SPECIAL_V4: Final = _nets(
+    ("0.0.0.0/8", "in 'this network'"),
+    ("10.0.0.0/8", "private"),
+    ("100.64.0.0/10", "shared address space (CGNAT)"),
+    ("127.0.0.0/8", "loopback"),
+    ("169.254.0.0/16", "link-local (instance metadata lives here)"),
+    ("172.16.0.0/12", "private"),
+    ("192.0.0.0/24", "an IETF protocol assignment"),
+    ("192.0.2.0/24", "documentation"),
+    ("192.31.196.0/24", "AS112"),
+    ("192.52.193.0/24", "AMT"),
+    ("192.88.99.0/24", "a 6to4 relay anycast address"),
+    ("192.168.0.0/16", "private"),
+    ("192.175.48.0/24", "AS112 direct delegation"),
+    ("198.18.0.0/15", "benchmarking"),
+    ("198.51.100.0/24", "documentation"),
+    ("203.0.113.0/24", "documentation"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+)
+GLOBAL_UNICAST_V6: Final = ipaddress.ip_network("2000::/3")
+SPECIAL_V6: Final = _nets(
+    ("2001::/23", "an IETF protocol assignment"),
+    ("2001:db8::/32", "documentation"),
+    ("3fff::/20", "documentation"),
+    ("5f00::/16", "an SRv6 segment identifier"),
+)
+
+
 def refusal(address: Address) -> str | None:
     """Why `address` may not be reached, or None for a public unicast address."""
     if isinstance(address, ipaddress.IPv6Address):
         if address in LOCAL_NAT64:
             return f"{address} is a local-use NAT64 address"
         embedded = _embedded_ipv4(address)
-        if embedded is not None and refusal(embedded):
-            return f"{address} carries {refusal(embedded)}"
-        if address.is_site_local or address in ipaddress.ip_network("fc00::/7"):
-            return f"{address} is a unique-local address"
         if embedded is not None:
-            return None  # a public IPv4 address in an IPv6 form
-    checks = (
-        (address.is_loopback, "loopback"),
-        (address.is_link_local, "link-local (instance metadata lives here)"),
-        (address.is_private, "private"),
-        (address.is_multicast, "multicast"),
-        (address.is_reserved, "reserved"),
-        (address.is_unspecified, "unspecified"),
-        (not address.is_global, "not globally routable"),
-    )
-    for refused, why in checks:
-        if refused:
+            inner = refusal(embedded)
+            return f"{address} carries {inner}" if inner else None
+        if address not in GLOBAL_UNICAST_V6:
+            # Loopback, unspecified, unique-local, link-local, multicast and every
+            # range not assigned as global unicast.
+            return f"{address} is not a global unicast address"
+        table: tuple[tuple[Network, str], ...] = SPECIAL_V6
+    else:
+        table = SPECIAL_V4
+    for network, why in table:
+        if address in network:
             return f"{address} is {why}"
     return None
 
@@ -114,18 +151,20 @@ class _PinnedHTTP(http.client.HTTPConnection):
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self._address = address
+        self.held: socket.socket | None = None
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self.held = socket.create_connection((self._address, self.port), self.timeout)
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
         self._address = address
+        self.held: socket.socket | None = None
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        sock = self.held = socket.create_connection((self._address, self.port), self.timeout)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
@@ -135,7 +174,8 @@ class HttpFetch:
 
     Args:
         resolver: Host name to addresses (injected: tests answer with any class).
-        timeout_s: Connect and read timeout of each request.
+        timeout_s: The deadline of the whole fetch: connect, TLS, headers, body and
+            redirects together.
         max_bytes: Largest body read; a longer one is cut and says so.
     """
 
@@ -144,6 +184,9 @@ class HttpFetch:
     max_bytes: int = MAX_BYTES
 
     def __call__(self, url: str) -> str:
+        # One deadline over the whole fetch (connect, TLS, headers, body, redirects): a
+        # site that drips its answer cannot hold a run longer than that.
+        deadline = time.monotonic() + self.timeout_s
         origin = _origin(url)
         try:
             address = checked_address(origin[1], origin[2], self.resolver)
@@ -151,7 +194,9 @@ class HttpFetch:
             return f"Refused: {refused}."
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                status, location, body = self._get(url, address)
+                status, location, body = self._get(url, address, deadline)
+            except _TooSlow:
+                return f"{url} took longer than {self.timeout_s:g} s to answer; stopped."
             except (OSError, http.client.HTTPException) as exc:
                 return f"Could not reach {url}: {type(exc).__name__}"
             if not (300 <= status < 400 and location):
@@ -166,21 +211,49 @@ class HttpFetch:
             url = next_url
         return f"Too many redirects from {url}; stopped."
 
-    def _get(self, url: str, address: str) -> tuple[int, str | None, str]:
+    def _get(self, url: str, address: str, deadline: float) -> tuple[int, str | None, str]:
         scheme, host, port = _origin(url)
         parts = urlsplit(url)
         kind = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
-        connection = kind(host, port, address, self.timeout_s)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _TooSlow
+        connection = kind(host, port, address, remaining)
+        # Socket timeouts bound each read, not their sum: at the deadline the watchdog
+        # shuts the socket, which ends whatever read is waiting.
+        watchdog = threading.Timer(remaining, _cut, args=(connection,))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             connection.request("GET", parts.path or "/", headers={"Host": parts.netloc})
             response = connection.getresponse()
             raw = response.read(self.max_bytes + 1)
+        except (OSError, http.client.HTTPException):
+            if time.monotonic() >= deadline:
+                raise _TooSlow from None
+            raise
         finally:
+            watchdog.cancel()
             connection.close()
+        if time.monotonic() >= deadline:
+            raise _TooSlow  # the watchdog cut the body short
         text = raw[: self.max_bytes].decode("utf-8", errors="replace")
         if len(raw) > self.max_bytes:
             text += f"\n[cut at {self.max_bytes} bytes]"
         return response.status, response.getheader("Location"), text
+
+
+class _TooSlow(Exception):
+    """The fetch reached its deadline."""
+
+
+def _cut(connection: _PinnedHTTP | _PinnedHTTPS) -> None:
+    # The socket as connected: once the response is read the connection may have
+    # handed it to the response and forgotten it.
+    sock = connection.held
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already closed
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _origin(url: str) -> tuple[str, str, int]:
