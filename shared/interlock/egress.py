@@ -61,6 +61,34 @@ class SafeUrl:
     site: str
 
 
+# A URL written anywhere in text, any scheme: it runs to the next space, quote or angle
+# bracket, so a zero-width character or a guillemet before or inside it hides nothing.
+_URL_IN_TEXT: Final = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s<>\"'\u2039\u203a\u00ab\u00bb]+"
+)
+_SHOWN_CHARS: Final = 200
+
+
+def scrub_text(text: str) -> str:
+    """`text` with every URL in it cut to scheme, host and path: the credentials before
+    an `@`, the query and the fragment go (they carry tokens), wherever the URL stands."""
+    return _URL_IN_TEXT.sub(lambda found: _bare_url(found.group(0)), text)
+
+
+def _bare_url(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def shown(raw: object) -> str:
+    """A refused value as a message may echo it: scrubbed, printable, bounded."""
+    text = scrub_text(str(raw))
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
 def safe_url(raw: str) -> SafeUrl:
     """Validate `raw` and strip its query and fragment.
 
@@ -75,13 +103,13 @@ def safe_url(raw: str) -> SafeUrl:
         parts = urlsplit(raw.strip())
         port = parts.port
     except ValueError as exc:
-        raise InvalidInput(f"not a valid URL: {raw!r}") from exc
+        raise InvalidInput(f"not a valid URL: {shown(raw)!r}") from exc
     if parts.scheme.lower() not in ("http", "https"):
-        raise InvalidInput(f"only http and https URLs can be requested: {raw!r}")
+        raise InvalidInput(f"only http and https URLs can be requested: {shown(raw)!r}")
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise InvalidInput("URLs with credentials cannot be requested")
     if parts.netloc.startswith("[") or parts.hostname is None:
-        raise InvalidInput(f"URL has no usable host name: {raw!r}")
+        raise InvalidInput(f"URL has no usable host name: {shown(raw)!r}")
     host = safe_host(parts.hostname)
     netloc = host if port is None else f"{host}:{port}"
     path = quote(parts.path or "/", safe=_PATH_SAFE)
@@ -97,7 +125,7 @@ def safe_site(raw: str) -> str:
     if not colon:
         return safe_host(raw)
     if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
-        raise InvalidInput(f"not a valid site: {raw!r}")
+        raise InvalidInput(f"not a valid site: {shown(raw)!r}")
     site = f"{safe_host(host)}:{int(port)}"
     return site.removesuffix(":443")
 
@@ -108,27 +136,27 @@ def safe_host(raw: str) -> str:
     if not host:
         raise InvalidInput("empty host name")
     if _is_ip_literal(host):
-        raise InvalidInput(f"IP addresses cannot be requested, only host names: {raw!r}")
+        raise InvalidInput(f"IP addresses cannot be requested, only host names: {shown(raw)!r}")
     try:
         ascii_host = host.encode("idna").decode("ascii")
     except UnicodeError as exc:
-        raise InvalidInput(f"not a valid host name: {raw!r}") from exc
+        raise InvalidInput(f"not a valid host name: {shown(raw)!r}") from exc
     labels = ascii_host.split(".")
     if len(labels) < 2:
-        raise InvalidInput(f"single-label host names look internal: {raw!r}")
+        raise InvalidInput(f"single-label host names look internal: {shown(raw)!r}")
     if not all(_LABEL.fullmatch(label) for label in labels) or len(ascii_host) > 253:
-        raise InvalidInput(f"not a valid host name: {raw!r}")
+        raise InvalidInput(f"not a valid host name: {shown(raw)!r}")
     if labels[-1].isdigit() or _is_ip_literal(ascii_host):
-        raise InvalidInput(f"IP addresses cannot be requested, only host names: {raw!r}")
+        raise InvalidInput(f"IP addresses cannot be requested, only host names: {shown(raw)!r}")
     if ascii_host in _INTERNAL_NAMES or ascii_host.endswith(_INTERNAL_SUFFIXES):
-        raise InvalidInput(f"internal-looking host names cannot be requested: {raw!r}")
+        raise InvalidInput(f"internal-looking host names cannot be requested: {shown(raw)!r}")
     return ascii_host
 
 
 def safe_package(raw: str) -> str:
     """Return a package name in its normalized form (PEP 503), or raise `InvalidInput`."""
     if not isinstance(raw, str) or not _PACKAGE.fullmatch(raw.strip()):
-        raise InvalidInput(f"not a valid package name: {raw!r}")
+        raise InvalidInput(f"not a valid package name: {shown(raw)!r}")
     return re.sub(r"[-_.]+", "-", raw.strip()).lower()
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from interlock.cards import MAX_TEXT, redact
+from interlock.egress import scrub_text
 from interlock.errors import InvalidInput
 
 CONFIRM: Final = "confirm"
@@ -160,9 +161,11 @@ def validate_generic(card: Mapping[str, Any], payload: Any) -> Any:
 
 
 def safe_text(value: Any, limit: int = MAX_TEXT) -> str:
-    """Text safe to store and show: printable characters (and line breaks), bounded."""
+    """Text safe to store and show: printable characters (and line breaks), every URL in
+    it scrubbed, bounded."""
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     cleaned = "".join(ch for ch in text if ch.isprintable() or ch == "\n").strip()
+    cleaned = scrub_text(cleaned)  # a URL in the text keeps no token
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"

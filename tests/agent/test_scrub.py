@@ -3,6 +3,7 @@ event, snapshot, journal, stored answer, saved turn or record, and the model is 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from typing import Any
@@ -42,7 +43,15 @@ def _everything_stored(aws: dict[str, Any]) -> str:
         gzip.decompress(aws["s3"].get_object(Bucket=aws["bucket"], Key=o["Key"])["Body"].read())
         for o in objects
     ]
-    return json.dumps(items) + "".join(body.decode() for body in bodies)
+    return json.dumps(items, default=_readable) + "".join(body.decode() for body in bodies)
+
+
+def _readable(value: Any) -> str:
+    """A binary attribute as text (a snapshot kept on its item is gzipped JSON)."""
+    raw = bytes(value)
+    with contextlib.suppress(OSError):
+        raw = gzip.decompress(raw)
+    return raw.decode(errors="replace")
 
 
 def test_a_url_with_a_token_is_scrubbed_before_anything_sees_it(
@@ -82,3 +91,45 @@ def test_a_url_with_a_token_is_scrubbed_before_anything_sees_it(
     assert transport.urls == ["https://data.example.org/table.csv"]
     # And the model was told what was removed
     assert SCRUBBED_NOTE in (done.text or "")
+
+
+def test_urls_written_in_prose_are_scrubbed_too_in_every_spelling() -> None:
+    prose = (
+        f"Please fetch {LEAKY} for me, then \u200bhttps://user:pw@data.example.org/x?token="
+        f"{TOKEN} and \u2039https://data.example.org/y?token={TOKEN}> too"
+    )
+    cleaned, changed = scrub({"reason": prose})
+    assert changed
+    assert cleaned["reason"] == (
+        "Please fetch https://data.example.org/table.csv for me, then "
+        "\u200bhttps://data.example.org/x and \u2039https://data.example.org/y> too"
+    )
+
+
+def test_a_token_in_a_reason_written_in_prose_reaches_no_card_or_record(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    from interlock.egress import safe_url, shown
+    from interlock.errors import InvalidInput
+
+    reason = f"I need {LEAKY} (the table) and https://user:pw@data.example.org/t?token={TOKEN}"
+    script = scenario(
+        [{"tool": "request_approval", "input": {"reason": reason, "urls": [LEAKY]}}],
+        lambda results: [{"text": "ok"}],
+    )
+    rt = Runtime(
+        stores, Models([script]), clock=clock, fetch=Transport(), limits=TurnLimits(heartbeat_s=60)
+    )
+    paused = run_turn(rt, Caller("alice"), "c-prose", "go")
+    assert paused.offer is not None
+    card = paused.offer.request.card
+    assert TOKEN not in json.dumps(card) and "pw@" not in json.dumps(card)
+    assert "https://data.example.org/table.csv" in card["reason"]
+    streamed = encode(run_events("c-prose", "r1", paused))
+    assert TOKEN not in streamed and TOKEN not in _everything_stored(aws)
+    # And a URL refused for its form is echoed back only scrubbed
+    try:
+        safe_url(f"ftp://user:pw@data.example.org/x?token={TOKEN}")
+    except InvalidInput as refused:
+        assert TOKEN not in str(refused) and "pw@" not in str(refused), refused
+    assert shown(f"gopher://a.example/?token={TOKEN}") == "gopher://a.example/"

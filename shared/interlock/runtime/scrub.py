@@ -1,5 +1,5 @@
-"""One sanitiser for URLs at the tool boundary: query strings and fragments never enter
-the run.
+"""One sanitiser for URLs at the tool boundary: credentials, query strings and fragments
+never enter the run.
 
 A model may put a URL carrying `?token=...` into a tool call. The call's arguments are
 streamed to the client, kept in the agent's messages (so in its snapshot), recorded in
@@ -15,13 +15,13 @@ import contextlib
 import json
 from collections.abc import AsyncIterable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from interlock.context import current_request
+from interlock.egress import scrub_text
 from interlock.runtime.wrapped import WrappedModel
 
 SCRUBBED_NOTE = (
@@ -31,7 +31,8 @@ SCRUBBED_NOTE = (
 
 
 def scrub(value: Any) -> tuple[Any, bool]:
-    """`value` with every http(s) URL's query and fragment removed, and whether any was."""
+    """`value` with every URL in its strings cut to scheme, host and path (no
+    credentials, query or fragment), and whether any was."""
     if isinstance(value, str):
         return _scrub_url(value)
     if isinstance(value, list):
@@ -44,16 +45,10 @@ def scrub(value: Any) -> tuple[Any, bool]:
 
 
 def _scrub_url(text: str) -> tuple[str, bool]:
-    stripped = text.strip()
-    if not stripped.lower().startswith(("http://", "https://")):
-        return text, False
-    try:
-        parts = urlsplit(stripped)
-    except ValueError:
-        return text, False
-    if not parts.query and not parts.fragment and "?" not in stripped and "#" not in stripped:
-        return text, False
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), True
+    # Every URL in the string, not only a string that is one: a reason or a prompt
+    # that repeats a URL in prose carries its token just the same.
+    scrubbed = scrub_text(text)
+    return scrubbed, scrubbed != text
 
 
 class UrlScrubbedModel(WrappedModel):
