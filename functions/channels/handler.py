@@ -137,7 +137,7 @@ bind(
 )
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)  # never the event: it carries secrets
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -193,7 +193,10 @@ bind(
 )
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+# Never the event, whatever POWERTOOLS_LOGGER_LOG_EVENT says: its headers carry tokens.
+@logger.inject_lambda_context(
+    correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False
+)
 @tracer.capture_lambda_handler(capture_response=False)  # responses carry resume secrets
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -37,7 +37,7 @@ METRICS = {
 }
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)  # never the event: it carries secrets
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

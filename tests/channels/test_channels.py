@@ -371,3 +371,26 @@ def test_deep_and_oversized_slack_bodies_are_refused_before_they_are_parsed(
         "/channels/slack/interactions", data=huge, headers=fakes.slack_headers(huge)
     )
     assert huge_reply.status_code == 413, huge_reply.get_data(as_text=True)
+
+
+def test_event_logging_switched_on_still_logs_no_secret(
+    channels: Setup, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from local.server import LocalApi
+    from tests.api.conftest import BufferedClient
+
+    # An operator switches Powertools' event logging on for every function
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "DEBUG")
+    channels.client = BufferedClient(LocalApi(channels.key))
+    link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
+    request = pause(channels, "c1")
+    data = button_data("c1", request.interrupt_id, "r")
+    tap_telegram(channels, fakes.telegram_tap(1, TG_ALICE, data))
+    token = auth(channels.key)["Authorization"].removeprefix("Bearer ")
+    channels.client.get("/chats/c1/request", headers=auth(channels.key))
+
+    printed = capfd.readouterr()
+    said = printed.out + printed.err
+    assert fakes.TELEGRAM_WEBHOOK_SECRET not in said
+    assert token not in said
