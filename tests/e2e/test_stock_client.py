@@ -457,3 +457,23 @@ def test_an_answer_while_another_worker_holds_the_claim_is_a_run_error(
     assert busy["runError"]["code"] == "in_progress", busy
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and request.lease_token == "another-workers-token"
+
+
+def test_a_new_message_while_a_turn_runs_is_a_run_error(
+    client: StockClient, stock_aws: dict[str, Any], stock_stores: Stores
+) -> None:
+    done = client.send("run hello")
+    assert done["runError"] is None, done
+    # Another tab's turn of this chat is running right now (its admission is held)
+    stock_aws["dynamodb"].update_item(
+        TableName=stock_aws["table"],
+        Key={"pk": {"S": f"CHAT#{client.thread}"}, "sk": {"S": "META"}},
+        UpdateExpression="SET run_token = :t, run_until_ms = :u",
+        ExpressionAttributeValues={
+            ":t": {"S": "another-tabs-turn"},
+            ":u": {"N": str(SystemClock().now_ms() + 60_000)},
+        },
+    )
+    busy = client.send("run Please download the reference table")
+    assert busy["runError"]["code"] == "turn_running", busy
+    assert stock_stores.requests.get(client.thread, SystemClock().now_ms()) is None
