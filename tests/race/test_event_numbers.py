@@ -26,7 +26,7 @@ pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("alone", "with_a_change", "two_at_once", "sweeper")
 EACH = 250
-RUNS = 10
+RUNS = 5
 PAGE = 25
 
 
