@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from interlock import errors
-from interlock.answers import Reply
 from interlock.caller import Caller
 from interlock.channels import (
     FORM,
@@ -39,6 +38,7 @@ from interlock.ports import Stores
 from interlock.records import RequestRecord, unanswerable
 
 if TYPE_CHECKING:  # the Strands side: only `apply_tap` runs an agent
+    from interlock.answers import Reply
     from interlock.deps import Runtime
 
 logger = logging.getLogger(__name__)
@@ -159,6 +159,10 @@ def _replies(screened: Screened, tap: Tap) -> list[Reply]:
     Raises:
         InvalidInput: a button or form the card has not, or an answer left empty.
     """
+    # The answer rules (pydantic) load here, after the acknowledgement: the channels
+    # function screens taps with this module and must not pay for them at cold start.
+    from interlock.answers import Reply
+
     request = screened.request
     if tap.choice in GROUP_CHOICES:
         given = group_answers(request, tap.choice or "", tap.payload or {})

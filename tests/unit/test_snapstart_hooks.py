@@ -88,3 +88,22 @@ def test_before_the_snapshot_what_the_first_request_loads_is_imported() -> None:
     # snapshot holds them: the settings' model and the response bodies
     assert imported_pydantic is False
     assert {"interlock.config_model", "interlock.api.schemas", "interlock.answers"} <= set(loaded)
+
+
+def test_the_modules_that_screen_a_tap_load_no_answer_rules() -> None:
+    # The channels function screens every tap with these before it acknowledges: the
+    # answer rules (pydantic) load only once a tap is applied
+    root = Path(__file__).resolve().parents[2]
+    probe = (
+        "import sys, interlock.respond, interlock.channels, interlock.adapters.slack, "
+        "interlock.adapters.telegram; print('pydantic' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(root / "shared")},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "False"
