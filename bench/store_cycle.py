@@ -210,7 +210,7 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
         "resume_after_claim": rest,
         "targets": {
             "pause_writes": 2,
-            # One when the snapshot is small enough to ride in the pointer itself.
+            # The snapshot PUT, then the pointer.
             "pause_writes_met": pause["writes"] <= 2,
             "decision_round_trips_max": 2,
             "decision_met": decision["dynamodb_round_trips"] <= 2

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -56,17 +56,21 @@ def download_card(
     urls: Iterable[str],
     packages: Iterable[str],
     refused: Iterable[Subject],
-    approved: frozenset[Subject],
+    approved_among: Callable[[frozenset[Subject]], frozenset[Subject]],
     tool_use_id: str,
 ) -> dict[str, Any] | None:
     """Build the card for a download approval, or None if nothing is left to ask.
 
     Validates what the model named, merges what was refused this turn and drops what
-    is already approved. Raises `InvalidInput` for a URL or package breaking the rules.
+    `approved_among` says is already approved (asked once, for exactly these subjects).
+    Raises `InvalidInput` for a URL or package breaking the rules.
     """
     safe_urls = {u.url: u.site for u in (safe_url(raw) for raw in urls)}
     sites = set(safe_urls.values()) | {s.name for s in refused if s.kind == "site"}
     names = {safe_package(p) for p in packages} | {s.name for s in refused if s.kind == "package"}
+    approved = approved_among(
+        frozenset({Subject("site", h) for h in sites} | {Subject("package", p) for p in names})
+    )
     sites = {h for h in sites if Subject("site", h) not in approved}
     names = {p for p in names if Subject("package", p) not in approved}
     if not sites and not names:

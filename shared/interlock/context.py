@@ -7,7 +7,7 @@ arguments: a model-controlled argument is not an identity.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -38,9 +38,9 @@ class RequestContext:
         roles: The user's roles, from the authorizer.
         approved: Sites and packages known approved for this user and chat without a
             read (on a resume, what its own answer granted).
-        more_approved: Reads the rest (the user's rows + the admin list), at most once
-            and only when a tool asks about a subject not in `approved`, so a run that
-            never meets a gated site or package reads nothing.
+        look_up: Reads which of some subjects are approved (the user's rows and the
+            administrator list, by key), only for subjects not already known, so a run
+            that never meets a gated site or package reads nothing.
         can_ask_a_human: False for unattended runs: tools must not interrupt.
         refused: Sites and packages refused this turn (filled by egress checks).
         resume_cards: On a resume, the stored cards of the request being answered.
@@ -56,7 +56,7 @@ class RequestContext:
     chat_id: str
     roles: frozenset[str] = frozenset()
     approved: frozenset[Subject] = frozenset()
-    more_approved: Callable[[], frozenset[Subject]] | None = None
+    look_up: Callable[[frozenset[Subject]], frozenset[Subject]] | None = None
     can_ask_a_human: bool = True
     refused: set[Subject] = field(default_factory=set)
     resume_cards: tuple[dict[str, Any], ...] = ()
@@ -66,17 +66,21 @@ class RequestContext:
     now_ms: Callable[[], int] | None = None
     audit: Callable[[str, dict[str, Any]], None] | None = None
     scrubbed: set[str] = field(default_factory=set)
-    _read: frozenset[Subject] | None = field(default=None, init=False, repr=False)
+    _known: dict[Subject, bool] = field(default_factory=dict, init=False, repr=False)
 
     def is_approved(self, subject: Subject) -> bool:
         """Whether `subject` is approved; reads the store only for what is not known."""
-        return subject in self.approved or subject in self.all_approved()
+        return subject in self.approved_among({subject})
 
-    def all_approved(self) -> frozenset[Subject]:
-        """Everything approved for this user and chat (read once, on first need)."""
-        if self._read is None:
-            self._read = self.more_approved() if self.more_approved else frozenset()
-        return self.approved | self._read
+    def approved_among(self, subjects: Iterable[Subject]) -> frozenset[Subject]:
+        """Which of `subjects` are approved for this user and chat; each subject is read
+        at most once a run, all the unknown ones in one look-up."""
+        wanted = frozenset(subjects)
+        unknown = frozenset(s for s in wanted - self.approved if s not in self._known)
+        if unknown:
+            found = self.look_up(unknown) if self.look_up else frozenset()
+            self._known.update({s: s in found for s in unknown})
+        return frozenset(s for s in wanted if s in self.approved or self._known.get(s))
 
 
 _current: ContextVar[RequestContext] = ContextVar("interlock_request")

@@ -78,7 +78,7 @@ def persist_pause(
         LimitExceeded: `asks` found no free slot, or no budget; nothing was written.
     """
     stored = stores.blobs.put_snapshot(
-        chat_id, interrupt_id, snapshot, version=fence.token if fence else None, inline=True
+        chat_id, interrupt_id, snapshot, version=fence.token if fence else None
     )
     fenced = [stores.turns.end_run(fence)] if fence else []
     tries = asks.slots if asks else [(ask_slot, None)]
@@ -261,7 +261,7 @@ def _chained(
     stores = rt.stores
     try:
         stored = stores.blobs.put_snapshot(
-            claim.chat_id, first.interrupt_id, snapshot, version=claim.fence.token, inline=True
+            claim.chat_id, first.interrupt_id, snapshot, version=claim.fence.token
         )
         successor, secret = stores.requests.new_request(
             chat_id=claim.chat_id,

@@ -12,7 +12,7 @@ its pause), so that "all or nothing" never needs a second round trip.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -249,7 +249,9 @@ class ApprovalPort(Protocol):
 
     def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]: ...
 
-    def approved_subjects(self, chat_id: str, user_id: str, now_ms: int) -> frozenset[Subject]: ...
+    def approved_among(
+        self, chat_id: str, user_id: str, subjects: Collection[Subject], now_ms: int
+    ) -> frozenset[Subject]: ...
 
     def revoke(self, chat_id: str, user_id: str, subject: Subject) -> bool: ...
 
@@ -314,8 +316,6 @@ class BlobPort(Protocol):
         interrupt_id: str,
         snapshot: dict[str, Any],
         version: str | None = None,
-        *,
-        inline: bool = False,
     ) -> StoredSnapshot: ...
 
     def read_snapshot(self, stored: StoredSnapshot) -> dict[str, Any]: ...

@@ -50,8 +50,8 @@ class Asked:
 class RequestRecord:
     """The pointer: the one open (or last) request of a chat, in any state.
 
-    The card and everything a client sees live here; the paused agent too when it is
-    small (`snapshot`, compressed), else in S3 at `snapshot_key`; the final answer
+    The card and everything a client sees live here; the paused agent is an S3 object
+    at `snapshot_key` (checked against `snapshot_digest`); the final answer
     inline (`answer`, `final_text`) or at `answer_key` once done. A run that paused
     on several interrupts at once (parallel tool calls) keeps the first in
     `interrupt_id`/`card` and the others in `also_asked`; one answer settles them all.
@@ -91,7 +91,6 @@ class RequestRecord:
     failures: int = 0
     also_asked: tuple[Asked, ...] = ()
     created_ms: int = 0
-    snapshot: bytes | None = None
     decided_by: str | None = None
     decided_at_ms: int | None = None
     decided_via: str | None = None
@@ -101,9 +100,8 @@ class RequestRecord:
 
     @property
     def stored_snapshot(self) -> StoredSnapshot:
-        """Where this request's paused run is: inline in the item or in S3."""
-        size = len(self.snapshot) if self.snapshot is not None else 0
-        return StoredSnapshot(self.snapshot_key, size, self.snapshot_digest or "", self.snapshot)
+        """Where this request's paused run is stored."""
+        return StoredSnapshot(self.snapshot_key, 0, self.snapshot_digest or "")
 
     @property
     def asked(self) -> tuple[Asked, ...]:
@@ -293,16 +291,12 @@ Fence = ClaimFence | TurnFence
 
 @dataclass(frozen=True, slots=True)
 class StoredSnapshot:
-    """A paused run's snapshot as stored: how big, its SHA-256 digest, and where.
-
-    A small one rides in its request's own item (`body`, the compressed bytes, and no
-    `key`); a larger one is an S3 object at `key`.
-    """
+    """A paused run's snapshot as stored: its S3 key, compressed size (0 when read back
+    from its pointer, which does not keep it) and SHA-256 digest."""
 
     key: str | None
     size: int
     digest: str
-    body: bytes | None = None
 
 
 def unanswerable(

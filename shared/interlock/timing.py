@@ -71,10 +71,6 @@ class StorePolicy:
         max_item_bytes: Budget for one pointer item, well under DynamoDB's 400 KB.
         approval_ttl_s: How long an approval row lives (it covers the rest of the chat).
         max_snapshot_bytes: Largest compressed snapshot accepted.
-        inline_snapshot_bytes: Largest compressed snapshot kept in its request's own
-            item instead of S3: most paused runs are a few KB, and inline they cost
-            no S3 round trip to pause or to resume. Small enough that the item's
-            writes (each journal step is billed by item size) stay cheap.
     """
 
     request_ttl_s: int = DAY_S
@@ -88,7 +84,6 @@ class StorePolicy:
     max_item_bytes: int = 300_000
     approval_ttl_s: int = 30 * DAY_S
     max_snapshot_bytes: int = 5 * 1024 * 1024
-    inline_snapshot_bytes: int = 4 * 1024
     snapshot_lifecycle_days: int = SNAPSHOT_LIFECYCLE_DAYS
 
     def latest_expiry_s(self) -> int:

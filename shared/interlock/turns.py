@@ -130,8 +130,8 @@ def request_context(
         chat_id=chat_id,
         roles=caller.roles,
         approved=granted,
-        more_approved=lambda: approvals.approved_subjects(
-            chat_id, caller.user_id, rt.clock.now_ms()
+        look_up=lambda subjects: approvals.approved_among(
+            chat_id, caller.user_id, subjects, rt.clock.now_ms()
         ),
         can_ask_a_human=caller.can_ask_a_human,
         resume_cards=tuple(a.card for a in resuming.asked) if resuming else (),

@@ -1,5 +1,5 @@
 """Local mode's state file: the table and bucket come back as they were, binary
-attributes (a request's inline snapshot) included."""
+attributes included."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from local.persist import LocalState
 ITEM = {
     "pk": {"S": "CHAT#c1"},
     "sk": {"S": "REQUEST"},
-    "snapshot": {"B": b"\x1f\x8b\x00binary"},
+    "digest_bytes": {"B": b"\x1f\x8b\x00binary"},
     # A map whose key looks like the file's own tag stays a map
     "card": {"M": {"$base64": {"S": "not bytes"}}},
 }

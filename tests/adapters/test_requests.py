@@ -53,7 +53,6 @@ def raw_item(aws: dict[str, Any], chat: str = CHAT) -> dict[str, Any]:
 # -- opening -----------------------------------------------------------------------------
 
 
-# A snapshot that does not compress below the inline limit: it goes to S3.
 LARGE = {"messages": [__import__("os").urandom(6 * 1024).hex()]}
 
 
@@ -62,40 +61,30 @@ def s3_keys(aws: dict[str, Any]) -> list[str]:
     return [o["Key"] for o in listed.get("Contents", [])]
 
 
-def test_a_small_snapshot_is_written_inside_its_pointer(
-    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+@pytest.mark.parametrize("snapshot", [{"messages": ["hello"]}, LARGE], ids=["small", "large"])
+def test_every_snapshot_is_stored_in_s3_and_its_pointer_keeps_the_key_and_digest(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any], snapshot: dict[str, Any]
 ) -> None:
-    opened = pause(stores, clock)
+    opened = pause(stores, clock, snapshot=snapshot)
 
     stored = stores.requests.get(CHAT, clock.now_ms())
     assert stored == opened.request
     assert stored.state is RequestState.PENDING
-    assert (stored.snapshot_key, s3_keys(aws)) == (None, [])
-    assert stored.snapshot is not None and len(stored.snapshot) == opened.snapshot_bytes
-    assert stores.blobs.read_snapshot(stored.stored_snapshot) == {"messages": ["hello"]}
-    assert "sweep_shard" in raw_item(aws), "open requests are in the sparse expiry index"
-
-
-def test_a_large_snapshot_is_stored_in_s3_then_the_pointer(
-    stores: Stores, clock: ManualClock, aws: dict[str, Any]
-) -> None:
-    opened = pause(stores, clock, snapshot=LARGE)
-
-    stored = stores.requests.get(CHAT, clock.now_ms())
-    assert stored == opened.request and stored.snapshot is None
     assert s3_keys(aws) == [stored.snapshot_key]
-    assert stores.blobs.read_snapshot(stored.stored_snapshot) == LARGE
-    assert "snapshot" not in raw_item(aws)
+    assert stored.snapshot_digest and len(stored.snapshot_digest) == 64
+    assert stores.blobs.read_snapshot(stored.stored_snapshot) == snapshot
+    item = raw_item(aws)
+    assert "snapshot" not in item, "no snapshot bytes ride in the pointer"
+    assert "sweep_shard" in item, "open requests are in the sparse expiry index"
 
 
-def test_an_inline_snapshot_that_is_not_the_recorded_one_is_refused(
+def test_a_snapshot_that_is_not_the_recorded_one_is_refused(
     stores: Stores, clock: ManualClock
 ) -> None:
     stored = pause(stores, clock).request
-    other = stores.blobs.put_snapshot(CHAT, "i", {"messages": ["forged"]}, inline=True)
-    assert other.body is not None
+    other = stores.blobs.put_snapshot(CHAT, "i", {"messages": ["forged"]})
     with pytest.raises(errors.SnapshotLost):
-        stores.blobs.read_snapshot(replace(stored.stored_snapshot, body=other.body))
+        stores.blobs.read_snapshot(replace(stored.stored_snapshot, key=other.key))
 
 
 def test_pointer_is_never_written_when_the_snapshot_put_fails(

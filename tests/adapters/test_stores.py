@@ -66,13 +66,24 @@ def test_admin_list_is_consulted_with_the_users_rows(stores: Stores, clock: Manu
     stores.approvals.admin_grant([Subject("site", "pypi.org")], "admin", clock.now_ms())
     stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
 
-    assert stores.approvals.approved_subjects("c1", "alice", clock.now_ms()) == {
+    asked = [SITE, Subject("site", "pypi.org"), Subject("package", "numpy")]
+    assert stores.approvals.approved_among("c1", "alice", asked, clock.now_ms()) == {
         SITE,
         Subject("site", "pypi.org"),
     }
-    assert stores.approvals.approved_subjects("c9", "bob", clock.now_ms()) == {
+    assert stores.approvals.approved_among("c9", "bob", asked, clock.now_ms()) == {
         Subject("site", "pypi.org")
     }
+    assert stores.approvals.approved_among("c1", "alice", [], clock.now_ms()) == frozenset()
+
+
+def test_an_approval_past_its_ttl_is_not_among_the_approved(
+    stores: Stores, clock: ManualClock
+) -> None:
+    stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
+    clock.advance(seconds=stores.policy.approval_ttl_s + 1)
+
+    assert stores.approvals.approved_among("c1", "alice", [SITE], clock.now_ms()) == frozenset()
 
 
 def test_many_approvals_are_written_in_batches(stores: Stores, clock: ManualClock) -> None:

@@ -24,7 +24,7 @@ from interlock.inbox import cancel_request
 from interlock.ports import Stores
 from interlock.records import RequestRecord, RequestState, Subject
 from interlock.resume import resume_turn
-from interlock.timing import ManualClock, StorePolicy
+from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, run_turn
 from tests.agent.support import Models, Transport
 from tests.faults.wrapper import Faulty
@@ -103,17 +103,8 @@ def _item_key() -> dict[str, Any]:
 
 
 def _rewrite(aws: dict[str, Any], request: RequestRecord, body: bytes) -> None:
-    """Replace the stored snapshot's bytes, wherever the request keeps them."""
-    if request.snapshot_key is None:
-        aws["dynamodb"].update_item(
-            TableName=aws["table"],
-            Key=_item_key(),
-            UpdateExpression="SET #s = :b",
-            ExpressionAttributeNames={"#s": "snapshot"},
-            ExpressionAttributeValues={":b": {"B": body}},
-        )
-    else:
-        aws["s3"].put_object(Bucket=aws["bucket"], Key=request.snapshot_key, Body=body)
+    """Replace the stored snapshot's bytes."""
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=request.snapshot_key, Body=body)
 
 
 def _gzip(value: Any) -> bytes:
@@ -129,15 +120,7 @@ def _modified(aws: dict[str, Any], request: RequestRecord) -> None:
 
 
 def _missing(aws: dict[str, Any], request: RequestRecord) -> None:
-    if request.snapshot_key is None:
-        aws["dynamodb"].update_item(
-            TableName=aws["table"],
-            Key=_item_key(),
-            UpdateExpression="REMOVE #s",
-            ExpressionAttributeNames={"#s": "snapshot"},
-        )
-    else:
-        aws["s3"].delete_object(Bucket=aws["bucket"], Key=request.snapshot_key)
+    aws["s3"].delete_object(Bucket=aws["bucket"], Key=request.snapshot_key)
 
 
 def _incompatible(aws: dict[str, Any], request: RequestRecord) -> None:
@@ -160,11 +143,6 @@ SPOILERS = {
 }
 
 
-# Where the paused run is kept: inside its request's item (small), or in S3.
-PLACES = {"inline": StorePolicy(), "s3": StorePolicy(inline_snapshot_bytes=0)}
-
-
-@pytest.mark.parametrize("policy", PLACES.values(), ids=list(PLACES))
 @pytest.mark.parametrize("spoil", SPOILERS, ids=list(SPOILERS))
 def test_an_unusable_snapshot_settles_the_request_with_a_clear_error(
     rt: Runtime,
@@ -173,13 +151,12 @@ def test_an_unusable_snapshot_settles_the_request_with_a_clear_error(
     clock: ManualClock,
     aws: dict[str, Any],
     spoil: str,
-    policy: StorePolicy,
 ) -> None:
     # Given a paused download whose snapshot is then spoiled, where it is kept
     interrupt_id, secret = _pause(rt, alice, "please download the table")
     request = stores.requests.get(CHAT, clock.now_ms())
     assert request is not None
-    assert (request.snapshot_key is None) is (policy.inline_snapshot_bytes > 0)
+    assert request.snapshot_key is not None
     spoiler, error = SPOILERS[spoil]
     spoiler(aws, request)
 

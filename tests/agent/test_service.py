@@ -67,8 +67,8 @@ def test_a_turn_pauses_with_a_durable_card(
     assert request == paused.offer.request  # type: ignore[union-attr]
     assert request.card["sites"] == ["data.example.org"]
     assert request.card["batch_tools"] == ["request_approval"]
-    # The paused run is small: it rides in the request's own item
-    assert request.snapshot_key is None
+    # The paused run, small as it is, is an S3 object the pointer names
+    assert request.snapshot_key is not None and request.snapshot_key.startswith("snapshots/")
     assert stores.blobs.read_snapshot(request.stored_snapshot)["interlock_schema"] == 1
     assert events(stores) == ["turn_started", "paused"]
     assert [t["role"] for t in stores.chats.turns(CHAT)] == ["user"]

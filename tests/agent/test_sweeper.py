@@ -13,7 +13,7 @@ from interlock.config import assemble
 from interlock.records import RequestState
 from interlock.resume import resume_turn
 from interlock.sweeper import sweep
-from interlock.timing import ManualClock, StorePolicy
+from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, run_turn
 
 
@@ -134,8 +134,6 @@ def test_a_live_claim_is_not_swept(
     assert stores.requests.get("c1", clock.now_ms()).worker == "busy"
 
 
-# Snapshots kept in S3, where one of them is then lost.
-@pytest.mark.parametrize("policy", [StorePolicy(inline_snapshot_bytes=0)], ids=["s3"])
 def test_one_request_that_cannot_be_settled_does_not_stop_the_sweep(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock, aws: dict[str, Any]
 ) -> None:
@@ -161,7 +159,6 @@ def test_one_request_that_cannot_be_settled_does_not_stop_the_sweep(
 def test_an_operator_may_answer_a_rerouted_request_but_not_cancel_it(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
-    import pytest
 
     from interlock import errors, inbox
 

@@ -18,8 +18,8 @@ def test_store_cycle_meets_its_call_targets(server_aws: dict[str, Any]) -> None:
 
     figures = run_cycle(stores, meter)
 
-    # The demo-sized snapshot rides in its pointer: one write, no S3 object
-    assert figures["pause"]["calls"] == {"dynamodb.PutItem": 1}
+    # Even the demo-sized snapshot is an S3 object, PUT before its pointer
+    assert figures["pause"]["calls"] == {"s3.PutObject": 1, "dynamodb.PutItem": 1}
     assert figures["resume_decision_win"]["dynamodb_round_trips"] == 2
     assert figures["resume_decision_lose"]["dynamodb_round_trips"] == 2
     assert figures["resume_decision_lose"]["loser_error"].startswith("ResumeInProgress")

@@ -102,12 +102,6 @@ class Story:
     roles: frozenset[str] = frozenset({"reporter"})
     sends_report: tuple[str, ...] = ()  # final decisions after which one report is sent
     grants_site: bool = False  # an approval grants the table's site
-    inline_snapshots: bool = True  # False: every snapshot is an S3 object
-
-    @property
-    def policy(self) -> StorePolicy:
-        """The stores' policy in this story's phases."""
-        return StorePolicy() if self.inline_snapshots else StorePolicy(inline_snapshot_bytes=0)
 
     def expected_reports(self, decision: str | None) -> int:
         return 1 if decision in self.sends_report else 0
@@ -146,24 +140,6 @@ STORIES: Final = {
             sends_report=ANSWERED,
         ),
         Story("chain", CHAIN, "chain", {"answer": "Yes"}, sends_report=ANSWERED),
-        # The same two with their snapshots in S3: the PUT before each pointer and the
-        # GET on each resume are cells of their own.
-        Story(
-            "download-s3",
-            DOWNLOAD,
-            "please download the table",
-            {"decision": "approve"},
-            grants_site=True,
-            inline_snapshots=False,
-        ),
-        Story(
-            "chain-s3",
-            CHAIN,
-            "chain",
-            {"answer": "Yes"},
-            sends_report=ANSWERED,
-            inline_snapshots=False,
-        ),
         Story("info", INFO, "run the export", {"bucket_name": "exports", "retention_days": 7}),
     )
 }
@@ -269,9 +245,7 @@ def child_main(spec: CellSpec) -> None:
     ]
     plan = FaultPlan(spec.at, spec.mode, work / "trace.jsonl" if spec.trace else None)
     plan.attach(*clients)
-    stores = build_stores(
-        clients[0], clients[1], spec.table, spec.bucket, STORIES[spec.story].policy
-    )
+    stores = build_stores(clients[0], clients[1], spec.table, spec.bucket, StorePolicy())
     rt = Runtime(
         stores,
         lambda: LoggedModel(work / "models.log"),

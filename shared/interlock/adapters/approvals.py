@@ -6,7 +6,7 @@ them and is consulted by the same lookup.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from interlock import keys
@@ -14,6 +14,7 @@ from interlock.adapters.dynamo import (
     Cancelled,
     ConditionFailed,
     DynamoDBClient,
+    batch_get,
     expression,
     from_item,
     to_item,
@@ -25,6 +26,7 @@ from interlock.ports import Entry
 from interlock.records import Approval, Fence, Subject
 
 _BATCH = 25  # BatchWriteItem's limit
+_READ_BATCH = 100  # BatchGetItem's
 _FENCED_BATCH = 99  # a transaction holds 100 items, one of them the fence check
 _RETRIES = 5
 
@@ -100,10 +102,25 @@ class ApprovalStore:
         rows = self._query(keys.chat_pk(chat_id), keys.approval_prefix(user_id))
         return [a for a in rows if a.ttl is None or a.ttl > now_ms // 1000]
 
-    def approved_subjects(self, chat_id: str, user_id: str, now_ms: int) -> frozenset[Subject]:
-        """Everything the user may fetch or install in this chat: own rows + admin list."""
-        own = self.for_user(chat_id, user_id, now_ms)
-        return frozenset(a.subject for a in [*own, *self.admin_list()])
+    def approved_among(
+        self, chat_id: str, user_id: str, subjects: Collection[Subject], now_ms: int
+    ) -> frozenset[Subject]:
+        """Which of `subjects` the user may fetch or install in this chat: their own row
+        or the administrator list's, read by key in one round trip (a tool asks about
+        the few subjects it names, never the whole list)."""
+        wanted = sorted(set(subjects), key=lambda s: (s.kind, s.name))
+        if not wanted:
+            return frozenset()
+        keyed = [
+            (keys.chat_pk(chat_id), keys.approval_sk(user_id, s.kind, s.name)) for s in wanted
+        ] + [(keys.ADMIN_PK, keys.admin_approval_sk(s.kind, s.name)) for s in wanted]
+        found: set[Subject] = set()
+        for start in range(0, len(keyed), _READ_BATCH):
+            chunk = [to_item({"pk": pk, "sk": sk}) for pk, sk in keyed[start : start + _READ_BATCH]]
+            rows = batch_get(self._client, self._table, chunk, "read approvals")
+            live = (_from_item(row) for row in rows)
+            found |= {a.subject for a in live if a.ttl is None or a.ttl > now_ms // 1000}
+        return frozenset(found)
 
     def revoke(self, chat_id: str, user_id: str, subject: Subject) -> bool:
         """Delete one row; True if it existed. Effective from the next turn."""

@@ -2,8 +2,8 @@
 
 Only the size-checked, compressed bytes are sent; a PUT that returns has been
 confirmed, which is what the pause protocol waits for before writing the pointer.
-A snapshot small enough to ride in its request's own item is not sent at all: it is
-written with the pointer, in the same write, and read back with it.
+Every snapshot is an object, however small: one path, so one set of crash windows,
+and the request's item stays small enough that each write to it is cheap.
 """
 
 from __future__ import annotations
@@ -33,21 +33,12 @@ class BlobStore:
         client: A boto3 S3 client.
         bucket: The Interlock bucket.
         max_snapshot_bytes: Largest compressed snapshot accepted.
-        inline_snapshot_bytes: Largest compressed snapshot kept in its request's item
-            rather than in S3 (`put_snapshot(inline=True)`).
     """
 
-    def __init__(
-        self,
-        client: S3Client,
-        bucket: str,
-        max_snapshot_bytes: int,
-        inline_snapshot_bytes: int = 0,
-    ) -> None:
+    def __init__(self, client: S3Client, bucket: str, max_snapshot_bytes: int) -> None:
         self._client = client
         self._bucket = bucket
         self._max_snapshot_bytes = max_snapshot_bytes
-        self._inline_snapshot_bytes = inline_snapshot_bytes
 
     def put_snapshot(
         self,
@@ -55,14 +46,9 @@ class BlobStore:
         interrupt_id: str,
         snapshot: dict[str, Any],
         version: str | None = None,
-        *,
-        inline: bool = False,
     ) -> StoredSnapshot:
-        """Store a paused agent's snapshot under a key that names the writer's fence.
-
-        With `inline`, a snapshot within the inline limit is not sent: the returned
-        record carries its bytes for the pointer's own write (one S3 round trip fewer
-        to pause and one fewer to resume, and the snapshot lands with its pointer).
+        """Store a paused agent's snapshot under a key that names the writer's fence;
+        returns once S3 confirmed the PUT, with the key and the digest the pointer keeps.
 
         Raises `SnapshotTooLarge` (nothing written) when over the size limit.
         """
@@ -72,20 +58,16 @@ class BlobStore:
                 f"snapshot of {len(body)} compressed bytes exceeds {self._max_snapshot_bytes}"
             )
         digest = hashlib.sha256(body).hexdigest()
-        if inline and len(body) <= self._inline_snapshot_bytes:
-            return StoredSnapshot(None, len(body), digest, body)
         key = keys.snapshot_key(chat_id, interrupt_id, version)
         self._put(key, body)
         return StoredSnapshot(key, len(body), digest)
 
     def read_snapshot(self, stored: StoredSnapshot) -> dict[str, Any]:
-        """Load a snapshot from where its request says it is (inline or S3), checked
-        against the digest the request recorded.
+        """Load the snapshot its request points at, checked against the digest the
+        request recorded.
 
         Raises `SnapshotLost` when it is missing, corrupt or not the one recorded.
         """
-        if stored.body is not None:
-            return _snapshot_of(stored.body, stored.digest or None)
         if stored.key is None:
             raise SnapshotLost("the paused run's snapshot is gone")
         return self.get_snapshot(stored.key, stored.digest or None)

@@ -146,6 +146,29 @@ class Conflicted(StoreError):
     written, and the same write may simply be sent again."""
 
 
+# BatchGetItem may hand back keys it did not read (throttling); they are asked again.
+_BATCH_READ_ATTEMPTS: Final = 5
+
+
+def batch_get(
+    client: DynamoDBClient, table: str, keys: list[dict[str, Any]], action: str
+) -> list[dict[str, Any]]:
+    """Read up to 100 items by key in one consistent round trip (more only when some
+    keys came back unprocessed); returns the plain rows that exist, in no order."""
+    rows: list[dict[str, Any]] = []
+    left = keys
+    for _ in range(_BATCH_READ_ATTEMPTS):
+        with translated(action):
+            response = client.batch_get_item(
+                RequestItems={table: {"Keys": left, "ConsistentRead": True}}
+            )
+        rows += [from_item(item) for item in response.get("Responses", {}).get(table, [])]
+        left = response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+        if not left:
+            return rows
+    raise StoreError(f"{action} failed: keys left unprocessed")
+
+
 def put_new(client: DynamoDBClient, table: str, item: Mapping[str, Any], action: str) -> bool:
     """Put `item` unless one with its key exists; True only for the call that wrote it."""
     try:

@@ -32,7 +32,7 @@ def build_stores(
         turns=TurnStore(dynamodb, table_name, policy.retention_s * 10),
         limits=LimitStore(dynamodb, table_name),
         outbox=Outbox(dynamodb, table_name, policy.retention_s * 10),
-        blobs=BlobStore(s3, bucket, policy.max_snapshot_bytes, policy.inline_snapshot_bytes),
+        blobs=BlobStore(s3, bucket, policy.max_snapshot_bytes),
         policy=policy,
         channels=ChannelStore(dynamodb, table_name, policy.retention_s * 10),
     )

@@ -26,6 +26,7 @@ from interlock.adapters.dynamo import (
     Cancelled,
     ConditionFailed,
     DynamoDBClient,
+    batch_get,
     best_effort,
     chats_due,
     expression,
@@ -66,7 +67,6 @@ from interlock.timing import StorePolicy
 from interlock.tokens import hash_secret, new_secret, new_token
 
 # Named parts of the conditions. `:now_s` / `:now_ms` are the caller's clock.
-_BATCH_READ_ATTEMPTS: Final = 5
 ID_MATCHES: Final = "#interrupt_id = :interrupt_id"
 HASH_MATCHES: Final = "#secret_hash = :secret_hash"
 IS_PENDING: Final = "#state = :pending"
@@ -182,22 +182,9 @@ class RequestStore:
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]:
         """The chat's pointer (as `get`) and its meta item, in one consistent read."""
         # The chat's event counter comes along: this worker's events then need no retry.
-        keys_left = [_key(chat_id), _meta_key(chat_id), counter_key(chat_id)]
-        rows: dict[str, dict[str, Any]] = {}
-        # BatchGetItem may hand back keys it did not read (throttling); ask again for those.
-        for _ in range(_BATCH_READ_ATTEMPTS):
-            with translated("read request and chat"):
-                response = self._client.batch_get_item(
-                    RequestItems={self._table: {"Keys": keys_left, "ConsistentRead": True}}
-                )
-            for item in response.get("Responses", {}).get(self._table, []):
-                row = from_item(item)
-                rows[row["sk"]] = row
-            keys_left = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-            if not keys_left:
-                break
-        else:
-            raise errors.StoreError("read request and chat failed: keys left unprocessed")
+        wanted = [_key(chat_id), _meta_key(chat_id), counter_key(chat_id)]
+        found = batch_get(self._client, self._table, wanted, "read request and chat")
+        rows = {row["sk"]: row for row in found}
         observed(self._table, chat_id, rows.get(COUNTER_SK))
         meta = meta_from_item(chat_id, rows.get(keys.META_SK, {}))
         item = rows.get(keys.REQUEST_SK)
@@ -279,7 +266,6 @@ class RequestStore:
             card=card,
             secret_hash=hash_secret(secret),
             snapshot_key=snapshot.key,
-            snapshot=snapshot.body,
             snapshot_digest=snapshot.digest,
             user_id=keys.checked_id(user_id, "user id"),
             turn_seq=turn_seq,
@@ -571,8 +557,8 @@ class RequestStore:
         if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
-        # The paused run is over: its journal and an inline snapshot go with it.
-        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal, #snapshot"
+        # The paused run is over: its journal goes with it.
+        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
             return self._update(
@@ -597,7 +583,6 @@ class RequestStore:
             answered_at=now_ms // 1000,
             final_text=values.get(":final_text"),
             journal=(),
-            snapshot=None,
         )
 
     def chain(
@@ -740,7 +725,7 @@ class RequestStore:
         values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
         update = (
             "SET #state = :expired, #ended_reason = :reason "
-            "REMOVE #sweep_shard, #inbox_user, #journal, #snapshot"
+            "REMOVE #sweep_shard, #inbox_user, #journal"
         )
         return self._update(
             claim.chat_id,
@@ -897,7 +882,7 @@ class RequestStore:
                     _from_item(old) if old else None, request.interrupt_id, now_ms
                 ) from None
             raise EntryRefused(min(lost.failed) - 1) from None
-        return request.with_changes(state=RequestState.EXPIRED, ended_reason=reason, snapshot=None)
+        return request.with_changes(state=RequestState.EXPIRED, ended_reason=reason)
 
     def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
         """Cancel an answerable request on its user's word.
@@ -942,8 +927,7 @@ class RequestStore:
             ":reason": reason,
         }
         update = (
-            f"SET #state = :{state.value}, #ended_reason = :reason "
-            "REMOVE #sweep_shard, #inbox_user, #snapshot"
+            f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard, #inbox_user"
         )
         condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
         return condition, update, values
@@ -1073,7 +1057,6 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "failures": request.failures or None,
         "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
         "created_ms": request.created_ms or None,
-        "snapshot": request.snapshot,
         "decided_by": request.decided_by,
         "decided_at_ms": request.decided_at_ms,
         "decided_via": request.decided_via,
@@ -1140,7 +1123,6 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             failures=values.get("failures", 0),
             also_asked=_asked_from(values.get("also_asked")),
             created_ms=values.get("created_ms", 0),
-            snapshot=values.get("snapshot"),
             decided_by=values.get("decided_by"),
             decided_at_ms=values.get("decided_at_ms"),
             decided_via=values.get("decided_via"),

@@ -101,7 +101,7 @@ def request_approval(
             urls=urls or [],
             packages=packages or [],
             refused=sorted(context.refused, key=lambda s: (s.kind, s.name)),
-            approved=context.all_approved(),
+            approved_among=context.approved_among,
             tool_use_id=call_id,
         )
     except InvalidInput as exc:
