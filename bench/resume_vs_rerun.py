@@ -212,8 +212,9 @@ def takeover_after_crash(stores: Stores) -> dict[str, Any]:
         raise AssertionError("worker 1 was meant to die")
     except Crash:
         pass
-    journal = stores.requests.get("c-takeover", _now())
-    assert journal is not None
+    crashed = stores.requests.get("c-takeover", _now())
+    assert crashed is not None
+    journal = stores.requests.steps(crashed)
     later = _Later(stores.policy.lease_ms + 1)
     done = resume_turn(
         dataclasses.replace(rt, clock=later, worker_id="w2"), alice, "c-takeover", **answer
@@ -231,8 +232,8 @@ def takeover_after_crash(stores: Stores) -> dict[str, Any]:
         "repeated_tool_executions": done.usage.tool_executions
         - _answers_recomputed(done)
         + sum(n - 1 for n in fetched.values()),
-        "journal_entries_at_crash": len(journal.journal),
-        "journal_bytes_at_crash": sum(len(e.encode()) for e in journal.journal),
+        "journal_entries_at_crash": len(journal),
+        "journal_bytes_at_crash": sum(len(e.encode()) for e in journal),
         "answer": done.text,
     }
 

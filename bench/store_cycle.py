@@ -19,6 +19,7 @@ sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from interlock.pause import persist_pause  # noqa: E402
 from interlock.runtime.journal import Journal  # noqa: E402
+from interlock.steps import recorder  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 from local.storage import local_storage  # noqa: E402
@@ -177,9 +178,7 @@ def run_cycle(stores: Any, meter: Meter) -> dict[str, Any]:
     losing = _merged(losing_read, meter.take())
 
     # The journal: the resumed run records each model response and tool result.
-    journal = Journal(
-        (), lambda entry, acting: stores.requests.record_step(claim.fence, entry, acting=acting)
-    )
+    journal = Journal((), recorder(stores, claim))
     journal.record_tool(TOOL_RESULT)
     journal.record_model(MODEL_RESPONSE)
     steps = meter.take()

@@ -28,6 +28,7 @@ from interlock.adapters.schema import (
     LEASE_INDEX,
     NOTICE_INDEX,
     SNAPSHOT_PREFIX,
+    STEP_PREFIX,
 )
 from interlock.api.routes import Function
 
@@ -96,10 +97,12 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         invokes_model=True,
     ),
     # Claims and finishes a request (read with its chat in one batch read): loads the snapshot,
-    # writes the granted approval rows or deletes those a denial withdraws, records each step in the
-    # journal, writes outbox rows, may pause again (a new snapshot), stores the final answer and
-    # finishes with the transcript; every write after the claim is fenced by it (transactions with a
-    # ConditionCheck on the pointer, so no batch writes). Holds a concurrency slot as run does.
+    # writes the granted approval rows or deletes those a denial withdraws, records each step of
+    # the journal as an item (a put in a transaction; a step too large for an item is an object
+    # first) and reads them back on a takeover (a query), writes outbox rows, may pause again (a
+    # new snapshot), stores the final answer and finishes with the transcript; every write after
+    # the claim is fenced by it (transactions with a ConditionCheck on the pointer, so no batch
+    # writes). Holds a concurrency slot as run does.
     "resume": Access(
         table_actions=(
             "dynamodb:BatchGetItem",
@@ -110,8 +113,8 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
             "dynamodb:Query",
             "dynamodb:ConditionCheckItem",
         ),
-        reads=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
-        writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
+        reads=(SNAPSHOT_PREFIX, ANSWER_PREFIX, STEP_PREFIX),
+        writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX, STEP_PREFIX),
         # A resume of an answered request replays its stored answer, which may have aged out.
         lists=(ANSWER_PREFIX,),
         invokes_model=True,
@@ -158,8 +161,8 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
             "dynamodb:Query",
             "dynamodb:ConditionCheckItem",
         ),
-        reads=(SNAPSHOT_PREFIX,),
-        writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX),
+        reads=(SNAPSHOT_PREFIX, STEP_PREFIX),
+        writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX, STEP_PREFIX),
         invokes_model=True,
     ),
     # The platforms' webhooks: reads the pointer and the tapper's link (gets), records

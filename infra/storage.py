@@ -203,6 +203,8 @@ def _payload_bucket(
         lifecycle_rules=[
             _expire("ExpireSnapshots", schema.SNAPSHOT_PREFIX, schema.SNAPSHOT_LIFECYCLE_DAYS),
             _expire("ExpireAnswers", schema.ANSWER_PREFIX, schema.ANSWER_LIFECYCLE_DAYS),
+            # A journal step lives no longer than the paused run it belongs to.
+            _expire("ExpireSteps", schema.STEP_PREFIX, schema.SNAPSHOT_LIFECYCLE_DAYS),
         ],
         server_access_logs_bucket=access_logs,
         server_access_logs_prefix="payloads/",

@@ -22,6 +22,7 @@ OUTBOX_SK: Final = "OUTBOX"
 ADMIN_PK: Final = "ADMIN"
 SNAPSHOT_PREFIX: Final = "snapshots/"
 ANSWER_PREFIX: Final = "answers/"
+STEP_PREFIX: Final = "steps/"
 
 
 def checked_id(value: str, what: str = "id") -> str:
@@ -60,6 +61,23 @@ def event_sk(seq: int) -> str:
     # Event numbers are time-ordered (`interlock.adapters.chats.event_number`): 16 digits
     # until the year 2286.
     return f"EVENT#{seq:016d}"
+
+
+def step_prefix(journal_id: str) -> str:
+    """The journal of one answered run: `journal_id` is the token of the claim that
+    recorded the answer, so a journal thrown away with its answer is never read again."""
+    return f"STEP#{checked_id(journal_id, 'journal id')}#"
+
+
+def step_sk(journal_id: str, seq: int) -> str:
+    # Zero-padded so a query returns the steps in the order they were taken.
+    return f"{step_prefix(journal_id)}{seq:06d}"
+
+
+def step_key(chat_id: str, journal_id: str, seq: int) -> str:
+    """Where a journal step too large for its item is kept as an object."""
+    chat, journal = checked_id(chat_id, "chat id"), checked_id(journal_id, "journal id")
+    return f"{STEP_PREFIX}{chat}/{journal}/{seq:06d}.json.gz"
 
 
 def slot_sk(index: int, pool: str = "SLOT") -> str:

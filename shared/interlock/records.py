@@ -86,7 +86,10 @@ class RequestRecord:
     version: int = 1
     snapshot_digest: str | None = None
     response: str | None = None
-    journal: tuple[str, ...] = ()
+    # The token of the claim that recorded the answer: the run's journal steps are
+    # items under it (`keys.step_sk`); a takeover reads them, a replaced answer's are
+    # left to their TTL.
+    journal_id: str | None = None
     acted: bool = False
     failures: int = 0
     also_asked: tuple[Asked, ...] = ()

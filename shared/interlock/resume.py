@@ -32,7 +32,7 @@ from typing import Any, Final, TypeVar
 
 from strands.types.interrupt import InterruptResponseContent
 
-from interlock import errors
+from interlock import errors, steps
 from interlock.admission import (
     Held,
     expire_and_release,
@@ -248,7 +248,7 @@ def _claimed(
     """
     stores, recordable = rt.stores, _recordable(answers)
     by = dict(by=caller.user_id, via=source)
-    if record.state is RequestState.PENDING and not record.journal:
+    if record.state is RequestState.PENDING and record.journal_id is None:
         granted = {"with_the_claim": False}
 
         def write(reservation: list[Entry]) -> RequestRecord:
@@ -408,8 +408,8 @@ def continue_claimed(
         caller = Caller(claim.user_id, _owner_roles(caller, claim), trace_id=caller.trace_id)
     try:
         journal = Journal(
-            claim.journal,
-            lambda entry, acting: rt.stores.requests.record_step(claim.fence, entry, acting=acting),
+            steps.recorded(rt.stores, claim),
+            steps.recorder(rt.stores, claim),
             recomputed=_answered_by_card(claim),
             acted=claim.acted_on,
             mark_acted=lambda: rt.stores.requests.mark_acted(claim.fence),
@@ -418,6 +418,9 @@ def continue_claimed(
         reason = f"the run's journal cannot be read: {type(unreadable).__name__}"
         _end_unusable(rt, caller, claim, answers, reason, event="journal_unreadable")
         raise errors.RequestExpired(reason) from unreadable
+    except errors.StoreError as failure:  # the steps could not be read: try again later
+        released = _released(rt, caller, claim, answers, failure)
+        raise errors.RunFailed(_failed_text(claim, released)) from failure
     try:
         _apply_approvals(rt, caller, claim, answers, grant=not granted)
         snapshot = rt.stores.blobs.read_snapshot(claim.stored_snapshot)

@@ -64,12 +64,12 @@ def test_the_first_claim_records_the_answer_and_a_takeover_with_it_keeps_it(
 ) -> None:
     first, opened = _claimed(stores, clock)
     assert (first.decision, first.response) == ("approved", '{"decision":"approve"}')
-    stores.requests.record_step(first.fence, '{"k":"model","events":[]}')
+    stores.requests.record_step(first, 0, '{"k":"model","events":[]}', acting=False)
 
     second = _taken_over(stores, clock, opened)
 
     assert (second.decision, second.response) == ("approved", '{"decision":"approve"}')
-    assert second.journal == ('{"k":"model","events":[]}',), "the journal carries on"
+    assert stores.requests.steps(second) == ['{"k":"model","events":[]}'], "the journal carries on"
     assert (second.claim_count, second.worker) == (2, "w2")
     assert second.fence != first.fence
 
@@ -79,16 +79,17 @@ def test_a_takeover_with_another_answer_replaces_one_nothing_acted_on(
 ) -> None:
     # Given an approve whose run journaled a model response, but started nothing
     first, opened = _claimed(stores, clock)
-    stores.requests.record_step(first.fence, '{"k":"model","events":[]}')
+    stores.requests.record_step(first, 0, '{"k":"model","events":[]}', acting=False)
 
     # When a Deny comes once the lease lapsed
     second = _taken_over(stores, clock, opened, answer=("rejected", '{"decision":"reject"}'))
 
     # Then the Deny is what the run continues with, and the approve's steps are gone
     assert (second.decision, second.response) == ("rejected", '{"decision":"reject"}')
-    assert second.journal == () and not second.acted_on
+    assert stores.requests.steps(second) == [] and not second.acted_on
     stored = stores.requests.get(CHAT, clock.now_ms())
-    assert stored is not None and stored.decision == "rejected" and stored.journal == ()
+    assert stored is not None and stored.decision == "rejected"
+    assert stores.requests.steps(stored) == []
     assert stored.decided_by == "api" and stored.decided_at_ms == clock.now_ms()
 
 
@@ -97,7 +98,7 @@ def test_a_takeover_with_another_answer_is_refused_once_the_answer_was_acted_on(
 ) -> None:
     # Given an approve whose run called a tool (the step marked it acted on)
     first, opened = _claimed(stores, clock)
-    stores.requests.record_step(first.fence, '{"k":"model","events":[]}', acting=True)
+    stores.requests.record_step(first, 0, '{"k":"model","events":[]}', acting=True)
     before = stores.requests.get(CHAT, clock.now_ms())
 
     # When a Deny comes once the lease lapsed
@@ -118,7 +119,7 @@ def test_an_old_claim_can_write_nothing(stores: Stores, clock: ManualClock) -> N
     with pytest.raises(errors.LeaseLost):
         stores.approvals.grant(CHAT, "alice", [SITE], "card-1", clock.now_ms(), fence=old.fence)
     with pytest.raises(errors.LeaseLost):
-        stores.requests.record_step(old.fence, '{"k":"model","events":[]}')
+        stores.requests.record_step(old, 0, '{"k":"model","events":[]}', acting=False)
     with pytest.raises(errors.LeaseLost):
         stores.requests.release(old, clock.now_ms(), reset=True)
     with pytest.raises(errors.LeaseLost):
@@ -134,14 +135,14 @@ def test_the_holder_writes_and_an_effect_marks_the_request_acted(
 ) -> None:
     claim, _ = _claimed(stores, clock)
 
-    stores.requests.record_step(claim.fence, '{"k":"tool","id":"t1","result":{}}')
+    stores.requests.record_step(claim, 0, '{"k":"tool","id":"t1","result":{}}', acting=False)
     assert stores.outbox.put_once(f"{CHAT}#t2", {"to": "x"}, clock.now_ms(), fence=claim.fence)
     assert not stores.outbox.put_once(f"{CHAT}#t2", {"to": "y"}, clock.now_ms(), fence=claim.fence)
     stores.approvals.grant(CHAT, "alice", [SITE], "card-1", clock.now_ms(), fence=claim.fence)
 
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None
-    assert current.journal == ('{"k":"tool","id":"t1","result":{}}',)
+    assert stores.requests.steps(current) == ['{"k":"tool","id":"t1","result":{}}']
     assert current.acted and current.fence == claim.fence
     assert stores.outbox.get(f"{CHAT}#t2") == {"to": "x"}
     assert stores.approvals.withdraw_card(CHAT, "alice", "card-1", fence=claim.fence) == 1
@@ -161,15 +162,15 @@ def test_a_release_resets_only_what_was_not_acted_on(stores: Stores, clock: Manu
 
     # A model response recorded, and nothing started on it: still reset
     again = stores.requests.claim(current, opened.secret, "w3", clock.now_ms(), ("approved", "{}"))
-    stores.requests.record_step(again.fence, '{"k":"model","events":[]}')
+    stores.requests.record_step(again, 0, '{"k":"model","events":[]}', acting=False)
     reset = stores.requests.release(again, clock.now_ms(), reset=True)
     assert reset.state is RequestState.PENDING
     current = stores.requests.get(CHAT, clock.now_ms())
-    assert current is not None and current.journal == ()
+    assert current is not None and current.journal_id is None
 
     # A step that calls a tool recorded: the answer stands, only the lease is given back
     again = stores.requests.claim(current, opened.secret, "w3", clock.now_ms(), ("approved", "{}"))
-    stores.requests.record_step(again.fence, '{"k":"model","events":[]}', acting=True)
+    stores.requests.record_step(again, 0, '{"k":"model","events":[]}', acting=True)
     kept = stores.requests.release(again, clock.now_ms(), reset=True)
     assert (kept.state, kept.decision, kept.claim_count) == (RequestState.CLAIMED, "approved", 0)
     assert kept.lease_lapsed(clock.now_ms()) and kept.fence != again.fence

@@ -611,7 +611,7 @@ def test_a_claim_in_one_transaction_never_takes_over_a_lapsed_claim(
     offer = pause(stores, clock)
     seen_by_b = offer.request
     a = stores.requests.claim(seen_by_b, offer.secret, "A", clock.now_ms(), ("approved", "{}"))
-    stores.requests.record_step(a.fence, '{"k":"tool"}')
+    stores.requests.record_step(a, 0, '{"k":"tool"}', acting=False)
     stores.requests.release(a, clock.now_ms(), reset=False)
 
     # When B claims what it read in one transaction
@@ -621,6 +621,6 @@ def test_a_claim_in_one_transaction_never_takes_over_a_lapsed_claim(
         )
 
     # Then nothing was written, and B is handed the claimed record to take over
-    assert lapsed.value.current.journal == ('{"k":"tool"}',)
+    assert stores.requests.steps(lapsed.value.current) == ['{"k":"tool"}']
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None and current.decision == "approved" and current.worker == "A"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from examples.analyst.script import DEMO_SCENARIOS
-from interlock import errors
+from interlock import errors, keys
 from interlock.api.errors import STATUS
 from interlock.inbox import cancel_request
 from interlock.ports import Stores
@@ -244,7 +244,8 @@ def test_a_failure_after_a_recorded_step_keeps_the_answer_and_repeats_nothing(
     held = stores.requests.get(CHAT, clock.now_ms())
     assert held is not None
     # (The approval's own answer is not a step: it follows from the card and the answer)
-    assert (held.state, held.decision, len(held.journal)) == (RequestState.CLAIMED, "approved", 2)
+    assert (held.state, held.decision) == (RequestState.CLAIMED, "approved")
+    assert len(stores.requests.steps(held)) == 2
     assert {a.subject for a in stores.approvals.for_user(CHAT, "alice", clock.now_ms())} == {SITE}
 
     # When the model is back and the person answers again
@@ -300,14 +301,14 @@ def test_a_failure_after_an_effect_keeps_the_answer_and_a_takeover_finishes_it(
     assert stores.outbox.put_once(key, {}, clock.now_ms()) is False, "one record under the key"
 
 
-def test_a_run_that_outgrows_its_journal_is_settled_not_retried_forever(
+def test_a_run_with_a_runaway_step_is_settled_not_retried_forever(
     rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import interlock.runtime.journal as journal
 
-    # Given a journal too small for even one step
+    # Given a bound on one step that even the first step is over
     interrupt_id, secret = _pause(rt, alice, "please download the table")
-    monkeypatch.setattr(journal, "MAX_ENTRY_BYTES", 100)
+    monkeypatch.setattr(journal, "MAX_STEP_BYTES", 100)
 
     # When the person approves
     with pytest.raises(errors.RequestExpired, match="could not be recorded"):
@@ -347,16 +348,18 @@ def test_an_unreadable_journal_settles_the_request(
     flaky: Flaky,
     aws: dict[str, Any],
 ) -> None:
-    # Given a request whose run recorded a step, then failed; its journal is then garbled
+    # Given a request whose run recorded its steps, then failed; a step is then garbled
     interrupt_id, secret = _pause(rt, alice, "please download the table")
-    flaky.failing = True
+    flaky.failing, flaky.failing_after = True, 1
     with pytest.raises(errors.RunFailed):
         _answer(rt, alice, interrupt_id, secret)
+    held = stores.requests.get(CHAT, clock.now_ms())
+    assert held is not None and held.journal_id is not None
     aws["dynamodb"].update_item(
         TableName=aws["table"],
-        Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": "REQUEST"}},
-        UpdateExpression="SET journal = :j",
-        ExpressionAttributeValues={":j": {"L": [{"S": "{not json"}]}},
+        Key={"pk": {"S": f"CHAT#{CHAT}"}, "sk": {"S": keys.step_sk(held.journal_id, 0)}},
+        UpdateExpression="SET entry = :j",
+        ExpressionAttributeValues={":j": {"S": "{not json"}},
     )
     flaky.failing = False
 

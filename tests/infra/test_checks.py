@@ -26,6 +26,7 @@ from tests.infra.support import CONFIGURED_QUALIFIER
 _BUCKET = '{"Fn::GetStackOutput":{"StackName":"InterlockStorage","OutputName":"BucketArn"}}'
 _SNAPSHOTS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/snapshots/*]"
 _ANSWERS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/answers/*]"
+_STEPS = f"AwsSolutions-IAM5[Resource::{_BUCKET}/steps/*]"
 _MODEL_REGIONS = (
     "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::"
     "foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0]"
@@ -65,11 +66,11 @@ _PAGE_COPY_HANDLER = (
 EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockStorage/Storage/AccessLogs": {"AwsSolutions-S1"},
     "InterlockApi/Run/Role": {*_ROLE, _SNAPSHOTS, _MODEL_REGIONS},
-    "InterlockApi/Resume/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _MODEL_REGIONS},
+    "InterlockApi/Resume/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _STEPS, _MODEL_REGIONS},
     "InterlockApi/Requests/Role": {*_ROLE, _ANSWERS},
     # The sweeper only queries the index and queues: no object, no model
     "InterlockApi/Sweeper/Role": _ROLE,
-    "InterlockApi/Settle/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _MODEL_REGIONS},
+    "InterlockApi/Settle/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _STEPS, _MODEL_REGIONS},
     "InterlockApi/Channels/Role": _ROLE,
     "InterlockApi/Run/Function": _FUNCTION,
     "InterlockApi/Resume/Function": _FUNCTION,

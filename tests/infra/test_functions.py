@@ -158,9 +158,9 @@ def test_requests_calls_no_model_and_writes_no_object(
     ("name", "reads", "writes"),
     [
         ("run", None, ["snapshots/"]),
-        ("resume", ["snapshots/", "answers/"], ["snapshots/", "answers/"]),
+        ("resume", ["snapshots/", "answers/", "steps/"], ["snapshots/", "answers/", "steps/"]),
         ("requests", ["answers/"], None),
-        ("settle", ["snapshots/"], ["snapshots/", "answers/"]),
+        ("settle", ["snapshots/", "steps/"], ["snapshots/", "answers/", "steps/"]),
         ("sweeper", None, None),
     ],
 )

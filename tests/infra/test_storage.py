@@ -189,6 +189,7 @@ def test_payload_objects_expire_by_prefix(bucket: dict[str, Any]) -> None:
     assert expiring == {
         schema.SNAPSHOT_PREFIX: schema.SNAPSHOT_LIFECYCLE_DAYS,
         schema.ANSWER_PREFIX: schema.ANSWER_LIFECYCLE_DAYS,
+        schema.STEP_PREFIX: schema.SNAPSHOT_LIFECYCLE_DAYS,
     }
     assert all(rule["Status"] == "Enabled" for rule in rules.values())
 

@@ -98,6 +98,28 @@ class BlobStore:
         found = self._get(key)
         return dict(found) if found is not None else None
 
+    def put_step(self, chat_id: str, journal_id: str, seq: int, entry: str) -> tuple[str, str]:
+        """Store one journal step too large for its item; returns its key and the digest
+        of the stored bytes, for the item that points at it."""
+        key = keys.step_key(chat_id, journal_id, seq)
+        body = gzip.compress(entry.encode(), mtime=0)
+        self._put(key, body)
+        return key, hashlib.sha256(body).hexdigest()
+
+    def get_step(self, key: str, digest: str) -> str:
+        """A stored journal step, checked against its digest.
+
+        Raises `StoreError` when it is missing or not the one recorded: a takeover must
+        not continue from a step it cannot read.
+        """
+        body = self._get_bytes(key)
+        if body is None or hashlib.sha256(body).hexdigest() != digest:
+            raise StoreError(f"read {key} failed: the step is missing or not the one recorded")
+        try:
+            return gzip.decompress(body).decode()
+        except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+            raise StoreError(f"read {key} failed: not gzip text") from exc
+
     def _put(self, key: str, body: bytes) -> None:
         try:
             self._client.put_object(

@@ -36,7 +36,7 @@ from interlock.adapters.dynamo import (
     transact,
     translated,
 )
-from interlock.adapters.fencing import HOLDS_CLAIM, claim_values
+from interlock.adapters.fencing import HOLDS_CLAIM, claim_values, fenced
 from interlock.adapters.numbering import COUNTER_SK, counter_key, observed
 from interlock.adapters.schema import (
     EXPIRY_INDEX,
@@ -87,7 +87,7 @@ CLAIM: Final = f"{ID_MATCHES} AND {HASH_MATCHES} AND {CLAIMABLE} AND {COUNT_UNCH
 # Its expiry is pinned to the one read, which the caller checked against the same clock.
 CLAIM_PENDING: Final = (
     f"{ID_MATCHES} AND {HASH_MATCHES} AND {IS_PENDING} AND {COUNT_UNCHANGED}"
-    " AND #expires_at = :seen_expires_at AND attribute_not_exists(#journal)"
+    " AND #expires_at = :seen_expires_at AND attribute_not_exists(#journal_id)"
 )
 ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
 # Ending skips NOT_EXPIRED: the sweeper must be able to expire what is overdue.
@@ -114,19 +114,20 @@ CLAIM_SET: Final = (
     "#response = if_not_exists(#response, :response), "
     "#decided_by = if_not_exists(#decided_by, :decided_by), "
     "#decided_at_ms = if_not_exists(#decided_at_ms, :now_ms), "
-    "#decided_via = if_not_exists(#decided_via, :decided_via)"
+    "#decided_via = if_not_exists(#decided_via, :decided_via), "
+    "#journal_id = if_not_exists(#journal_id, :lease_token)"
 )
 # A takeover bringing another answer while nothing was acted on: the later answer is the
-# one that runs (`records.answer_rule`), and what the earlier one's run journaled (model
-# responses only: a tool about to act marks `acted`) goes with it.
+# one that runs (`records.answer_rule`), and it starts a journal of its own: what the
+# earlier one's run journaled (model responses only: a tool about to act marks `acted`)
+# is never read again, and ages out.
 CLAIM_REPLACE: Final = f"{CLAIM} AND {NOT_ACTED}"
 CLAIM_REPLACE_SET: Final = (
     "SET #state = :claimed, #worker = :worker, #lease_token = :lease_token, "
     "#lease_expires_at_ms = :lease_expires_at_ms, "
     "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one, "
     "#decision = :decision, #response = :response, #decided_by = :decided_by, "
-    "#decided_at_ms = :now_ms, #decided_via = :decided_via "
-    "REMOVE #journal"
+    "#decided_at_ms = :now_ms, #decided_via = :decided_via, #journal_id = :lease_token"
 )
 # Releasing after a failure: the claim does not count as a crash, and the fence moves on.
 RELEASE_SET: Final = (
@@ -138,12 +139,10 @@ RELEASE_SET: Final = (
 RESET_SET: Final = (
     "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one, "
     "#failures = if_not_exists(#failures, :zero) + :one "
-    "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, #journal, "
+    "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, "
+    "#journal_id, "
     "#decided_by, #decided_at_ms, #decided_via"
 )
-JOURNAL_APPEND: Final = "SET #journal = list_append(if_not_exists(#journal, :empty), :entry)"
-# A step about to act (a model response calling a tool) marks the request in the same write.
-JOURNAL_APPEND_ACTING: Final = f"{JOURNAL_APPEND}, #acted = :acted"
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
 KEEPS_FAILING: Final = "the run failed again and again after it was answered; given up"
 
@@ -435,6 +434,7 @@ class RequestStore:
             decided_by=request.decided_by if request.decided_by is not None else by,
             decided_at_ms=request.decided_at_ms or now_ms,
             decided_via=request.decided_via or via,
+            journal_id=values[":lease_token"],  # a pending request has none: this one begins it
         )
         update = {
             "TableName": self._table,
@@ -558,7 +558,7 @@ class RequestStore:
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
         # The paused run is over: its journal goes with it.
-        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal"
+        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal_id"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
             return self._update(
@@ -582,7 +582,7 @@ class RequestStore:
             decision=decision,
             answered_at=now_ms // 1000,
             final_text=values.get(":final_text"),
-            journal=(),
+            journal_id=None,
         )
 
     def chain(
@@ -612,25 +612,58 @@ class RequestStore:
         except (Cancelled, ConditionFailed):
             raise errors.LeaseLost("the claim was lost; the next request was not written") from None
 
-    def record_step(self, fence: ClaimFence, entry: str, *, acting: bool = False) -> None:
-        """Append one journal entry (a model response or a tool result) to the claimed
-        request, only while `fence` holds; `LeaseLost` otherwise, nothing written.
+    def record_step(self, claim: RequestRecord, seq: int, entry: str, *, acting: bool) -> None:
+        """Record journal step `seq` of the claimed run (a model response or a tool
+        result, as JSON text) as an item of its own, only while the claim holds;
+        `LeaseLost` otherwise, nothing written.
 
-        With `acting` (a response that calls a tool), the same write marks the request as
-        acted on, before any tool runs on it (`RequestRecord.acted_on`).
+        Each step is billed by its own size, not by the request's and the journal's so
+        far. With `acting` (a response that calls a tool), the same transaction marks the
+        request as acted on, before any tool runs on it (`RequestRecord.acted_on`). A
+        step lives as long as its request (`ttl`), then DynamoDB deletes it at no cost.
         """
-        values = {**claim_values(fence), ":empty": [], ":entry": [entry], ":acted": True}
-        update = JOURNAL_APPEND_ACTING if acting else JOURNAL_APPEND
+        journal_id = claim.journal_id
+        if journal_id is None:
+            raise ValueError("only a claim that recorded its answer has a journal")
+        item = {
+            "pk": keys.chat_pk(claim.chat_id),
+            "sk": keys.step_sk(journal_id, seq),
+            "entry": entry,
+            "ttl": claim.ttl,
+        }
+        put = {
+            "Put": {
+                "TableName": self._table,
+                "Item": to_item(item),
+                **expression(condition="attribute_not_exists(#sk)", values={}),
+            }
+        }
         try:
-            with translated("record step"):
-                # No return values: the journal grows, and nobody needs it read back.
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=_key(fence.chat_id),
-                    **expression(condition=HOLDS_CLAIM, update=update, values=values),
-                )
-        except ConditionFailed:
-            raise errors.LeaseLost("the claim was lost; the step was not recorded") from None
+            fenced(self._client, self._table, claim.fence, [put], "record step", effect=acting)
+        except Cancelled:
+            raise errors.StoreError(f"record step failed: step {seq} was recorded") from None
+
+    def steps(self, claim: RequestRecord) -> list[str]:
+        """The journal steps recorded for the claim's answer, in order (one strongly
+        consistent query, paged)."""
+        if claim.journal_id is None:
+            return []
+        paginator = self._client.get_paginator("query")
+        found: list[str] = []
+        with translated("read journal"):
+            for page in paginator.paginate(
+                TableName=self._table,
+                ConsistentRead=True,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ExpressionAttributeValues=to_item(
+                    {
+                        ":pk": keys.chat_pk(claim.chat_id),
+                        ":prefix": keys.step_prefix(claim.journal_id),
+                    }
+                ),
+            ):
+                found += [str(from_item(item)["entry"]) for item in page.get("Items", [])]
+        return found
 
     def mark_acted(self, fence: ClaimFence) -> None:
         """Mark the claimed request as acted on, only while `fence` holds (a tool body is
@@ -725,7 +758,7 @@ class RequestStore:
         values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
         update = (
             "SET #state = :expired, #ended_reason = :reason "
-            "REMOVE #sweep_shard, #inbox_user, #journal"
+            "REMOVE #sweep_shard, #inbox_user, #journal_id"
         )
         return self._update(
             claim.chat_id,
@@ -1052,7 +1085,7 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         "version": request.version,
         "snapshot_digest": request.snapshot_digest,
         "response": request.response,
-        "journal": list(request.journal) if request.journal else None,
+        "journal_id": request.journal_id,
         "acted": True if request.acted else None,
         "failures": request.failures or None,
         "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
@@ -1118,7 +1151,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             version=values.get("version", 1),
             snapshot_digest=values.get("snapshot_digest"),
             response=values.get("response"),
-            journal=tuple(values.get("journal", ())),
+            journal_id=values.get("journal_id"),
             acted=bool(values.get("acted", False)),
             failures=values.get("failures", 0),
             also_asked=_asked_from(values.get("also_asked")),

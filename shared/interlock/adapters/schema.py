@@ -11,6 +11,7 @@ from typing import Any, Final
 # Re-exported: S3 prefixes are spelled in `interlock.keys`; each gets a lifecycle rule.
 from interlock.keys import ANSWER_PREFIX as ANSWER_PREFIX
 from interlock.keys import SNAPSHOT_PREFIX as SNAPSHOT_PREFIX
+from interlock.keys import STEP_PREFIX as STEP_PREFIX
 from interlock.timing import ANSWER_LIFECYCLE_DAYS as ANSWER_LIFECYCLE_DAYS
 from interlock.timing import SNAPSHOT_LIFECYCLE_DAYS as SNAPSHOT_LIFECYCLE_DAYS
 

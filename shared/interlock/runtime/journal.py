@@ -29,19 +29,19 @@ from interlock.runtime.wrapped import WrappedModel
 
 MODEL: Final = "model"
 TOOL: Final = "tool"
-# The pointer's own budget is 300 KB (`StorePolicy.max_item_bytes`); with the journal it
-# stays under DynamoDB's 400 KB item limit. A run that outgrows it is settled, not looped.
-MAX_ENTRY_BYTES: Final = 32 * 1024
-MAX_JOURNAL_BYTES: Final = 96 * 1024
+# Each step is stored on its own (an item, or an object once it outgrows one), so a
+# journal has no total cap and a step may be as large as any tool returns (the egress
+# cap is 1 MB). This bound only stops a runaway step; a run that meets it is settled.
+MAX_STEP_BYTES: Final = 16 * 1024 * 1024
 
 
 class Journal:
     """Recorded steps to replay, and the way to record new ones.
 
     Args:
-        entries: The entries recorded so far (JSON text, oldest first).
-        record: Appends one entry durably, marking the run as acting when told to;
-            raises (e.g. `LeaseLost`) to stop the run.
+        entries: The steps recorded so far (JSON text, oldest first).
+        record: Records step `seq` durably (`seq`, the text, and whether it marks the
+            run as acting); raises (e.g. `LeaseLost`) to stop the run.
         recomputed: Tool calls whose result is not recorded: Interlock's own asking
             tools answering their card, whose result follows from the card and the
             answer the claim recorded alone, so a takeover computes the same one.
@@ -56,7 +56,7 @@ class Journal:
     def __init__(
         self,
         entries: Sequence[str],
-        record: Callable[[str, bool], None],
+        record: Callable[[int, str, bool], None],
         recomputed: Collection[str] = (),
         *,
         acted: bool = False,
@@ -70,7 +70,10 @@ class Journal:
         self._record = record
         self._recomputed = frozenset(recomputed)
         self._next_model = 0
-        self.bytes = sum(len(entry.encode()) for entry in entries)
+        self._seq = len(parsed)
+        # One step is written at a time (parallel tool calls finish in threads), so steps
+        # are numbered without gaps and a failed write leaves its number free.
+        self._writing = threading.Lock()
         self.recorded = 0
         self.recorded_bytes = 0
         self.replayed_model_calls = 0
@@ -136,16 +139,17 @@ class Journal:
     def _append(self, entry: dict[str, Any], acting: bool = False) -> None:
         text = json.dumps(entry, separators=(",", ":"), default=str)
         size = len(text.encode())
-        try:
-            if size > MAX_ENTRY_BYTES or self.bytes + size > MAX_JOURNAL_BYTES:
-                raise TooLarge(f"journal entry of {size} bytes does not fit the run's journal")
-            self._record(text, acting)
-        except Exception as failed:
-            self.failure = failed  # sticky: nothing may be acted on after a lost record
-            raise
-        self.bytes += size
-        self.recorded += 1
-        self.recorded_bytes += size
+        with self._writing:
+            try:
+                if size > MAX_STEP_BYTES:
+                    raise TooLarge(f"a journal step of {size} bytes is over {MAX_STEP_BYTES}")
+                self._record(self._seq, text, acting)
+            except Exception as failed:
+                self.failure = failed  # sticky: nothing may be acted on after a lost record
+                raise
+            self._seq += 1
+            self.recorded += 1
+            self.recorded_bytes += size
 
 
 def compact(events: Iterable[StreamEvent]) -> list[StreamEvent]:

@@ -1,0 +1,54 @@
+"""Where a resumed run's journal steps are kept: one item per step, fenced by the claim.
+
+A step is a model response or a tool result as JSON text (`runtime.journal`). Each is
+written on its own, so recording step 20 costs what step 2 did, and a step too large for
+a DynamoDB item (a big tool result) is stored as an object first, its item then pointing
+at it by key and digest: the same order as a snapshot and its pointer, so an item never
+names an object that was not confirmed.
+
+A claim that began the journal (its token is the journal's id) has nothing to read; only
+a takeover queries the steps its predecessors recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Final
+
+from interlock.ports import Stores
+from interlock.records import RequestRecord
+
+# Larger steps go to S3: under DynamoDB's 400 KB item, with room for the key and the
+# request's own fence check in the same transaction.
+ITEM_STEP_BYTES: Final = 256 * 1024
+OBJECT: Final = "object"
+
+
+def recorder(stores: Stores, claim: RequestRecord) -> Callable[[int, str, bool], None]:
+    """The journal's `record` for `claim`: writes step `seq` while the claim holds."""
+    journal_id = claim.journal_id
+    if journal_id is None:
+        raise ValueError("only a claim that recorded its answer keeps a journal")
+
+    def record(seq: int, entry: str, acting: bool) -> None:
+        if len(entry.encode()) > ITEM_STEP_BYTES:
+            key, digest = stores.blobs.put_step(claim.chat_id, journal_id, seq, entry)
+            entry = json.dumps({"k": OBJECT, "key": key, "digest": digest})
+        stores.requests.record_step(claim, seq, entry, acting=acting)
+
+    return record
+
+
+def recorded(stores: Stores, claim: RequestRecord) -> list[str]:
+    """The steps recorded for the claim's answer, oldest first, objects read back."""
+    if claim.journal_id is None or claim.journal_id == claim.lease_token:
+        return []  # this claim began the journal: nothing is recorded yet
+    return [_resolved(stores, entry) for entry in stores.requests.steps(claim)]
+
+
+def _resolved(stores: Stores, entry: str) -> str:
+    pointer = json.loads(entry)
+    if pointer.get("k") != OBJECT:
+        return entry
+    return stores.blobs.get_step(pointer["key"], pointer["digest"])
