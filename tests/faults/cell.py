@@ -13,6 +13,7 @@ Phases:
     resume   answer the open request, under the fault
     sweep    sweep the request once it is overdue, under the fault
     recover  a later worker drives the chat to its end (answers again, or asks again)
+    takeover the same, over a resumed run that died after recording two of its steps
     sweeper  a later sweep settles whatever is left (past expiry)
 """
 
@@ -355,6 +356,9 @@ PHASES: Final = {
     "resume": _resume,
     "sweep": _sweep,
     "recover": _recover,
+    # A later worker taking over a resumed run that died after recording steps: it reads
+    # them back (the journal's query) and goes on from there
+    "takeover": _recover,
     "sweeper": _sweep,
 }
 

@@ -106,7 +106,7 @@ def is_write(op: str) -> bool:
 def in_flight(op: str) -> bool:
     """Whether a fault here can catch a finished model call or tool body before its
     journal record: the one step such a fault may legitimately repeat."""
-    return "#journal" in op or "OUTBOX" in op
+    return "Put STEP" in op or "OUTBOX" in op
 
 
 def _sk(body: dict[str, Any]) -> str:

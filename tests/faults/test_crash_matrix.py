@@ -58,7 +58,10 @@ PLANS = [
     ("ask-then-report", "sweep", "person"),
     ("report", "resume", "system"),
     ("download", "resume", "system"),
+    ("download", "takeover", "person"),
 ]
+# A takeover starts from a resumed run that died right after recording this many steps.
+STEPS_BEFORE_TAKEOVER: Final = 2
 RESULTS: dict[str, dict[str, Any]] = {}
 # The snapshot's own S3 step in a phase that pauses (run) or loads a pause (resume).
 SNAPSHOT_STEP: Final = {"run": "PutObject snapshots", "resume": "GetObject snapshots"}
@@ -138,6 +141,7 @@ class Lab:
             self.idle.put(fork)
         self.aws = aws
         self.root = root
+        self._steps: dict[str, list[int]] = {}
 
     def workdir(self) -> Path:
         """A cell's own directory (its name is the chat's) with its own table and bucket.
@@ -222,12 +226,24 @@ class Lab:
         aws["s3"].delete_bucket(Bucket=aws["bucket"])
 
     def _prepare(self, work: Path, story: str, phase: str) -> None:
-        if phase in ("resume", "sweep"):
+        if phase in ("resume", "sweep", "takeover"):
             assert self.run(self.spec(work, story, "pause")) == 0
+        if phase == "takeover":
+            # The resume dies just after its second step is recorded (not a clean exit)
+            at = self._step_writes(story)[STEPS_BEFORE_TAKEOVER - 1]
+            self.run(self.spec(work, story, "resume", mode="kill_after", at=at))
+
+    def _step_writes(self, story: str) -> list[int]:
+        """Where a fault-free resume of `story` records its journal steps."""
+        if story not in self._steps:
+            ops = self.trace(story, "resume")
+            self._steps[story] = [i for i, op in enumerate(ops) if "Put STEP" in op]
+            assert len(self._steps[story]) > STEPS_BEFORE_TAKEOVER, ops
+        return self._steps[story]
 
 
 def _offset(phase: str) -> int:
-    return OVERDUE_MS if phase == "sweep" else 0
+    return {"sweep": OVERDUE_MS, "takeover": LATER_MS}.get(phase, 0)
 
 
 def _recovery(cell: Cell) -> list[tuple[str, int]]:
@@ -238,6 +254,8 @@ def _recovery(cell: Cell) -> list[tuple[str, int]]:
         return [("sweeper", LATER_MS), ("sweeper", OVERDUE_MS + LATER_MS)]
     if cell.phase == "sweep":
         return [("sweeper", OVERDUE_MS + LATER_MS), ("recover", OVERDUE_MS + 2 * LATER_MS)]
+    if cell.phase == "takeover":
+        return [("recover", 2 * LATER_MS)]
     if cell.phase == "resume" and cell.mode == "kill_after":
         # The sweeper finds the request overdue; a person's recorded answer wins over
         # the timeout. Then the person's tab looks once more.
