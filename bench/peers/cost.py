@@ -96,10 +96,14 @@ def capacity_units(traffic: dict[str, Any]) -> dict[str, Any]:
     """
     measured = traffic.get("capacity_units")
     if measured is not None:
+        table = sum(u.get("wru", 0) for u in measured.values())
+        index = sum(u.get("index_wru", 0) for u in measured.values())
         return {
-            "wru": sum(u.get("wru", 0) for u in measured.values()),
+            "wru": table + index,
+            "table_wru": table,
+            "index_wru": index,
             "rru": sum(u.get("rru", 0) for u in measured.values()),
-            "method": "item sizes at the emulator",
+            "method": "item sizes at the emulator, index writes included",
         }
     wru, rru = 0.0, 0.0
     for name, calls in traffic["calls"].items():

@@ -1,7 +1,9 @@
 """DynamoDB capacity units of each request, estimated at the emulator.
 
 DynamoDB on-demand bills request units, not calls: a write costs 1 WRU per KB of the
-item (the larger of its size before and after the write; twice that in a transaction);
+item (the larger of its size before and after the write; twice that in a transaction),
+plus its writes to each global secondary index the item enters, leaves or changes in
+(`index_wru`, 1 per KB of the projected item, two when an index key changes);
 a read 1 RRU per 4 KB (half for an eventually consistent read, twice in a transaction;
 a Query pays for the sum of the items it reads, rounded up once). The emulator's
 `Traffic` counts calls and request bytes only, so `metered` wraps it for a measurement:
@@ -16,6 +18,7 @@ as a benchmark sends them; concurrent ones could see each other's writes.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import math
@@ -76,6 +79,45 @@ class _Tables:
         found: Item | None = table.get_item(DynamoType(key[table.hash_key_attr]), range_key)
         return found.size() if found else 0
 
+    def item(self, table_name: str, key: dict[str, Any]) -> Item | None:
+        """A copy of the stored item (moto changes items in place), None when absent."""
+        table = self._backend.tables.get(table_name)
+        if table is None or table.hash_key_attr not in key:
+            return None
+        range_attr = table.range_key_attr
+        if range_attr and range_attr not in key:
+            return None
+        range_key = DynamoType(key[range_attr]) if range_attr else None
+        found: Item | None = table.get_item(DynamoType(key[table.hash_key_attr]), range_key)
+        return copy.deepcopy(found) if found else None
+
+    def index_units(
+        self, table_name: str, before: Item | None, after: Item | None
+    ) -> dict[str, int]:
+        """The WRUs a write pays to each global secondary index, by DynamoDB's rule: an
+        item entering or leaving an index is one index write, a changed index key two
+        (a delete and a put), a changed projected attribute one, anything else none;
+        each sized by the projected item, 1 WRU per KB started."""
+        table = self._backend.tables.get(table_name)
+        if table is None:
+            return {}
+        units: dict[str, int] = {}
+        for index in table.global_indexes:
+            old, new = _in_index(index, before), _in_index(index, after)
+            if old is None and new is None:
+                continue
+            if old is not None and new is not None:
+                same_keys = all(
+                    old.attrs.get(a) == new.attrs.get(a) for a in index.schema_key_attrs
+                )
+                writes = 0 if same_keys and old.attrs == new.attrs else 1 if same_keys else 2
+            else:
+                writes = 1
+            if writes:
+                size = max(p.size() for p in (old, new) if p is not None)
+                units[index.name] = writes * write_units(size)
+        return units
+
     def key_of(self, table_name: str, item: dict[str, Any]) -> dict[str, Any]:
         """The key attributes of a full item."""
         table = self._backend.tables.get(table_name)
@@ -83,6 +125,14 @@ class _Tables:
             return {}
         names = [table.hash_key_attr, table.range_key_attr]
         return {n: item[n] for n in names if n and n in item}
+
+
+def _in_index(index: Any, item: Item | None) -> Item | None:
+    """The item as `index` projects it, None when it is not in the (sparse) index."""
+    if item is None or any(a not in item.attrs for a in index.schema_key_attrs):
+        return None
+    projected: Item = index.project(copy.deepcopy(item))
+    return projected
 
 
 def _writes(op: str, body: dict[str, Any], tables: _Tables) -> list[tuple[Key, int]]:
@@ -154,7 +204,7 @@ class _Meter:
         match = _REGION.search(str(environ.get("HTTP_AUTHORIZATION", "")))
         tables = _Tables(match.group(1) if match else "us-east-1")
         touched = _writes(op, body, tables)
-        before = [tables.size(*key) for key, _ in touched]
+        before = [tables.item(*key) for key, _ in touched]
         reply = list(self.app(environ, start_response))
         # Named as the emulator's Traffic names it: a resumed run's journal step apart.
         name = op + "[journal]" if op == "UpdateItem" and b"#journal" in raw else op
@@ -169,14 +219,19 @@ class _Meter:
         reply: list[bytes],
         tables: _Tables,
         touched: list[tuple[Key, int]],
-        before: list[int],
+        before: list[Item | None],
     ) -> None:
         counter = self.units.setdefault("dynamodb." + name, defaultdict(float))
         if touched:
             transactional = op == "TransactWriteItems"
             for (key, sent), old in zip(touched, before, strict=True):
-                size = max(old, tables.size(*key), sent)
-                counter["wru"] += write_units(size, transactional)
+                new = tables.item(*key)
+                sizes = [sent, *(i.size() for i in (old, new) if i is not None)]
+                counter["wru"] += write_units(max(sizes), transactional)
+                # Counted doubled in a transaction as the table write is: the cautious
+                # reading for a side that writes in transactions.
+                index = sum(tables.index_units(key[0], old, new).values())
+                counter["index_wru"] += index * 2 if transactional else index
             return
         decoded = json.loads(b"".join(reply) or b"{}")
         counter["rru"] += _read_units(op, body, decoded, tables)

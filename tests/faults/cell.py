@@ -253,7 +253,9 @@ def child_main(spec: CellSpec) -> None:
         clock=ShiftedClock(spec.offset_ms),
         fetch=lambda url: "a,b\n1,2",
         limits=TurnLimits(heartbeat_s=120),
-        worker_id=f"{spec.phase}-{os.getpid()}",
+        # Named by the phase and its time, not the pid: the slot a worker tries first
+        # follows from its name, so a cell makes the same calls as its trace
+        worker_id=f"{spec.phase}-{spec.offset_ms}",
         config=InterlockConfig(),
         agent=_logged_analyst(work / "tools.log"),
     )
