@@ -29,6 +29,7 @@ import asyncio
 import importlib
 import json
 import struct
+import sys
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
@@ -111,10 +112,43 @@ class Recorded:
             return [b for m, b in self.requests if model_id is None or m == model_id]
 
 
+class Hold:
+    """Lets `after` more requests through, then holds the next one until `release`: a
+    model still thinking when its caller's process dies (the takeover tests)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._left: int | None = None
+        self.holding = threading.Event()
+        self._released = threading.Event()
+
+    def after(self, calls: int) -> None:
+        with self._lock:
+            self._left = calls
+            self.holding.clear()
+            self._released.clear()
+
+    def release(self) -> None:
+        with self._lock:
+            self._left = None
+        self._released.set()
+
+    def wait_if_held(self) -> None:
+        with self._lock:
+            if self._left is None:
+                return
+            self._left -= 1
+            held = self._left < 0
+        if held:
+            self.holding.set()
+            self._released.wait(timeout=120)
+
+
 class _Handler(BaseHTTPRequestHandler):
     scenarios: Sequence[Scenario]
     recorded: Recorded
     throttled: set[str]
+    hold: Hold
 
     def do_POST(self) -> None:
         parts = self.path.split("/")
@@ -132,6 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(messages, list) or not messages:
             return self._error(400, "ValidationException", "messages: at least one is required")
         self.recorded.add(model_id, body)
+        self.hold.wait_if_held()
         if model_id.endswith("-too-long"):
             return self._error(400, "ValidationException", "Input is too long for requested model.")
         if model_id.endswith("-throttled"):
@@ -179,28 +214,40 @@ async def _collect(model: ScriptedModel, messages: Any) -> list[dict[str, Any]]:
     return [dict(event) async for event in model.stream(messages)]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A caller that died mid-stream (the takeover tests kill one) is not an error here.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @dataclass
 class LocalBedrock:
     """A running fake: its URL and what it was sent."""
 
     url: str
     recorded: Recorded
+    hold: Hold = field(default_factory=Hold)
 
 
 @contextmanager
 def serving(scenarios: Sequence[Scenario], port: int = 0) -> Iterator[LocalBedrock]:
     """Serve the fake on 127.0.0.1 (`port` 0: any free one) until the block ends."""
-    recorded = Recorded()
+    recorded, hold = Recorded(), Hold()
     handler = type(
-        "Handler", (_Handler,), {"scenarios": scenarios, "recorded": recorded, "throttled": set()}
+        "Handler",
+        (_Handler,),
+        {"scenarios": scenarios, "recorded": recorded, "throttled": set(), "hold": hold},
     )
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, name="local-bedrock", daemon=True)
     thread.start()
     try:
-        yield LocalBedrock(f"http://127.0.0.1:{server.server_port}", recorded)
+        yield LocalBedrock(f"http://127.0.0.1:{server.server_port}", recorded, hold)
     finally:
+        hold.release()
         server.shutdown()
         server.server_close()
 

@@ -321,6 +321,7 @@ class LocalServer:
 
     url: str
     key: bytes
+    pid: int = 0
 
     def client(self, user: str, groups: Sequence[str] = ()) -> Client:
         return Client(self.url, devtokens.issue(self.key, user, list(groups)), user)
@@ -347,7 +348,7 @@ def local_server(
     with log.open("wb") as out:
         child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        yield LocalServer(_wait_ready(child, log), key)
+        yield LocalServer(_wait_ready(child, log), key, child.pid)
     finally:
         child.terminate()
         try:

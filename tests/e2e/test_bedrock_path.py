@@ -5,7 +5,12 @@ the scripted model; a model failure is a clear run error that strands no request
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +108,51 @@ def test_a_model_refusal_is_a_clear_run_error_and_leaves_the_chat_usable(
     assert request is None or request.state is not RequestState.PENDING
     again = server.client("bob-bedrock", ["reporter"]).run("bedrock-2", "hello")
     assert "Ask me to download" in again.text
+
+
+def test_a_takeover_through_bedrock_asks_the_model_nothing_twice(
+    bedrock: LocalBedrock, bedrock_aws: dict[str, Any], tmp_path: Path
+) -> None:
+    env = {
+        "INTERLOCK_MODEL": f"bedrock:{MODEL}",
+        "INTERLOCK_BEDROCK_URL": bedrock.url,
+        "INTERLOCK_LEASE_MS": "3000",
+    }
+    chat = "bedrock-takeover"
+    with local_server(bedrock_aws, tmp_path / "a.log", extra_env=env) as first:
+        # Given a paused download, approved on a server that dies while the model is
+        # writing its summary (the second call of the resumed run)
+        alice = first.client("alice-takeover", ["reporter"])
+        interrupt = alice.run(chat, DOWNLOAD).interrupt
+        entry = answer(interrupt, APPROVE, secret_of(interrupt))
+        bedrock.hold.after(1)
+        dying = threading.Thread(target=_answer_on_a_dying_server, args=(alice, chat, entry))
+        dying.start()
+        assert bedrock.hold.holding.wait(timeout=60), "the resumed run never reached the model"
+        os.kill(first.pid, signal.SIGKILL)
+        dying.join(timeout=30)
+    served = len(bedrock.recorded.of(MODEL))
+    bedrock.hold.release()  # the dead server's call, answered to nobody
+
+    # When a fresh server takes the same answer once the claim's lease lapsed
+    with local_server(bedrock_aws, tmp_path / "b.log", extra_env=env) as second:
+        time.sleep(3.5)
+        done = second.client("alice-takeover", ["reporter"]).resume(chat, entry)
+
+    # Then it completed, asking Bedrock only for the summary it never got: the fetch
+    # call and its result came from the journal
+    assert done.result["outcome"] == "completed"
+    assert "reference table begins" in done.text
+    asked = [
+        b
+        for b in bedrock.recorded.of(MODEL)[served:]
+        if b["messages"][0]["content"][0].get("text") == DOWNLOAD
+    ]
+    assert len(asked) == 1, [json.dumps(b["messages"][-1])[:200] for b in asked]
+    last = asked[0]["messages"][-1]["content"]
+    assert any("toolResult" in block for block in last), "it continued after the fetch"
+
+
+def _answer_on_a_dying_server(alice: Any, chat: str, entry: Any) -> None:
+    with contextlib.suppress(Exception):  # the connection breaks when the server dies
+        alice.resume(chat, entry)
