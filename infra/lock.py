@@ -38,8 +38,6 @@ NOT_SHIPPED: Final = {
     "cryptography": "pyjwt's and urllib3's optional pyOpenSSL support: neither is used",
     "cffi": "only cryptography needs it",
     "pycparser": "only cffi needs it",
-    "httpx": "Strands' HTTP vended tools and A2A client; Interlock has its own transport",
-    "httpcore": "only httpx needs it",
     "httpx2": "mcp's client, and Starlette's test client",
     "httpcore2": "only httpx2 needs it",
     "truststore": "only httpcore2 needs it",

@@ -214,7 +214,9 @@ async def _collect(model: ScriptedModel, messages: Any) -> list[dict[str, Any]]:
     return [dict(event) async for event in model.stream(messages)]
 
 
-class _Server(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """A threading server that does not print a traceback for a caller that hung up."""
+
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -241,7 +243,7 @@ def serving(scenarios: Sequence[Scenario], port: int = 0) -> Iterator[LocalBedro
         (_Handler,),
         {"scenarios": scenarios, "recorded": recorded, "throttled": set(), "hold": hold},
     )
-    server = _Server(("127.0.0.1", port), handler)
+    server = QuietServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, name="local-bedrock", daemon=True)
     thread.start()
     try:

@@ -57,6 +57,10 @@ class Env:
     PAGE_URL: Final = "INTERLOCK_PAGE_URL"
     BEDROCK_URL: Final = "INTERLOCK_BEDROCK_URL"  # local mode: a local Bedrock Runtime
     HEARTBEAT_S: Final = "INTERLOCK_HEARTBEAT_S"
+    # The OpenAI-compatible provider's key: given directly, or the name of a Secrets
+    # Manager secret holding it (plain text).
+    OPENAI_API_KEY: Final = "INTERLOCK_OPENAI_API_KEY"
+    OPENAI_KEY_SECRET: Final = "INTERLOCK_OPENAI_KEY_SECRET"
 
 
 # A global cross-region inference profile: callable from any commercial region that
@@ -68,23 +72,31 @@ DEFAULT_AGENT: Final = "examples.analyst:build"
 # roles can be scoped to exactly one model.
 _PACE: Final = re.compile(r"(\d{1,5})/(\d{1,5})")
 _MODEL_ID: Final = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*")
+# An OpenAI-compatible endpoint's base URL and the model it serves (vLLM, Ollama and
+# hosted services name models with slashes, colons and dots).
+_BASE_URL: Final = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?")
+_OPENAI_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     """A model setting: `scripted[:<think ms>/<chunk ms>]` (the stand-in where no LLM is
-    reachable, optionally paced like a slow model) or `bedrock[:<model id>]`.
+    reachable, optionally paced like a slow model), `bedrock[:<model id>]`, or
+    `openai:<base url>#<model>` (any OpenAI-compatible chat completions endpoint).
 
     Attributes:
-        provider: "scripted" or "bedrock".
-        model_id: The Bedrock model or inference profile id; empty when scripted.
+        provider: "scripted", "bedrock" or "openai".
+        model_id: The Bedrock model or inference profile id, or the OpenAI-compatible
+            endpoint's model name; empty when scripted.
         pace_ms: For the scripted model: a silence before each answer, and a pause
             between the words it streams (0, 0 answers at once).
+        base_url: The OpenAI-compatible endpoint (e.g. `http://127.0.0.1:8000/v1`).
     """
 
-    provider: Literal["scripted", "bedrock"]
+    provider: Literal["scripted", "bedrock", "openai"]
     model_id: str
     pace_ms: tuple[int, int] = (0, 0)
+    base_url: str = ""
 
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
@@ -104,8 +116,13 @@ class ModelSpec:
                     f"a scripted model's pace is '<think ms>/<chunk ms>', not {spec!r}"
                 )
             return cls("scripted", "", (int(pace[1]), int(pace[2])))
+        if provider == "openai":
+            return cls._openai(model_id)
         if provider != "bedrock":
-            raise ValueError(f"the model must be 'scripted' or 'bedrock[:id]', not {spec!r}")
+            raise ValueError(
+                "the model must be 'scripted', 'bedrock[:id]' or 'openai:<base url>#<model>',"
+                f" not {spec!r}"
+            )
         if separator and not model_id:
             raise ValueError("name a model after 'bedrock:', or write 'bedrock' for the default")
         model_id = model_id or DEFAULT_MODEL_ID
@@ -113,11 +130,25 @@ class ModelSpec:
             raise ValueError(f"{model_id!r} is not a Bedrock model id")
         return cls("bedrock", model_id)
 
+    @classmethod
+    def _openai(cls, rest: str) -> ModelSpec:
+        base_url, separator, model = rest.rpartition("#")
+        if not separator or not _BASE_URL.fullmatch(base_url):
+            raise ValueError(
+                "an OpenAI-compatible model is 'openai:<http(s) base url>#<model>', "
+                f"not 'openai:{rest}'"
+            )
+        if not _OPENAI_MODEL.fullmatch(model):
+            raise ValueError(f"{model!r} is not a model name")
+        return cls("openai", model, base_url=base_url)
+
     @property
     def spec(self) -> str:
         """The setting as text (the value of `INTERLOCK_MODEL`)."""
         if self.provider == "scripted":
             return "scripted:{}/{}".format(*self.pace_ms) if any(self.pace_ms) else "scripted"
+        if self.provider == "openai":
+            return f"openai:{self.base_url}#{self.model_id}"
         return f"{self.provider}:{self.model_id}"
 
 

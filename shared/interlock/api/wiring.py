@@ -67,7 +67,7 @@ def runtime() -> Runtime:
     from interlock.runtime.transport import transport_from_env
 
     settings = config()
-    model = ModelConfig(settings.model_spec, os.environ.get("AWS_REGION"))
+    model = ModelConfig(settings.model_spec, os.environ.get("AWS_REGION"), openai_key)
     built = Runtime(
         stores(),
         lambda: build_model(model),
@@ -118,6 +118,24 @@ def channel_secret(channel: ChannelName) -> dict[str, str] | None:
         )
         return None
     return value
+
+
+def openai_key() -> str | None:
+    """The OpenAI-compatible endpoint's key: `INTERLOCK_OPENAI_API_KEY`, else the secret
+    `INTERLOCK_OPENAI_KEY_SECRET` names (plain text, cached like the channels'); None
+    when neither is set. Never logged."""
+    if key := os.environ.get(Env.OPENAI_API_KEY):
+        return key
+    name = os.environ.get(Env.OPENAI_KEY_SECRET)
+    if not name:
+        return None
+    from aws_lambda_powertools.utilities import parameters
+
+    from interlock.adapters.parameters import quiet_response_bodies
+
+    quiet_response_bodies()
+    value = parameters.get_secret(name, max_age=SECRET_MAX_AGE_S)
+    return value if isinstance(value, str) else None
 
 
 def channels() -> dict[ChannelName, Channel]:

@@ -6,8 +6,8 @@ process; only the snapshot carries state between them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from strands import Agent
@@ -99,10 +99,14 @@ class ModelConfig:
     Attributes:
         spec: The model setting (`interlock.config.ModelSpec`).
         region: The Bedrock region; None uses the SDK's default chain.
+        api_key: Reads the OpenAI-compatible endpoint's key when a model is built (so a
+            rotated secret is picked up); None or an empty key sends none (a local vLLM
+            or Ollama needs none).
     """
 
     spec: ModelSpec
     region: str | None = None
+    api_key: Callable[[], str | None] | None = field(default=None, repr=False)
 
     @property
     def provider(self) -> str:
@@ -127,6 +131,13 @@ def build_model(config: ModelConfig, scripted: Sequence[Scenario] = ()) -> Model
                 "set INTERLOCK_MODEL=bedrock:<model id> for this one"
             )
         return ScriptedModel(scripted, config.spec.pace_ms)
+    if config.provider == "openai":
+        from strands.models.openai import OpenAIModel
+
+        key = config.api_key() if config.api_key else None
+        # The SDK wants a key; an endpoint that checks none takes any.
+        client_args = {"base_url": config.spec.base_url, "api_key": key or "none", "max_retries": 2}
+        return OpenAIModel(client_args=client_args, model_id=config.model_id)
     from strands.models.bedrock import BedrockModel
 
     return BedrockModel(model_id=config.model_id, region_name=config.region)
@@ -186,15 +197,27 @@ def model_failure(failure: BaseException) -> errors.ModelFailed | None:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     model = (ContextWindowOverflowException, ModelThrottledException, ClientError, EventStreamError)
-    if not any(isinstance(e, model) for e in chain):
+    if not any(isinstance(e, model) or _from_openai(e) for e in chain):
         return None
-    said = next((e for e in chain if isinstance(e, ClientError)), chain[0])
-    if isinstance(said, ClientError):
+    said = next((e for e in chain if isinstance(e, ClientError) or _from_openai(e)), chain[0])
+    if _from_openai(said):
+        status = getattr(said, "status_code", None)
+        what = f"{getattr(said, 'message', said)} ({status or type(said).__name__})"
+    elif isinstance(said, ClientError):
         error = said.response.get("Error", {})
         what = f"{error.get('Message') or said} ({error.get('Code', 'error')})"
     else:
         what = f"{said} ({type(said).__name__})"
     return errors.ModelFailed(f"the model could not answer: {what}")
+
+
+def _from_openai(failure: BaseException) -> bool:
+    """An OpenAI-compatible endpoint's refusal (the SDK's `APIError` family), known
+    without importing the SDK where it is not used."""
+    return any(
+        t.__module__.startswith("openai") and t.__name__ == "APIError"
+        for t in type(failure).__mro__
+    )
 
 
 def check_agent(rt: Runtime) -> None:
