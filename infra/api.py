@@ -166,6 +166,7 @@ class InterlockApiStack(Stack):
             description=f"The agent {settings.agent.reference} and its requirements.",
         ).layer_version
         self.channel_secrets = _channel_secrets(self, settings)
+        self.model_secret = _model_secret(self, settings)
         page_url = settings.allowed_origin or site.url
         self.functions: dict[Function, InterlockFunction] = {}
         # Resume first: the run function hands it the resumes posted to the one endpoint,
@@ -186,6 +187,7 @@ class InterlockApiStack(Stack):
                 ),
                 channel_secrets=self.channel_secrets,
                 page_url=page_url,
+                model_secret=self.model_secret,
             )
             self.functions[name].acknowledge_no_lambda_dlq(_NO_LAMBDA_DLQ[name])
         # The channels function hands each screened tap to the resume function with an
@@ -203,6 +205,7 @@ class InterlockApiStack(Stack):
             settings=settings,
             channel_secrets=self.channel_secrets,
             page_url=page_url,
+            model_secret=self.model_secret,
         )
         self.sweeper = Sweeper(
             self,
@@ -344,6 +347,32 @@ _SECRET_TEMPLATES: Final = {
     "slack": {"botToken": "", "signingSecret": ""},
     "telegram": {"botToken": "", "webhookSecret": ""},
 }
+
+
+def _model_secret(stack: Stack, settings: Settings) -> secretsmanager.ISecret | None:
+    """For an `openai:` model, the secret its key is read from: created with a placeholder,
+    filled in by an operator (`aws secretsmanager put-secret-value`); until then `none` is
+    sent."""
+    if settings.model.provider != "openai":
+        return None
+    secret = secretsmanager.Secret(
+        stack,
+        "ModelKeySecret",
+        description="The API key of Interlock's OpenAI-compatible model endpoint (plain text).",
+        # A placeholder (the value may not be empty): an endpoint that checks no key takes it.
+        secret_string_value=SecretValue.unsafe_plain_text("none"),
+    )
+    Validations.of(secret).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-SMG4",
+            reason=(
+                "The key is issued by the model's provider and can only be rotated there; "
+                "an operator puts the new value here."
+            ),
+        )
+    )
+    CfnOutput(stack, "ModelKeySecretName", value=secret.secret_name)
+    return secret
 
 
 def _channel_secrets(stack: Stack, settings: Settings) -> dict[str, secretsmanager.ISecret]:

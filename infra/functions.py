@@ -115,6 +115,7 @@ class InterlockFunction(Construct):
         forward_to: lambda_.IFunction | None = None,
         channel_secrets: Mapping[str, secretsmanager.ISecret] | None = None,
         page_url: str | None = None,
+        model_secret: secretsmanager.ISecret | None = None,
     ) -> None:
         """Create the function.
 
@@ -134,6 +135,8 @@ class InterlockFunction(Construct):
             channel_secrets: The configured channels' secrets, by channel: every
                 function that posts, edits or verifies reads them.
             page_url: The card page's URL, linked from every posted card.
+            model_secret: The OpenAI-compatible endpoint's key, for the functions that
+                run the agent (an `openai:` model); None for a Bedrock or scripted one.
             allowed_origin: The browser origin the handler's responses admit (CORS), for
                 a function behind the API; None for one that answers no browser.
         """
@@ -148,6 +151,7 @@ class InterlockFunction(Construct):
             *runtime_statements(self.log_group),
             *(forward_statements(forward_to) if forward_to else []),
             *secret_statements(list((channel_secrets or {}).values())),
+            *(secret_statements([model_secret]) if model_secret and access.invokes_model else []),
         ]
         # Kept: a subclass adds the statements of what it creates itself (the sweeper's
         # dead-letter queue, the settle queue); the frozen role takes nothing else.
@@ -191,6 +195,11 @@ class InterlockFunction(Construct):
                 **(STREAM_ENVIRONMENT | {Env.FUNCTION: name} if streams else {}),
                 **({Env.RESUME_FUNCTION: forward_to.function_name} if forward_to else {}),
                 **channel_environment(channel_secrets or {}, page_url),
+                **(
+                    {Env.OPENAI_KEY_SECRET: model_secret.secret_name}
+                    if model_secret and access.invokes_model
+                    else {}
+                ),
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
             snap_start=snap_start(name),

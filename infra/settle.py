@@ -60,6 +60,7 @@ class Settle(InterlockFunction):
         settings: Settings,
         channel_secrets: Mapping[str, secretsmanager.ISecret] | None = None,
         page_url: str | None = None,
+        model_secret: secretsmanager.ISecret | None = None,
     ) -> None:
         """Create the queues, the function and its event source.
 
@@ -72,6 +73,7 @@ class Settle(InterlockFunction):
             settings: The deployment's settings.
             channel_secrets: The channels' secrets (a settled card's posts are edited).
             page_url: The card page's URL.
+            model_secret: The OpenAI-compatible endpoint's key, if that is the model.
         """
         super().__init__(
             scope,
@@ -83,6 +85,7 @@ class Settle(InterlockFunction):
             settings=settings,
             channel_secrets=channel_secrets,
             page_url=page_url,
+            model_secret=model_secret,
         )
         self.dead_letters = dead_letter_queue(self, "the settle queue's")
         self.queue = sqs.Queue(

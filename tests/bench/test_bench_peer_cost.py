@@ -54,7 +54,13 @@ def test_measured_units_are_summed_over_operations() -> None:
         {"dynamodb.PutItem": 2, "dynamodb.GetItem": 1},
         capacity_units={"dynamodb.PutItem": {"wru": 5}, "dynamodb.GetItem": {"rru": 0.5}},
     )
-    assert capacity_units(traffic) == {"wru": 5, "rru": 0.5, "method": "item sizes at the emulator"}
+    assert capacity_units(traffic) == {
+        "wru": 5,
+        "table_wru": 5,
+        "index_wru": 0,
+        "rru": 0.5,
+        "method": "item sizes at the emulator, index writes included",
+    }
 
 
 def test_without_measured_units_they_are_estimated_from_request_bytes() -> None:
@@ -127,10 +133,54 @@ def test_the_meter_derives_units_from_the_items_at_the_emulator(emulator: Emulat
         units = emulator.traffic.take()["capacity_units"]
 
     # Then the put and the small update both pay for the whole item
-    assert units["dynamodb.PutItem"] == {"wru": 3}
-    assert units["dynamodb.UpdateItem"] == {"wru": 3}
+    assert units["dynamodb.PutItem"] == {"wru": 3, "index_wru": 0}
+    assert units["dynamodb.UpdateItem"] == {"wru": 3, "index_wru": 0}
     assert units["dynamodb.GetItem"] == {"rru": 1.5}
     assert "capacity_units" not in emulator.traffic.take(), "the meter is removed on exit"
+
+
+def test_the_meter_counts_a_sparse_index_write_only_when_the_entry_changes(
+    emulator: Emulator,
+) -> None:
+    client = boto3.client("dynamodb", endpoint_url=emulator.endpoint, region_name="us-east-1")
+    client.create_table(
+        TableName="indexed",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "part", "AttributeType": "S"},
+            {"AttributeName": "due", "AttributeType": "N"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_due",
+                "KeySchema": [
+                    {"AttributeName": "part", "KeyType": "HASH"},
+                    {"AttributeName": "due", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    key = {"pk": {"S": "a"}}
+
+    def update(expression: str, **values: Any) -> dict[str, float]:
+        emulator.traffic.take()
+        args = {"ExpressionAttributeValues": values} if values else {}
+        client.update_item(TableName="indexed", Key=key, UpdateExpression=expression, **args)
+        return dict(emulator.traffic.take()["capacity_units"]["dynamodb.UpdateItem"])
+
+    with metered(emulator):
+        client.put_item(TableName="indexed", Item={**key, "body": {"S": "x"}})
+        # Entering the index, moving in it (a delete and a put), a change it does not
+        # project, and leaving it
+        entered = update("SET part = :s, due = :d", **{":s": {"S": "0"}, ":d": {"N": "1"}})
+        moved = update("SET due = :d", **{":d": {"N": "2"}})
+        unseen = update("SET body = :b", **{":b": {"S": "y"}})
+        left = update("REMOVE part, due")
+
+    assert [u["index_wru"] for u in (entered, moved, unseen, left)] == [1, 2, 0, 1]
 
 
 def test_the_recorded_peer_figures_carry_what_the_comparison_needs() -> None:

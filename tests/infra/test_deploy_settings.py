@@ -140,3 +140,27 @@ def test_the_log_level_is_a_setting(cdk_context: dict[str, Any]) -> None:
         assert properties["LoggingConfig"]["LogFormat"] == "JSON"
     with pytest.raises(ValueError, match="interlock:logLevel"):
         build(App(context={**cdk_context, "interlock:logLevel": "loud"}))
+
+
+def test_an_openai_compatible_model_gets_a_key_secret_and_no_bedrock(
+    cdk_context: dict[str, Any],
+) -> None:
+    context = {**cdk_context, "interlock:model": "openai:https://llm.example.org/v1#gpt-oss-20b"}
+    stacks = build(App(context=context))
+    template = Template.from_stack(stacks.api)
+
+    # One secret for the key, named to exactly the functions that run the agent
+    secrets = template.find_resources("AWS::SecretsManager::Secret")
+    (secret_id,) = [k for k in secrets if k.startswith("ModelKeySecret")]
+    functions = template.find_resources("AWS::Lambda::Function")
+    named = {
+        key: f["Properties"]["Environment"]["Variables"].get("INTERLOCK_OPENAI_KEY_SECRET")
+        for key, f in functions.items()
+        if "Environment" in f["Properties"]
+    }
+    holders = {key.split("Function")[0] for key, value in named.items() if value}
+    assert holders == {"Run", "Resume", "Settle"}, holders
+    # Their roles may read it; none may call Bedrock
+    roles = json.dumps(template.find_resources("AWS::IAM::Role"))
+    assert "bedrock:InvokeModel" not in roles
+    assert roles.count(f'"Ref": "{secret_id}"') == 3

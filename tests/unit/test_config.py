@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pydantic
 import pytest
 
@@ -63,14 +65,28 @@ def test_the_allowlist_names_exactly_the_tools_that_exist() -> None:
     ("spec", "message"),
     [
         ("bedrock:", "name a model after 'bedrock:'"),
-        ("openai", "must be 'scripted' or 'bedrock"),
+        ("gemini", "must be 'scripted', 'bedrock[:id]' or 'openai:"),
+        ("openai", "'openai:<http(s) base url>#<model>'"),
+        ("openai:http://127.0.0.1:8000/v1", "'openai:<http(s) base url>#<model>'"),
+        ("openai:file:///etc#m", "'openai:<http(s) base url>#<model>'"),
+        ("openai:http://127.0.0.1:8000/v1#a b", "not a model name"),
         ("scripted:fast", "pace"),
         ("bedrock:not a model", "not a Bedrock model id"),
     ],
 )
 def test_a_model_setting_that_names_no_model_is_refused(spec: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         ModelSpec.parse(spec)
+
+
+def test_an_openai_compatible_model_names_its_endpoint_and_model() -> None:
+    spec = ModelSpec.parse("openai:http://127.0.0.1:11434/v1#llama3.1:8b")
+    assert (spec.provider, spec.base_url, spec.model_id) == (
+        "openai",
+        "http://127.0.0.1:11434/v1",
+        "llama3.1:8b",
+    )
+    assert ModelSpec.parse(spec.spec) == spec
 
 
 def test_bedrock_alone_is_the_default_model() -> None:
