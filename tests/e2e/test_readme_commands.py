@@ -49,6 +49,11 @@ ELSEWHERE = {
         "needs the reader's agent and Bedrock; tests/e2e/test_own_agent.py serves an agent "
         "of one's own, tests/agent/test_snapshot_and_model.py builds the Bedrock model"
     ),
+    "INTERLOCK_MODEL='openai:http://127.0.0.1:11434/v1#llama3.1' ./dev serve "
+    "--agent my_agent:build": (
+        "needs the reader's agent and endpoint; tests/e2e/test_openai_path.py serves the "
+        "demo through the same provider against local.openai_compat"
+    ),
     "INTERLOCK_MODEL=scripted:2000/60 ./dev serve": (
         "tests/e2e/test_streaming.py and tests/browser/test_streaming_page.py serve a paced "
         "scripted model"
@@ -59,6 +64,8 @@ ELSEWHERE = {
     ".venv/bin/python bench/store_cycle.py": "tests/bench/test_bench_store_cycle.py",
     ".venv/bin/python bench/resume_vs_rerun.py": "tests/bench/test_bench_resume_vs_rerun.py",
     ".venv/bin/python bench/api_cycle.py": "tests/bench/test_bench_api_cycle.py",
+    ".venv/bin/python bench/long_run.py": "tests/bench/test_bench_long_run.py",
+    ".venv/bin/python bench/history_read.py": "tests/bench/test_bench_history_read.py",
     ".venv/bin/python bench/cold_start.py --layer": "tests/bench/test_bench_cold_start.py",
     ".venv/bin/python bench/sweeper.py": "tests/bench/test_bench_sweeper.py",
     ".venv/bin/python bench/soak.py": "a soak of minutes: run by hand; its figures go in notes",

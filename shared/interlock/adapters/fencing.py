@@ -102,7 +102,10 @@ def fenced(
         raise Cancelled({i - 1: old for i, old in cancelled.failed.items()}) from None
 
 
-_CONFLICT_ATTEMPTS: Final = 4
+# A run's journal steps, outbox records and acting mark all check the claim's item, so
+# a batch of parallel tools meets conflicts in bursts: back off exponentially, with
+# jitter, for up to about a second in all.
+_CONFLICT_ATTEMPTS: Final = 6
 
 
 def _sent(client: DynamoDBClient, entries: list[dict[str, Any]], action: str) -> None:
@@ -115,4 +118,4 @@ def _sent(client: DynamoDBClient, entries: list[dict[str, Any]], action: str) ->
         except Conflicted:
             if attempt == _CONFLICT_ATTEMPTS - 1:
                 raise
-            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))
+            time.sleep(random.uniform(0, 0.02 * 2**attempt))
