@@ -161,6 +161,8 @@ class CellSpec:
     phase: str
     mode: Mode = "none"
     at: int = -1
+    op: str = ""  # with it, the fault is the nth call described so (`FaultPlan.op`)
+    nth: int = 0
     trace: bool = False
     offset_ms: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -244,7 +246,8 @@ def child_main(spec: CellSpec) -> None:
     clients = [
         _SESSION.client(n, endpoint_url=spec.endpoint, config=config) for n in ("dynamodb", "s3")
     ]
-    plan = FaultPlan(spec.at, spec.mode, work / "trace.jsonl" if spec.trace else None)
+    trace = work / "trace.jsonl" if spec.trace else None
+    plan = FaultPlan(spec.at, spec.mode, trace, op=spec.op or None, nth=spec.nth)
     plan.attach(*clients)
     stores = build_stores(clients[0], clients[1], spec.table, spec.bucket, StorePolicy())
     rt = Runtime(

@@ -32,12 +32,20 @@ class FaultPlan:
             response arrived: the write landed, the process never learned it), fail (the
             call raises as a lost connection would).
         trace: A file that receives one JSON line per call (its index and description).
+        op: With it, the call to fault is the `nth` (0-based) call described as `op`,
+            wherever it falls: a call elsewhere that a run makes or not (a slot taken at
+            the first try or the second) cannot move the fault to another step.
+        nth: See `op`.
     """
 
     at: int = -1
     mode: Mode = "none"
     trace: Path | None = None
+    op: str | None = None
+    nth: int = 0
     calls: int = field(default=0, init=False)
+    _seen: dict[str, int] = field(default_factory=dict, init=False)
+    _armed: bool = field(default=False, init=False)
 
     def attach(self, *clients: Any) -> None:
         for client in clients:
@@ -47,19 +55,28 @@ class FaultPlan:
     def _before(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         index = self.calls
         self.calls += 1
+        described = describe(model.name, params)
         if self.trace is not None:
-            line = {"index": index, "op": describe(model.name, params)}
+            line = {"index": index, "op": described}
             with self.trace.open("a") as out:
                 out.write(json.dumps(line) + "\n")
-        if index != self.at:
+        if not self._targets(index, described):
             return
+        self._armed = True
         if self.mode == "kill_before":
             _die()
         if self.mode == "fail":
             raise EndpointConnectionError(endpoint_url=f"fault-injected:{model.name}")
 
+    def _targets(self, index: int, described: str) -> bool:
+        if self.op is None:
+            return index == self.at
+        seen = self._seen.get(described, 0)
+        self._seen[described] = seen + 1
+        return described == self.op and seen == self.nth
+
     def _after(self, model: Any, **_: Any) -> None:
-        if self.mode == "kill_after" and self.calls - 1 == self.at:
+        if self.mode == "kill_after" and self._armed:
             _die()
 
 

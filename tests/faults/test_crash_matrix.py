@@ -75,6 +75,7 @@ class Cell:
     op: str
     mode: str
     recovery: str = "person"
+    nth: int = 0  # which call described as `op` it is (the trace's count before `at`)
 
     @property
     def name(self) -> str:
@@ -141,7 +142,7 @@ class Lab:
             self.idle.put(fork)
         self.aws = aws
         self.root = root
-        self._steps: dict[str, list[int]] = {}
+        self._steps: dict[str, tuple[str, int]] = {}
 
     def workdir(self) -> Path:
         """A cell's own directory (its name is the chat's) with its own table and bucket.
@@ -204,7 +205,14 @@ class Lab:
         work = self.workdir()
         self._prepare(work, cell.story, cell.phase)
         spec = self.spec(
-            work, cell.story, cell.phase, mode=cell.mode, at=cell.at, offset_ms=_offset(cell.phase)
+            work,
+            cell.story,
+            cell.phase,
+            mode=cell.mode,
+            at=cell.at,
+            op=cell.op,
+            nth=cell.nth,
+            offset_ms=_offset(cell.phase),
         )
         self.run(spec)
         for phase, offset in _recovery(cell):
@@ -230,15 +238,18 @@ class Lab:
             assert self.run(self.spec(work, story, "pause")) == 0
         if phase == "takeover":
             # The resume dies just after its second step is recorded (not a clean exit)
-            at = self._step_writes(story)[STEPS_BEFORE_TAKEOVER - 1]
-            self.run(self.spec(work, story, "resume", mode="kill_after", at=at))
+            op, nth = self._step_write(story)
+            self.run(self.spec(work, story, "resume", mode="kill_after", op=op, nth=nth))
 
-    def _step_writes(self, story: str) -> list[int]:
-        """Where a fault-free resume of `story` records its journal steps."""
+    def _step_write(self, story: str) -> tuple[str, int]:
+        """The call of a fault-free resume of `story` that records its takeover step:
+        as it is described, and which of the calls described so it is."""
         if story not in self._steps:
             ops = self.trace(story, "resume")
-            self._steps[story] = [i for i, op in enumerate(ops) if "Put STEP" in op]
-            assert len(self._steps[story]) > STEPS_BEFORE_TAKEOVER, ops
+            steps = [i for i, op in enumerate(ops) if "Put STEP" in op]
+            assert len(steps) > STEPS_BEFORE_TAKEOVER, ops
+            at = steps[STEPS_BEFORE_TAKEOVER - 1]
+            self._steps[story] = (ops[at], ops[:at].count(ops[at]))
         return self._steps[story]
 
 
@@ -374,7 +385,8 @@ def cells_of(story: str, phase: str, ops: list[str], recovery: str = "person") -
     cells = [Cell(story, phase, 0, ops[0], "kill_before", recovery)]
     for at, op in enumerate(ops[first_write:], start=first_write):
         modes = ["kill_before", "fail"] + (["kill_after"] if is_write(op) else [])
-        cells += [Cell(story, phase, at, op, mode, recovery) for mode in modes]
+        nth = ops[:at].count(op)
+        cells += [Cell(story, phase, at, op, mode, recovery, nth) for mode in modes]
     return cells
 
 
