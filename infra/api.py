@@ -185,7 +185,8 @@ class InterlockApiStack(Stack):
                 forward_to=(
                     self.functions["resume"].function if name in ("run", "channels") else None
                 ),
-                channel_secrets=self.channel_secrets,
+                # The administrators' routes post to no platform.
+                channel_secrets=None if name == "admin" else self.channel_secrets,
                 page_url=page_url,
                 model_secret=self.model_secret,
             )
@@ -285,6 +286,10 @@ _NO_LAMBDA_DLQ: Final[Mapping[Function, str]] = {
     "requests": (
         "API Gateway invokes it synchronously: a failure reaches the caller as an error "
         f"status. Nothing else invokes it. {_ASYNC_ONLY}"
+    ),
+    "admin": (
+        "API Gateway invokes it synchronously: a failure reaches the administrator as an "
+        f"error status. Nothing else invokes it. {_ASYNC_ONLY}"
     ),
     "channels": (
         "API Gateway invokes it synchronously for a platform's webhook delivery: a failure "

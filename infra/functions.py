@@ -79,6 +79,8 @@ SIZING: Final[Mapping[FunctionName, Sizing]] = {
     "resume": Sizing(Duration.minutes(5), 1024),
     # A few DynamoDB calls and at most one small S3 read.
     "requests": Sizing(Duration.seconds(10), 256),
+    # A put or a delete, or a link's transaction.
+    "admin": Sizing(Duration.seconds(10), 256),
     # The expiry finder: eight index queries and a batch send per ten overdue requests.
     "sweeper": Sizing(Duration.minutes(1), 256),
     # Resumes each overdue run of its batch, one after another, as resume does one.

@@ -22,10 +22,15 @@ from aws_cdk import aws_sqs as sqs
 from infra.settings import ModelChoice
 from infra.storage import StorageRefs
 from interlock.adapters.schema import (
+    ADMIN_PARTITIONS,
     ANSWER_PREFIX,
+    CLAIM_ATTRIBUTES,
+    DELIVERY_PARTITIONS,
     EXPIRY_INDEX,
     INBOX_INDEX,
     LEASE_INDEX,
+    LINK_ATTRIBUTES,
+    LINK_ROW_ATTRIBUTES,
     NOTICE_INDEX,
     SNAPSHOT_PREFIX,
     STEP_PREFIX,
@@ -51,6 +56,24 @@ PROFILE_GEOGRAPHIES: Final = frozenset({"us", "us-gov", "eu", "apac", "jp", "au"
 
 
 @dataclass(frozen=True)
+class Rows:
+    """Table actions allowed only on the items of some partitions, and (with
+    `attributes`) only by requests that name no other attribute."""
+
+    actions: tuple[str, ...]
+    partitions: tuple[str, ...]
+    attributes: tuple[str, ...] = ()
+
+    def conditions(self) -> dict[str, Any]:
+        # ForAllValues: every partition (and attribute) the request names must match.
+        tests: dict[str, Any] = {"dynamodb:LeadingKeys": list(self.partitions)}
+        found = {"ForAllValues:StringLike": tests}
+        if self.attributes:
+            found["ForAllValues:StringEquals"] = {"dynamodb:Attributes": list(self.attributes)}
+        return found
+
+
+@dataclass(frozen=True)
 class Access:
     """The data-plane calls one function makes.
 
@@ -65,6 +88,11 @@ class Access:
             to anyone else it answers 403, which reads as a store failure.
         invokes_model: Whether the function runs the agent, and so calls Bedrock.
         inbox_index_actions: DynamoDB actions on the sparse inbox index alone.
+        rows: Table actions allowed only on some rows (`Rows`).
+        claims: Whether the function claims requests and writes a resumed run's records
+            (`CLAIM_ATTRIBUTES`); any other is denied every write that names one.
+        administers: Whether the function serves the administrators' routes; any other
+            is denied every write to their rows (`ADMIN_PARTITIONS`, `LINK_ATTRIBUTES`).
     """
 
     table_actions: tuple[str, ...]
@@ -74,6 +102,19 @@ class Access:
     lists: tuple[str, ...] = ()
     invokes_model: bool = False
     inbox_index_actions: tuple[str, ...] = ()
+    rows: tuple[Rows, ...] = ()
+    claims: bool = False
+    administers: bool = False
+
+
+# Every DynamoDB action that writes an item (a transaction's entries are authorized as
+# these): the actions the Deny statements cover, whether or not a role is allowed them.
+WRITE_ACTIONS: Final = (
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+)
 
 
 ACCESS: Final[Mapping[FunctionName, Access]] = {
@@ -118,6 +159,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         # A resume of an answered request replays its stored answer, which may have aged out.
         lists=(ANSWER_PREFIX,),
         invokes_model=True,
+        claims=True,
     ),
     # Reads and cancels open requests (rotating the card secret is an update), lists and
     # revokes approvals, replays stored answers; a cancel or a revoke appends an audit
@@ -164,16 +206,45 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         reads=(SNAPSHOT_PREFIX, STEP_PREFIX),
         writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX, STEP_PREFIX),
         invokes_model=True,
+        claims=True,
+    ),
+    # The administrators' routes: the pre-approved list (`ADMIN`: puts, and deletes that
+    # return what they removed) and the chat accounts' links (`LINK#…`, with the user's
+    # reverse row under `USER#…`: puts and deletes in one transaction, after a get).
+    # Nothing else: no chat, no request.
+    "admin": Access(
+        table_actions=(),
+        rows=(
+            Rows(
+                ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
+                ADMIN_PARTITIONS,
+            ),
+            # A user's links are read with the user's other rows (a query); of those
+            # rows, only a link may be written.
+            Rows(("dynamodb:Query",), ("USER#*",)),
+            Rows(
+                ("dynamodb:PutItem", "dynamodb:DeleteItem"),
+                ("USER#*",),
+                attributes=("pk", "sk", *LINK_ROW_ATTRIBUTES),
+            ),
+        ),
+        administers=True,
     ),
     # The platforms' webhooks: reads the pointer and the tapper's link (gets), records
-    # each delivery once (a conditional put). Claims nothing: a tap that passes is handed
-    # to the resume function.
-    "channels": Access(table_actions=("dynamodb:GetItem", "dynamodb:PutItem")),
+    # each delivery once (a conditional put, and only under `DELIVERY#…`). Claims
+    # nothing: a tap that passes is handed to the resume function.
+    "channels": Access(
+        table_actions=(),
+        rows=(
+            Rows(("dynamodb:GetItem",), ("CHAT#*", "LINK#*")),
+            Rows(("dynamodb:PutItem",), DELIVERY_PARTITIONS),
+        ),
+    ),
 }
 
 
 def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
-    """The table and bucket statements for `access`."""
+    """The table and bucket statements for `access`, its denials last."""
     statements = []
     if access.table_actions:
         statements.append(
@@ -181,6 +252,7 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
                 sid="Table", actions=list(access.table_actions), resources=[storage.table_arn]
             )
         )
+    statements += _row_statements(access.rows, storage)
     for sid, actions, indexes in (
         # The finder's sparse indexes: overdue requests, claims whose lease lapsed, and
         # channel notices with a delivery due.
@@ -204,7 +276,66 @@ def data_statements(access: Access, storage: StorageRefs) -> list[iam.PolicyStat
             statements.append(iam.PolicyStatement(sid=sid, actions=[action], resources=resources))
     if access.lists:
         statements.append(_list_statement(access.lists, storage))
+    if access.table_actions or access.rows:
+        statements += _denials(access, storage)
     return statements
+
+
+def _row_statements(rows: Sequence[Rows], storage: StorageRefs) -> list[iam.PolicyStatement]:
+    return [
+        iam.PolicyStatement(
+            sid=f"TableRows{number}",
+            actions=list(row.actions),
+            resources=[storage.table_arn],
+            conditions=row.conditions(),
+        )
+        for number, row in enumerate(rows, start=1)
+    ]
+
+
+def _denials(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
+    """What the design promises no other function does, as explicit denials.
+
+    `dynamodb:Attributes` holds every top-level attribute a request names: its item's,
+    its key's, and those its update, condition and projection expressions read or
+    write. So a write naming a claim's attribute, even only in its condition, is denied,
+    and a claim cannot be spelled without naming `lease_token`.
+    """
+    denials = []
+    if not access.claims:
+        denials.append(
+            iam.PolicyStatement(
+                sid="NoClaims",
+                effect=iam.Effect.DENY,
+                actions=list(WRITE_ACTIONS),
+                resources=[storage.table_arn],
+                conditions={
+                    "ForAnyValue:StringEquals": {"dynamodb:Attributes": list(CLAIM_ATTRIBUTES)}
+                },
+            )
+        )
+    if not access.administers:
+        denials += [
+            iam.PolicyStatement(
+                sid="NoAdminRows",
+                effect=iam.Effect.DENY,
+                actions=list(WRITE_ACTIONS),
+                resources=[storage.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(ADMIN_PARTITIONS)}
+                },
+            ),
+            iam.PolicyStatement(
+                sid="NoLinkRows",
+                effect=iam.Effect.DENY,
+                actions=list(WRITE_ACTIONS),
+                resources=[storage.table_arn],
+                conditions={
+                    "ForAnyValue:StringEquals": {"dynamodb:Attributes": list(LINK_ATTRIBUTES)}
+                },
+            ),
+        ]
+    return denials
 
 
 def _list_statement(prefixes: Sequence[str], storage: StorageRefs) -> iam.PolicyStatement:

@@ -19,6 +19,8 @@ Where it does not:
   adapter relays no runtime hooks to it, so nothing could reseed or reconnect the app's
   process (its agent and clients are built at start) after a restore; and the run and
   channels functions hand work to the resume function by name, which is `$LATEST`.
+- `admin`: a handful of calls by administrators, who can wait out a cold start, while
+  SnapStart for Python bills the snapshot's cache whether or not it is used.
 - `sweeper` and `settle`: a schedule and a queue invoke them, nobody waits on their cold
   start, and SnapStart for Python bills the snapshot's cache and every restore.
 """

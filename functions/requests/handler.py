@@ -1,4 +1,4 @@
-"""Requests Lambda: the open request, approvals, turns and the audit trail.
+"""Requests Lambda: the open request, the chat's approvals, turns and audit trail, the inbox.
 
 It never runs an agent, so it never imports strands and starts fast.
 """
@@ -15,12 +15,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from interlock import inbox
 from interlock.api import snapstart
-from interlock.api.bodies import parse_body, query_number
+from interlock.api.bodies import query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.views import iso, request_view
 from interlock.api.wiring import config, notifier, stores
 from interlock.caller import Caller
-from interlock.channels import Link, channel_card
+from interlock.channels import channel_card
 from interlock.timing import SystemClock
 
 if TYPE_CHECKING:
@@ -99,22 +99,6 @@ def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
     return json_response(revoked.wire())
 
 
-def preapprove(kind: str, name: str) -> Response[str]:
-    from interlock.api import schemas
-
-    subject = inbox.preapprove(stores(), _caller(), kind, name, clock.now_ms())
-    body = {"preapproved": {"kind": subject.kind, "name": subject.name}}
-    return json_response(schemas.Preapproved.model_validate(body).wire())
-
-
-def remove_preapproval(kind: str, name: str) -> Response[str]:
-    from interlock.api import schemas
-
-    subject = inbox.remove_preapproval(stores(), _caller(), kind, name)
-    body = {"revoked": {"kind": subject.kind, "name": subject.name}}
-    return json_response(schemas.Revoked.model_validate(body).wire())
-
-
 def list_inbox() -> Response[str]:
     from interlock.api import schemas
 
@@ -138,34 +122,6 @@ def list_inbox() -> Response[str]:
     return json_response(schemas.Inbox(requests=items).wire())
 
 
-def link_account(channel: str, external_id: str) -> Response[str]:
-    from interlock.api import schemas
-
-    body = parse_body(schemas.LinkInput, app.current_event.body)
-    wanted = Link(channel, external_id, body.userId, frozenset(body.roles), body.address)  # type: ignore[arg-type]
-    linked = inbox.link_account(stores(), _caller(), channel, external_id, wanted, clock.now_ms())
-    return json_response(schemas.Linked(linked=_link(linked)).wire())
-
-
-def unlink_account(channel: str, external_id: str) -> Response[str]:
-    from interlock.api import schemas
-
-    removed = inbox.unlink_account(stores(), _caller(), channel, external_id)
-    return json_response(schemas.Unlinked(unlinked=_link(removed)).wire())
-
-
-def _link(link: Link) -> schemas.LinkView:
-    from interlock.api import schemas
-
-    return schemas.LinkView(
-        channel=link.channel,
-        externalId=link.external_id,
-        userId=link.user_id,
-        roles=sorted(link.roles),
-        address=link.address,
-    )
-
-
 def list_events(chat_id: str) -> Response[str]:
     from interlock.api import schemas
 
@@ -185,10 +141,6 @@ bind(
         ("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}"): revoke_approval,
         ("GET", "/chats/{chat_id}/events"): list_events,
         ("GET", "/inbox"): list_inbox,
-        ("PUT", "/admin/approvals/{kind}/{name}"): preapprove,
-        ("DELETE", "/admin/approvals/{kind}/{name}"): remove_preapproval,
-        ("PUT", "/admin/links/{channel}/{external_id}"): link_account,
-        ("DELETE", "/admin/links/{channel}/{external_id}"): unlink_account,
     },
 )
 

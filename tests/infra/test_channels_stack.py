@@ -51,10 +51,12 @@ def test_only_the_secrets_are_read_and_by_every_function_that_uses_them(
     configured_stacks: Stacks, configured_api_template: Template
 ) -> None:
     refs = _secret_refs(configured_stacks)
-    # The sweeper only finds overdue requests and queues them: it posts and edits nothing
-    found = by_sid(statements(configured_stacks, configured_api_template, "sweeper"))
-    assert "ChannelSecrets" not in found
-    for name in (name for name in ALL_FUNCTIONS if name != "sweeper"):
+    # The sweeper only finds overdue requests and queues them, and the administrators'
+    # routes only write links: neither posts nor edits anything
+    for name in ("sweeper", "admin"):
+        found = by_sid(statements(configured_stacks, configured_api_template, name))
+        assert "ChannelSecrets" not in found
+    for name in (name for name in ALL_FUNCTIONS if name not in ("sweeper", "admin")):
         found = by_sid(statements(configured_stacks, configured_api_template, name))
         read = found["ChannelSecrets"]
         assert read["Action"] == "secretsmanager:GetSecretValue"

@@ -68,6 +68,7 @@ EXPECTED_ACKNOWLEDGMENTS = {
     "InterlockApi/Run/Role": {*_ROLE, _SNAPSHOTS, _MODEL_REGIONS},
     "InterlockApi/Resume/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _STEPS, _MODEL_REGIONS},
     "InterlockApi/Requests/Role": {*_ROLE, _ANSWERS},
+    "InterlockApi/Admin/Role": _ROLE,
     # The sweeper only queries the index and queues: no object, no model
     "InterlockApi/Sweeper/Role": _ROLE,
     "InterlockApi/Settle/Role": {*_ROLE, _SNAPSHOTS, _ANSWERS, _STEPS, _MODEL_REGIONS},
@@ -77,6 +78,7 @@ EXPECTED_ACKNOWLEDGMENTS = {
     # Restored from SnapStart snapshots of the version their alias names (infra.snapstart)
     "InterlockApi/Requests/Function": {*_FUNCTION, _SNAPSTART},
     "InterlockApi/Channels/Function": {*_FUNCTION, _SNAPSTART},
+    "InterlockApi/Admin/Function": _FUNCTION,
     "InterlockApi/Sweeper/Function": _FUNCTION,
     # Its SQS event source takes no destination: the queue's redrive policy is its own
     "InterlockApi/Settle/Function": {*_FUNCTION, "Serverless-LambdaEventSourceMappingDestination"},

@@ -131,8 +131,8 @@ def test_the_log_level_is_a_setting(cdk_context: dict[str, Any]) -> None:
     stacks = build(App(context={**cdk_context, "interlock:logLevel": "debug"}))
     functions = Template.from_stack(stacks.api).find_resources("AWS::Lambda::Function")
     ours = [f for f in functions.values() if "POWERTOOLS_LOG_LEVEL" in json.dumps(f)]
-    # The route table's four, the sweeper and the settle function
-    assert len(ours) == 6
+    # The route table's five, the sweeper and the settle function
+    assert len(ours) == 7
     for function in ours:
         properties = function["Properties"]
         assert properties["Environment"]["Variables"]["POWERTOOLS_LOG_LEVEL"] == "DEBUG"

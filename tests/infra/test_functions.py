@@ -90,6 +90,17 @@ EXPECTED_ACTIONS = {
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
+    # The administrators' routes: puts, gets and deletes, only of their own rows
+    "admin": [
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+    ],
     # The webhooks: two reads and a delivery's put, and the hand-over of a tap
     "channels": [
         "dynamodb:GetItem",
@@ -144,7 +155,9 @@ def test_each_role_allows_exactly_its_actions(
 ) -> None:
     found = statements(stacks, api_template, name)
     assert actions(found) == EXPECTED_ACTIONS[name]
-    assert all(statement["Effect"] == "Allow" for statement in found)
+    # Every denial is about the table's rows (which ones: test_least_privilege.py)
+    denials = [statement for statement in found if statement["Effect"] == "Deny"]
+    assert all(statement["Resource"] == TABLE_ARN for statement in denials)
 
 
 def test_requests_calls_no_model_and_writes_no_object(
@@ -213,6 +226,14 @@ def test_table_access_is_the_table_and_only_the_sweeper_reads_the_index(
             {"Fn::Join": ["", [TABLE_ARN, "/index/by_lease"]]},
             {"Fn::Join": ["", [TABLE_ARN, "/index/by_notice"]]},
         ]
+    elif name in ("admin", "channels"):
+        # Only rows of named partitions (which ones: test_least_privilege.py)
+        assert "Table" not in found
+        rows = [s for sid, s in found.items() if sid.startswith("TableRows")]
+        assert rows
+        for statement in rows:
+            assert statement["Resource"] == TABLE_ARN
+            assert "dynamodb:LeadingKeys" in statement["Condition"]["ForAllValues:StringLike"]
     else:
         assert found["Table"]["Resource"] == TABLE_ARN
         assert "ExpiryIndex" not in found
@@ -269,6 +290,7 @@ def test_roles_are_separate_and_hold_no_other_policy(api_template: Template) -> 
         ("run", 300, 1024),
         ("resume", 300, 1024),
         ("requests", 10, 256),
+        ("admin", 10, 256),
         ("sweeper", 60, 256),
         ("settle", 300, 1024),
     ],
@@ -288,7 +310,7 @@ def test_function_runtime_size_and_tracing(
     streams = name in STREAMED
     assert properties["Handler"] == ("run.sh" if streams else "handler.lambda_handler")
     # Only the functions that run the agent carry its layer
-    expected = ["interlock"] if name in ("requests", "sweeper") else ["interlock", "agent"]
+    expected = ["interlock"] if name in ("requests", "admin", "sweeper") else ["interlock", "agent"]
     own = [ref["Ref"] for ref in properties["Layers"] if isinstance(ref, dict) and "Ref" in ref]
     assert sorted(own) == sorted(by_description[kind] for kind in expected)
     # and only the streaming ones the Web Adapter, AWS's layer in the stack's region
@@ -326,7 +348,7 @@ def test_environment_names_storage_and_powertools(
         # Where the finder sends each overdue request
         queue = stacks.api.settle.queue.node.default_child
         expected["INTERLOCK_SETTLE_QUEUE_URL"] = {"Ref": stacks.api.get_logical_id(queue)}  # type: ignore[arg-type]
-    if name not in ("requests", "channels", "sweeper"):
+    if name not in ("requests", "admin", "channels", "sweeper"):
         expected["INTERLOCK_MODEL"] = "bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0"
         expected["INTERLOCK_AGENT"] = "examples.analyst:build"
     if name in STREAMED:
@@ -425,9 +447,9 @@ def test_a_named_agent_config_parameter_is_read_by_every_function_and_no_other(
         }
     ]
     # And nothing else about the role changed (the configured app has channels too, whose
-    # secrets every function but the sweeper reads: tests/infra/test_channels_stack.py)
+    # secrets every function but the sweeper and admin read: test_channels_stack.py)
     configured = {"ssm:GetParameter"}
-    if name != "sweeper":
+    if name not in ("sweeper", "admin"):
         configured.add("secretsmanager:GetSecretValue")
     assert sorted({*EXPECTED_ACTIONS[name], *configured}) == actions(found)
 

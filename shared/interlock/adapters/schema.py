@@ -131,3 +131,36 @@ def create_storage(dynamodb: Any, s3: Any, table_name: str, bucket_name: str) ->
         s3.create_bucket(
             Bucket=bucket_name, CreateBucketConfiguration={"LocationConstraint": region}
         )
+
+
+# What IAM keys on (`infra.permissions`): the partitions only the administrators' routes
+# write, and the attributes only a claim (resume, settle) writes or names. A function
+# that may not claim is denied any write that names one of these, so it can neither take
+# a request's claim nor record its answer, journal or final text.
+ADMIN_PARTITIONS: Final = ("ADMIN", "LINK#*")
+# A user's reverse link row (`USER#<user>` / `LINK#<channel>`) shares its partition with
+# the user's slots: its own attributes mark it.
+LINK_ATTRIBUTES: Final = ("linked_by", "external_id", "address")
+# Every attribute of a link row (`ChannelStore.link`), keys aside.
+LINK_ROW_ATTRIBUTES: Final = ("user_id", "roles", "at_ms", *LINK_ATTRIBUTES)
+CLAIM_ATTRIBUTES: Final = (
+    "lease_token",
+    "worker",
+    "resume_deadline_ms",
+    "journal_id",
+    "decision",
+    "response",
+    "decided_by",
+    "decided_at_ms",
+    "decided_via",
+    "failures",
+    "answer",
+    "answered_at",
+    "final_text",
+    # A journal step's body (`RequestStore.record_step`).
+    "entry",
+)
+# Not among them: `acted`, which a cancel's condition reads (nothing was acted on), and
+# `claim_count` and `lease_expires_at_ms`, which a new request starts and a cancel checks.
+# Setting `acted` without a claim only makes a request fail closed (never answered anew).
+DELIVERY_PARTITIONS: Final = ("DELIVERY#*",)

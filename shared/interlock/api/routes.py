@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-Function = Literal["run", "resume", "requests", "channels"]
+Function = Literal["run", "resume", "requests", "admin", "channels"]
 Method = Literal["GET", "POST", "PUT", "DELETE"]
 
 
@@ -47,17 +47,15 @@ ROUTES: Final = (
     Route("DELETE", "/chats/{chat_id}/approvals/{kind}/{name}", "requests", "Revoke one approval"),
     Route("GET", "/chats/{chat_id}/events", "requests", "The chat's audit trail"),
     Route("GET", "/inbox", "requests", "The caller's open requests in every chat, newest first"),
-    Route("PUT", "/admin/approvals/{kind}/{name}", "requests", "Pre-approve for everyone (admin)"),
-    Route("DELETE", "/admin/approvals/{kind}/{name}", "requests", "Remove a pre-approval (admin)"),
+    Route("PUT", "/admin/approvals/{kind}/{name}", "admin", "Pre-approve for everyone (admin)"),
+    Route("DELETE", "/admin/approvals/{kind}/{name}", "admin", "Remove a pre-approval (admin)"),
     Route(
         "PUT",
         "/admin/links/{channel}/{external_id}",
-        "requests",
+        "admin",
         "Link a Slack or Telegram account to a user (admin)",
     ),
-    Route(
-        "DELETE", "/admin/links/{channel}/{external_id}", "requests", "Unlink an account (admin)"
-    ),
+    Route("DELETE", "/admin/links/{channel}/{external_id}", "admin", "Unlink an account (admin)"),
     Route(
         "POST",
         "/channels/slack/interactions",
@@ -73,7 +71,7 @@ ROUTES: Final = (
         authorized=False,
     ),
 )
-FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests", "channels")
+FUNCTIONS: Final[tuple[Function, ...]] = ("run", "resume", "requests", "admin", "channels")
 STREAMED: Final[frozenset[Function]] = frozenset({"run", "resume"})
 """The functions that stream their answers: an ASGI app under the Lambda Web Adapter
 (`interlock.api.stream`), behind API Gateway methods in STREAM transfer mode."""
