@@ -20,12 +20,14 @@ from typing import Any, Final
 
 from aws_cdk import (
     Acknowledgment,
+    Annotations,
     CfnOutput,
     Duration,
     Fn,
     RemovalPolicy,
     SecretValue,
     Stack,
+    Token,
     Validations,
 )
 from aws_cdk import aws_apigateway as apigw
@@ -35,10 +37,12 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.auth import Auth
+from infra.bundling import lambda_architecture
 from infra.functions import SIZING, InterlockFunction
 from infra.hosting import SiteRefs
 from infra.layer import InterlockLayer
 from infra.monitoring import Monitoring
+from infra.regions import plan_region
 from infra.settings import Settings, check_model_region
 from infra.settle import Settle
 from infra.storage import StorageRefs
@@ -154,8 +158,16 @@ class InterlockApiStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         settings = settings or Settings.from_context(self.node)
         check_model_region(settings.model, self.region)
+        region = plan_region(
+            None if Token.is_unresolved(self.region) else self.region,
+            settings.architecture,
+            own_adapter=settings.web_adapter_layer is not None,
+        )
+        if region.note:
+            Annotations.of(self).add_info(region.note)
         self.allowed_origin = settings.allowed_origin or site.origin
-        layer = InterlockLayer(self, "Layer").layer_version
+        architecture = lambda_architecture(settings.architecture)
+        layer = InterlockLayer(self, "Layer", architecture=architecture).layer_version
         # The user's agent ships as its own layer, beside Interlock's: only the functions
         # that run it (run, resume, settle) carry it.
         agent_layer = InterlockLayer(
@@ -164,6 +176,7 @@ class InterlockApiStack(Stack):
             requirements=settings.agent.requirements,
             package_dir=settings.agent.package_dir,
             description=f"The agent {settings.agent.reference} and its requirements.",
+            architecture=architecture,
         ).layer_version
         self.channel_secrets = _channel_secrets(self, settings)
         self.model_secret = _model_secret(self, settings)
@@ -189,6 +202,7 @@ class InterlockApiStack(Stack):
                 channel_secrets=None if name == "admin" else self.channel_secrets,
                 page_url=page_url,
                 model_secret=self.model_secret,
+                snap_start_offered=region.snap_start,
             )
             self.functions[name].acknowledge_no_lambda_dlq(_NO_LAMBDA_DLQ[name])
         # The channels function hands each screened tap to the resume function with an
@@ -223,8 +237,8 @@ class InterlockApiStack(Stack):
             domain_prefix=sign_in_prefix,
             retain=settings.retain_data,
         )
-        self.api, access_logs = _rest_api(self, self.allowed_origin)
-        if settings.api_gateway_account_role:
+        self.api, access_logs = _rest_api(self, self.allowed_origin, settings.access_logs)
+        if settings.access_logs == "create-role":
             # REST API access logs need the account's API Gateway CloudWatch role; in an
             # account that never set one, the stage would fail to create without it.
             account = _account_logging_role(self)
@@ -265,7 +279,7 @@ class InterlockApiStack(Stack):
                 for field, (output_name, _) in outputs.items()
             }
         )
-        _acknowledge(self)
+        _acknowledge(self, logged=access_logs is not None)
 
 
 # Why each function behind the API needs no Lambda dead-letter queue (cdk-nag's
@@ -406,8 +420,14 @@ def _channel_secrets(stack: Stack, settings: Settings) -> dict[str, secretsmanag
     return secrets
 
 
-def _rest_api(scope: Construct, allowed_origin: str) -> tuple[apigw.RestApi, logs.LogGroup]:
-    access_logs = logs.LogGroup(scope, "AccessLogs", retention=ACCESS_LOG_RETENTION)
+def _rest_api(
+    scope: Construct, allowed_origin: str, logging: str
+) -> tuple[apigw.RestApi, logs.LogGroup | None]:
+    access_logs = (
+        None
+        if logging == "off"
+        else logs.LogGroup(scope, "AccessLogs", retention=ACCESS_LOG_RETENTION)
+    )
     api = apigw.RestApi(
         scope,
         "Api",
@@ -420,8 +440,12 @@ def _rest_api(scope: Construct, allowed_origin: str) -> tuple[apigw.RestApi, log
         deploy_options=apigw.StageOptions(
             stage_name=STAGE_NAME,
             tracing_enabled=True,
-            access_log_destination=apigw.LogGroupLogDestination(access_logs),
-            access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
+            access_log_destination=(
+                apigw.LogGroupLogDestination(access_logs) if access_logs else None
+            ),
+            access_log_format=(
+                apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)) if access_logs else None
+            ),
             throttling_rate_limit=THROTTLE_RATE_PER_S,
             throttling_burst_limit=THROTTLE_BURST,
         ),
@@ -530,8 +554,21 @@ def path_parameters(route: Route) -> list[str]:
     return re.findall(r"{(\w+)}", route.path)
 
 
-def _acknowledge(stack: InterlockApiStack) -> None:
+def _acknowledge(stack: InterlockApiStack, *, logged: bool) -> None:
     stage = stack.api.deployment_stage
+    if not logged:
+        for finding in ("AwsSolutions-APIG1", "Serverless-APIGWAccessLogging"):
+            Validations.of(stage).acknowledge(
+                Acknowledgment(
+                    id=finding,
+                    reason=(
+                        "Off by default: a REST API writes access logs only through the "
+                        "account's API Gateway CloudWatch role, an account-wide setting a "
+                        "first deployment should not change. Turn them on with "
+                        "interlock:accessLogs=on (the account has the role) or create-role."
+                    ),
+                )
+            )
     Validations.of(stage).acknowledge(
         Acknowledgment(
             id="AwsSolutions-APIG3",
@@ -546,9 +583,9 @@ def _acknowledge(stack: InterlockApiStack) -> None:
         Acknowledgment(
             id="AwsSolutions-APIG6",
             reason=(
-                "JSON access logs record every request, and the functions log and trace "
-                "each call; execution logs would add a full copy of every request and "
-                "response body, resume secrets included."
+                "The functions log and trace each call (and JSON access logs, when "
+                "switched on, record every request); execution logs would add a full "
+                "copy of every request and response body, resume secrets included."
             ),
         )
     )

@@ -26,6 +26,13 @@ RUNTIME: Final = lambda_.Runtime.PYTHON_3_12
 # Graviton: the same cold start at a lower price per GB-second; every wheel the layer
 # ships exists for manylinux aarch64, and the Web Adapter publishes an arm64 layer.
 ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+
+
+def lambda_architecture(name: str) -> lambda_.Architecture:
+    """The Lambda architecture called `name` (`arm64` or `x86_64`)."""
+    return lambda_.Architecture.X86_64 if name == "x86_64" else lambda_.Architecture.ARM_64
+
+
 PLATFORM_TAGS: Final = {
     lambda_.Architecture.ARM_64.name: ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
     lambda_.Architecture.X86_64.name: ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),

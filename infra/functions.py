@@ -22,7 +22,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.layer import ARCHITECTURE, REPO_ROOT, RUNTIME
+from infra.bundling import lambda_architecture
+from infra.layer import REPO_ROOT, RUNTIME
 from infra.permissions import (
     ACCESS,
     FunctionName,
@@ -118,6 +119,7 @@ class InterlockFunction(Construct):
         channel_secrets: Mapping[str, secretsmanager.ISecret] | None = None,
         page_url: str | None = None,
         model_secret: secretsmanager.ISecret | None = None,
+        snap_start_offered: bool = True,
     ) -> None:
         """Create the function.
 
@@ -141,6 +143,8 @@ class InterlockFunction(Construct):
                 run the agent (an `openai:` model); None for a Bedrock or scripted one.
             allowed_origin: The browser origin the handler's responses admit (CORS), for
                 a function behind the API; None for one that answers no browser.
+            snap_start_offered: Whether the stack's region offers SnapStart
+                (`infra.regions`); where it does not, no function restores from one.
         """
         super().__init__(scope, construct_id)
         self.name = name
@@ -178,7 +182,7 @@ class InterlockFunction(Construct):
             ),
             handler=STREAM_HANDLER if streams else HANDLER,
             runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            architecture=lambda_architecture(settings.architecture),
             layers=layers,
             memory_size=sizing.memory_mb,
             timeout=sizing.timeout,
@@ -204,9 +208,9 @@ class InterlockFunction(Construct):
                 ),
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
-            snap_start=snap_start(name),
+            snap_start=snap_start(name, offered=snap_start_offered),
         )
-        self.invocable = invocable(self, name, self.function)
+        self.invocable = invocable(self, name, self.function, offered=snap_start_offered)
         for finding, reason in wildcard_findings(Stack.of(self), statements).items():
             Validations.of(self.role).acknowledge(Acknowledgment(id=finding, reason=reason))
         if starred := star_reason(statements):
@@ -332,7 +336,8 @@ def web_adapter_layer(scope: Construct, settings: Settings) -> lambda_.ILayerVer
     stack's region and the functions' architecture."""
     arn = settings.web_adapter_layer or (
         f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{WEB_ADAPTER_ACCOUNT}:layer:"
-        f"{WEB_ADAPTER_LAYER_NAMES[ARCHITECTURE.name]}:{WEB_ADAPTER_VERSION}"
+        f"{WEB_ADAPTER_LAYER_NAMES[lambda_architecture(settings.architecture).name]}:"
+        f"{WEB_ADAPTER_VERSION}"
     )
     return lambda_.LayerVersion.from_layer_version_arn(scope, "WebAdapter", arn)
 

@@ -51,6 +51,7 @@ class InterlockLayer(Construct):
         requirements: Path = LOCK,
         package_dir: Path = PACKAGE_DIR,
         description: str = "The interlock package and its locked runtime dependencies.",
+        architecture: lambda_.Architecture = ARCHITECTURE,
     ) -> None:
         """Create the layer.
 
@@ -62,6 +63,7 @@ class InterlockLayer(Construct):
                 as bytes, so files it includes with `-r` are not tracked.
             package_dir: The package copied into the layer as `python/<name>`.
             description: The layer version's description.
+            architecture: The functions' architecture: it picks the wheels.
         """
         super().__init__(scope, construct_id)
         self.layer_version = lambda_.LayerVersion(
@@ -72,32 +74,37 @@ class InterlockLayer(Construct):
                 # A hash of exactly what goes in: fingerprinting a directory would either
                 # miss the lock or walk .venv and node_modules.
                 asset_hash_type=AssetHashType.CUSTOM,
-                asset_hash=layer_fingerprint(requirements, package_dir),
+                asset_hash=layer_fingerprint(requirements, package_dir, architecture),
                 bundling=BundlingOptions(
                     # Never pulled: local bundling always succeeds or raises.
                     image=DockerImage.from_registry("local-bundling-only"),
                     # The stub's try_bundle takes keywords; jsii passes one struct.
-                    local=PipLocalBundling(requirements, package_dir),  # type: ignore[arg-type]
+                    local=PipLocalBundling(  # type: ignore[arg-type]
+                        requirements, package_dir, architecture=architecture
+                    ),
                 ),
             ),
             compatible_runtimes=[RUNTIME],
-            compatible_architectures=[ARCHITECTURE],
+            compatible_architectures=[architecture],
             description=description,
         )
 
 
-def layer_fingerprint(requirements: Path, package_dir: Path) -> str:
+def layer_fingerprint(
+    requirements: Path, package_dir: Path, architecture: lambda_.Architecture = ARCHITECTURE
+) -> str:
     """A SHA-256 over how the layer is built, the lock and the package sources.
 
     Args:
         requirements: The lock (or requirements file), hashed as bytes: a new transitive
             version or hash is a new layer.
         package_dir: The package; cached bytecode is left out, as in the bundle.
+        architecture: The wheels' platform.
 
     Returns:
         The hex digest, stable across machines and checkouts.
     """
-    build = (*pip_platform_arguments(), RUNTIME.name, *COMPILE_ARGUMENTS)
+    build = (*pip_platform_arguments(RUNTIME, architecture), RUNTIME.name, *COMPILE_ARGUMENTS)
     parts = [
         ("build", " ".join(build).encode()),
         ("requirements", requirements.read_bytes()),

@@ -53,7 +53,7 @@ class Monitoring(Construct):
         *,
         api: apigw.RestApi,
         stage: str,
-        access_logs: logs.ILogGroup,
+        access_logs: logs.ILogGroup | None,
         functions: Mapping[str, lambda_.IFunction],
         dead_letters: Mapping[str, sqs.IQueue],
         queues: Mapping[str, sqs.IQueue],
@@ -67,7 +67,8 @@ class Monitoring(Construct):
             api: The REST API.
             stage: Its stage's name, as a literal (the stage's own attribute is a token
                 whose number moves as the app grows, and would rename the alarm).
-            access_logs: The API's access log group (its 504s are counted from it).
+            access_logs: The API's access log group (its 504s are counted from it), or
+                None when the API keeps no access logs.
             functions: Every function, by a name for its alarms.
             dead_letters: Every dead-letter queue, by a name for its alarm: any message
                 in one alarms.
@@ -162,7 +163,7 @@ class Monitoring(Construct):
         )
 
     def _own_metrics(
-        self, access_logs: logs.ILogGroup, model: ModelSpec
+        self, access_logs: logs.ILogGroup | None, model: ModelSpec
     ) -> dict[str, tuple[cloudwatch.Metric, float, str]]:
         """Interlock's metrics, each with the threshold it alarms above and why."""
 
@@ -175,23 +176,25 @@ class Monitoring(Construct):
                 period=PERIOD,
             )
 
-        # API Gateway counts a 504 among its 5XX errors; the access log says which.
-        timeouts = logs.MetricFilter(
-            self,
-            "Api504",
-            log_group=access_logs,
-            filter_pattern=logs.FilterPattern.number_value("$.status", "=", 504),
-            metric_namespace=METRICS_NAMESPACE,
-            metric_name="Api504",
-            metric_value="1",
-            default_value=0,
-        )
-        found: dict[str, tuple[cloudwatch.Metric, float, str]] = {
-            "ApiTimeouts": (
+        found: dict[str, tuple[cloudwatch.Metric, float, str]] = {}
+        if access_logs is not None:
+            # API Gateway counts a 504 among its 5XX errors; the access log says which.
+            timeouts = logs.MetricFilter(
+                self,
+                "Api504",
+                log_group=access_logs,
+                filter_pattern=logs.FilterPattern.number_value("$.status", "=", 504),
+                metric_namespace=METRICS_NAMESPACE,
+                metric_name="Api504",
+                metric_value="1",
+                default_value=0,
+            )
+            found["ApiTimeouts"] = (
                 timeouts.metric(statistic="Sum", period=PERIOD),
                 0,
                 "API Gateway answered 504: an integration gave no answer in time.",
-            ),
+            )
+        found |= {
             "ClaimConflicts": (
                 emf("ClaimConflicts"),
                 CLAIM_CONFLICTS_PER_5_MIN,
@@ -211,6 +214,12 @@ class Monitoring(Construct):
                 emf("NoticesAbandoned"),
                 0,
                 "A Slack or Telegram post or edit kept failing until its request's TTL.",
+            ),
+            "MisroutedHandOvers": (
+                emf("MisroutedHandOvers"),
+                0,
+                "A resume or tap handed to the resume function that the Web Adapter would "
+                "route to the wrong path (a release that changed the event's shape?).",
             ),
         }
         if model.provider == "bedrock":

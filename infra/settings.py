@@ -29,7 +29,10 @@ ALLOWED_ORIGIN_KEY: Final = "interlock:allowedOrigin"
 SWEEP_EVERY_KEY: Final = "interlock:sweepEveryMinutes"
 AGENT_CONFIG_KEY: Final = "interlock:agentConfigParameter"
 AUTH_DOMAIN_PREFIX_KEY: Final = "interlock:authDomainPrefix"
-API_GATEWAY_ACCOUNT_ROLE_KEY: Final = "interlock:apiGatewayAccountRole"
+ACCESS_LOGS_KEY: Final = "interlock:accessLogs"
+ACCESS_LOGS: Final = ("off", "on", "create-role")
+# Replaced by `interlock:accessLogs`: named, it is refused with the replacement.
+_RETIRED_ACCOUNT_ROLE_KEY: Final = "interlock:apiGatewayAccountRole"
 STAGE_KEY: Final = "interlock:stage"
 # A stage names its stacks (`Interlock<Stage>Api`): lowercase, short, starting with a letter.
 _STAGE = re.compile(r"[a-z][a-z0-9]{0,11}")
@@ -38,6 +41,7 @@ REMOVAL_POLICY_KEY: Final = "interlock:removalPolicy"
 # (dev, test, a pull request's) is torn down with its data.
 RETAINING_STAGES: Final = frozenset({"", "prod"})
 WEB_ADAPTER_LAYER_KEY: Final = "interlock:webAdapterLayer"
+ARCHITECTURE_KEY: Final = "interlock:architecture"
 CHANNELS_KEY: Final = "interlock:channels"
 LOG_LEVEL_KEY: Final = "interlock:logLevel"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -142,9 +146,11 @@ class Settings:
         auth_domain_prefix: The prefix of the Cognito hosted sign-in domain, or None for
             one derived from the stack and the account (`infra.auth.domain_prefix`).
         agent: The user's agent and the code shipped with it.
-        api_gateway_account_role: Whether the stack sets the account's API Gateway
-            CloudWatch role (access logs need one); turn off in an account that already
-            manages it.
+        access_logs: The API's access logs. A REST API logs only through its account's
+            API Gateway CloudWatch role, an account-wide setting: `off` (the default)
+            touches nothing; `on` logs through the role the account already has;
+            `create-role` has the stack create that role and set it for the whole
+            account (kept after `cdk destroy`, since other APIs may log through it).
         stage: Names this deployment's stacks, so several share an account and region;
             empty for the default names.
         retain_data: Whether the table, buckets and user pool outlive the stacks (on
@@ -154,6 +160,8 @@ class Settings:
         channels: The chat platforms cards are posted to and answered from (each gets a
             secret for its tokens, which operators fill in).
         log_level: The functions' log level (their logs are JSON either way).
+        architecture: The functions' architecture, `arm64` (Graviton: cheaper per
+            GB-second) or `x86_64` (where the Web Adapter has no arm64 layer).
     """
 
     model: ModelChoice
@@ -164,12 +172,13 @@ class Settings:
     agent_config_parameter: str | None
     auth_domain_prefix: str | None
     agent: AgentChoice
-    api_gateway_account_role: bool = True
+    access_logs: str = "off"
     stage: str = ""
     retain_data: bool = True
     web_adapter_layer: str | None = None
     channels: tuple[ChannelName, ...] = ()
     log_level: str = "INFO"
+    architecture: str = "arm64"
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -195,12 +204,13 @@ class Settings:
             agent_config_parameter=_parameter(node.try_get_context(AGENT_CONFIG_KEY)),
             auth_domain_prefix=_domain_prefix(node.try_get_context(AUTH_DOMAIN_PREFIX_KEY)),
             agent=AgentChoice.from_context(node),
-            api_gateway_account_role=_flag(node, API_GATEWAY_ACCOUNT_ROLE_KEY, default=True),
+            access_logs=_access_logs(node),
             stage=(stage := _stage(node.try_get_context(STAGE_KEY))),
             retain_data=_removal(node.try_get_context(REMOVAL_POLICY_KEY), stage),
             web_adapter_layer=_layer_arn(node.try_get_context(WEB_ADAPTER_LAYER_KEY)),
             channels=_channels(node.try_get_context(CHANNELS_KEY)),
             log_level=_log_level(node.try_get_context(LOG_LEVEL_KEY)),
+            architecture=_architecture(node.try_get_context(ARCHITECTURE_KEY)),
         )
 
     def stack_id(self, part: str) -> str:
@@ -321,6 +331,28 @@ def check_model_region(model: ModelSpec, region: str) -> None:
             f"{MODEL_KEY}: {model.model_id} is a {geography!r} inference profile, which "
             f"{region} cannot call; use its own geography's profile or a global. one"
         )
+
+
+def _access_logs(node: Node) -> str:
+    if node.try_get_context(_RETIRED_ACCOUNT_ROLE_KEY) is not None:
+        raise ValueError(
+            f"{_RETIRED_ACCOUNT_ROLE_KEY} is replaced by {ACCESS_LOGS_KEY}: "
+            "create-role (the old true), on (the account already has the role) or off"
+        )
+    raw = node.try_get_context(ACCESS_LOGS_KEY)
+    if raw is None or raw == "":
+        return "off"
+    if raw not in ACCESS_LOGS:
+        raise ValueError(f"{ACCESS_LOGS_KEY} must be one of {', '.join(ACCESS_LOGS)}, not {raw!r}")
+    return str(raw)
+
+
+def _architecture(raw: object) -> str:
+    if raw is None or raw == "":
+        return "arm64"
+    if raw not in ("arm64", "x86_64"):
+        raise ValueError(f"{ARCHITECTURE_KEY} must be arm64 or x86_64, not {raw!r}")
+    return str(raw)
 
 
 def _flag(node: Node, key: str, *, default: bool) -> bool:

@@ -38,16 +38,20 @@ ALIAS_NAME: Final = "live"
 PUBLISH_WARNING: Final = "@aws-cdk/aws-lambda:snapStartRequirePublish"
 
 
-def snap_start(name: str) -> lambda_.SnapStartConf | None:
-    """The SnapStart setting of the function called `name`."""
-    return lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if name in SNAPSTART_FUNCTIONS else None
+def snap_start(name: str, *, offered: bool = True) -> lambda_.SnapStartConf | None:
+    """The SnapStart setting of the function called `name`; none where the region does
+    not offer SnapStart (`infra.regions`)."""
+    restores = offered and name in SNAPSTART_FUNCTIONS
+    return lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if restores else None
 
 
-def invocable(scope: Construct, name: str, function: lambda_.Function) -> lambda_.IFunction:
+def invocable(
+    scope: Construct, name: str, function: lambda_.Function, *, offered: bool = True
+) -> lambda_.IFunction:
     """What callers invoke: an alias of the current published version when the function
     restores from a snapshot (a new version is published whenever it changes), else the
     function itself."""
-    if name not in SNAPSTART_FUNCTIONS:
+    if not offered or name not in SNAPSTART_FUNCTIONS:
         return function
     Validations.of(function).acknowledge(
         Acknowledgment(

@@ -36,6 +36,8 @@ CONFIGURED_CONTEXT = {
     "@aws-cdk/core:bootstrapQualifier": CONFIGURED_QUALIFIER,
     # Both chat platforms: their secrets, the webhooks' readers, and the checks on them.
     "interlock:channels": "slack,telegram",
+    # Access logs, with the account's API Gateway role set by the stack.
+    "interlock:accessLogs": "create-role",
 }
 
 

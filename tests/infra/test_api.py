@@ -12,7 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra.api import path_parameters
 from infra.settings import Settings
-from infra.wiring import Stacks
+from infra.wiring import Stacks, build
 from interlock.api.routes import ROUTES, STREAMED, Route
 from tests.infra.support import CONFIGURED_AUTH_PREFIX, CONFIGURED_ORIGIN, SITE_ORIGIN, SITE_URL
 
@@ -242,8 +242,8 @@ def test_allowed_origin_from_context_replaces_the_card_origin(
     assert preflight_origins == gateway_origins == {json.dumps(_quoted(CONFIGURED_ORIGIN))}
 
 
-def test_stage_v1_traces_throttles_and_logs_json(
-    stacks: Stacks, api_template: Template, resources: Resources
+def test_stage_v1_traces_throttles_and_logs_json_when_asked(
+    resources: Resources, configured_api_template: Template
 ) -> None:
     (stage,) = _properties_of(resources, "AWS::ApiGateway::Stage")
     assert stage["StageName"] == "v1"
@@ -251,30 +251,41 @@ def test_stage_v1_traces_throttles_and_logs_json(
     (settings,) = stage["MethodSettings"]
     assert (settings["HttpMethod"], settings["ResourcePath"]) == ("*", "/*")
     assert settings["ThrottlingRateLimit"] > 0 and settings["ThrottlingBurstLimit"] > 0
+    # By default no access logs: they would need an account-wide setting
+    assert "AccessLogSetting" not in stage
+    # Asked for (interlock:accessLogs), they are JSON, in a group of their own
+    logged = configured_api_template.to_json()["Resources"]
+    (stage,) = _properties_of(logged, "AWS::ApiGateway::Stage")
     log_format = json.loads(stage["AccessLogSetting"]["Format"])
     assert log_format["requestId"] == "$context.requestId"
     assert log_format["user"] == "$context.authorizer.claims.sub"
     destination = json.dumps(stage["AccessLogSetting"]["DestinationArn"])
     (group,) = [
         logical_id
-        for logical_id, r in resources.items()
+        for logical_id, r in logged.items()
         if r["Type"] == "AWS::Logs::LogGroup" and logical_id in destination
     ]
-    assert resources[group]["Properties"]["RetentionInDays"] == 90
+    assert logged[group]["Properties"]["RetentionInDays"] == 90
 
 
-def test_api_is_regional_and_sets_the_account_logging_role_its_access_logs_need(
-    api_template: Template,
-) -> None:
+def test_a_first_deployment_changes_no_account_setting(api_template: Template) -> None:
     api_template.has_resource_properties(
         "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
     )
+    api_template.resource_count_is("AWS::ApiGateway::Account", 0)
+    roles = api_template.find_resources("AWS::IAM::Role")
+    assert not [r for r in roles.values() if "apigateway.amazonaws.com" in json.dumps(r)]
+
+
+def test_asked_to_it_sets_the_account_logging_role_its_access_logs_need(
+    configured_api_template: Template,
+) -> None:
     # The account's API Gateway CloudWatch role, retained with the account setting
     (account_id, account) = next(
-        iter(api_template.find_resources("AWS::ApiGateway::Account").items())
+        iter(configured_api_template.find_resources("AWS::ApiGateway::Account").items())
     )
     role_id = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
-    role = api_template.to_json()["Resources"][role_id]
+    role = configured_api_template.to_json()["Resources"][role_id]
     assert (account["DeletionPolicy"], role["DeletionPolicy"]) == ("Retain", "Retain")
     statement = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
     assert statement["Principal"] == {"Service": "apigateway.amazonaws.com"}
@@ -282,15 +293,22 @@ def test_api_is_regional_and_sets_the_account_logging_role_its_access_logs_need(
     actions = policy["PolicyDocument"]["Statement"][0]["Action"]
     assert "logs:PutLogEvents" in actions and all(a.startswith("logs:") for a in actions)
     # And the stage, whose access logs need it, is created after it
-    (stage,) = api_template.find_resources("AWS::ApiGateway::Stage").values()
+    (stage,) = configured_api_template.find_resources("AWS::ApiGateway::Stage").values()
     assert account_id in stage["DependsOn"]
 
 
-def test_an_account_that_manages_its_own_logging_role_can_leave_it_out() -> None:
-    app = App(context={"interlock:apiGatewayAccountRole": "false"})
-    assert Settings.from_context(app.node).api_gateway_account_role is False
-    with pytest.raises(ValueError, match="apiGatewayAccountRole"):
-        Settings.from_context(App(context={"interlock:apiGatewayAccountRole": "maybe"}).node)
+def test_an_account_that_has_its_logging_role_keeps_it(cdk_context: dict[str, Any]) -> None:
+    # On: access logs through the role the account has, which the stack leaves alone
+    stacks = build(App(context={**cdk_context, "interlock:accessLogs": "on"}))
+    template = Template.from_stack(stacks.api)
+    template.resource_count_is("AWS::ApiGateway::Account", 0)
+    (stage,) = template.find_resources("AWS::ApiGateway::Stage").values()
+    assert "AccessLogSetting" in stage["Properties"]
+    # The old flag and a typo are refused, each with what to write instead
+    with pytest.raises(ValueError, match="replaced by interlock:accessLogs"):
+        Settings.from_context(App(context={"interlock:apiGatewayAccountRole": "true"}).node)
+    with pytest.raises(ValueError, match="off, on, create-role"):
+        Settings.from_context(App(context={"interlock:accessLogs": "yes"}).node)
 
 
 def test_user_pool_is_invitation_only_with_strong_passwords_and_mfa(

@@ -95,8 +95,13 @@ EXPECTED_ACKNOWLEDGMENTS = {
         "AwsSolutions-COG4",
     },
     "InterlockApi/Auth/Users": {"AwsSolutions-COG8"},
-    "InterlockApi/ApiGatewayLogsRole": {_TRACING},
-    "InterlockApi/Api/DeploymentStage.v1": {"AwsSolutions-APIG3", "AwsSolutions-APIG6"},
+    # No access logs by default: they need an account-wide role (interlock:accessLogs)
+    "InterlockApi/Api/DeploymentStage.v1": {
+        "AwsSolutions-APIG1",
+        "Serverless-APIGWAccessLogging",
+        "AwsSolutions-APIG3",
+        "AwsSolutions-APIG6",
+    },
     "InterlockWeb/Web/AccessLogs": {"AwsSolutions-S1"},
     "InterlockWeb/Web/Distribution": {
         "AwsSolutions-CFR1",

@@ -276,8 +276,8 @@ def test_logs_go_to_the_functions_own_group(
 
 
 def test_roles_are_separate_and_hold_no_other_policy(api_template: Template) -> None:
-    # One per function, and the account's API Gateway logging role
-    api_template.resource_count_is("AWS::IAM::Role", len(ALL_FUNCTIONS) + 1)
+    # One per function (the account's API Gateway role only when asked for)
+    api_template.resource_count_is("AWS::IAM::Role", len(ALL_FUNCTIONS))
     api_template.resource_count_is("AWS::IAM::Policy", 0)
     api_template.resource_count_is("AWS::IAM::ManagedPolicy", 0)
     for role in api_template.find_resources("AWS::IAM::Role").values():

@@ -186,8 +186,10 @@ def test_fingerprint_covers_the_target_platform(
     requirements: Path, package: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = layer_fingerprint(requirements, package)
+    assert layer_fingerprint(requirements, package, lambda_.Architecture.X86_64) != before
+    # The platform's own arguments are what tell them apart
     x86 = pip_platform_arguments(architecture=lambda_.Architecture.X86_64)
-    monkeypatch.setattr("infra.layer.pip_platform_arguments", lambda: x86)
+    monkeypatch.setattr("infra.layer.pip_platform_arguments", lambda *_: x86)
     assert layer_fingerprint(requirements, package) != before
 
 

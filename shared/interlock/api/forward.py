@@ -10,6 +10,7 @@ process serves both routes, so there is nothing to hand over.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
 from typing import Any, Final
@@ -52,6 +53,74 @@ def resume_event(
         "body": body,
         "isBase64Encoded": False,
     }
+
+
+# An HTTP method as the adapter's `http::Method` parses one: an RFC 9110 token.
+_METHOD: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_STRINGS_OR_NULL: Final = ("resource", "path", "body")
+_MAPS_OR_NULL: Final = (
+    "headers",
+    "multiValueHeaders",
+    "queryStringParameters",
+    "multiValueQueryStringParameters",
+    "pathParameters",
+    "stageVariables",
+)
+
+
+def rest_event_problem(event: Any) -> str | None:
+    """Why the Lambda Web Adapter would not read `event` as an API Gateway REST request,
+    or None when it would.
+
+    The adapter (v0.9.1, on `lambda_http` 0.14) tries the REST proxy event first, then
+    HTTP API, ALB and WebSocket events, and passes anything else through to
+    `AWS_LWA_PASS_THROUGH_PATH` (`/events`) as a plain body. So a hand-over it cannot read
+    as REST is not refused: it is routed to the tap path. This is its REST event's
+    contract (`aws_lambda_events::apigw::ApiGatewayProxyRequest`): `httpMethod` at the
+    top and in `requestContext`, which must be an object; every other field may be
+    absent or null, but where present it must have its type.
+    """
+    if not isinstance(event, dict):
+        return "the event is not a JSON object"
+    if not _is_method(event.get("httpMethod")):
+        return "no httpMethod"
+    context = event.get("requestContext")
+    if not isinstance(context, dict):
+        return "no requestContext object"
+    if not _is_method(context.get("httpMethod")):
+        return "no requestContext.httpMethod"
+    for name in _STRINGS_OR_NULL:
+        if event.get(name) is not None and not isinstance(event[name], str):
+            return f"{name} is not a string"
+    for name in _MAPS_OR_NULL:
+        if event.get(name) is not None and not isinstance(event[name], dict):
+            return f"{name} is not an object"
+    if not isinstance(event.get("isBase64Encoded", False), bool | None):
+        return "isBase64Encoded is not a boolean"
+    epoch = context.get("requestTimeEpoch", 0)
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        return "requestContext.requestTimeEpoch is not a whole number"
+    identity = context.get("identity") or {}
+    if not isinstance(identity, dict) or any(
+        value is not None and not isinstance(value, str) for value in identity.values()
+    ):
+        return "requestContext.identity is not an object of strings"
+    if context.get("authorizer") is not None and not isinstance(context["authorizer"], dict):
+        return "requestContext.authorizer is not an object"
+    return None
+
+
+def _is_method(value: Any) -> bool:
+    return isinstance(value, str) and _METHOD.fullmatch(value) is not None
+
+
+class HandOverMisrouted(RuntimeError):
+    """A hand-over the adapter would route to the wrong path.
+
+    A bug, never a person's refusal: it is not an `InterlockError`, so it is logged with
+    its traceback and answered as an opaque 500, and counted (`MisroutedHandOvers`,
+    alarmed).
+    """
 
 
 class LambdaForward:

@@ -36,7 +36,13 @@ from starlette.types import Receive, Scope, Send
 
 from interlock import errors
 from interlock.api.errors import BadRequest, Unauthorized, error_body
-from interlock.api.forward import LambdaForward, read_tap_event, resume_event
+from interlock.api.forward import (
+    HandOverMisrouted,
+    LambdaForward,
+    read_tap_event,
+    rest_event_problem,
+    resume_event,
+)
 from interlock.api.http import ALLOWED_HEADERS, caller_from
 from interlock.api.live import Work, relay, respond_live, send_json
 from interlock.api.routes import Function, routes_of
@@ -212,7 +218,11 @@ async def _forward(request: Request, caller: Caller, body: str) -> Response:
     if name := os.environ.get(Env.RESUME_FUNCTION):
         context = _request_context(request) or {}
         accept = request.headers.get("accept", "application/json")
-        return Relayed(LambdaForward(lambda_client(), name), resume_event(context, body, accept))
+        event = resume_event(context, body, accept)
+        if problem := rest_event_problem(event):
+            _misrouted()
+            raise HandOverMisrouted(f"the adapter would not read this resume as REST: {problem}")
+        return Relayed(LambdaForward(lambda_client(), name), event)
     if "resume" in serving():
         return _resume(caller, body, in_band(request))
     raise errors.InvalidInput("this deployment takes answers at /resume")
@@ -273,6 +283,11 @@ def _count_resume(outcome: TurnResult | BaseException) -> None:
             metric.add_dimension(name="decision", value=outcome.decision)
 
 
+def _misrouted() -> None:
+    metrics().add_metric(name="MisroutedHandOvers", unit=MetricUnit.Count, value=1)
+    _publish()
+
+
 def _publish() -> None:
     """Publish this request's metrics as EMF (there is no Lambda handler to do it)."""
     try:
@@ -308,7 +323,11 @@ async def apply_tap_event(request: Request) -> Response:
     try:
         tap = read_tap_event(json.loads(await request.body()))
     except (ValueError, errors.InvalidInput):
-        return Refusal(errors.InvalidInput("not a tap event"))
+        # Nobody's refusal: an invocation the adapter passed through that is no tap (a
+        # resume it could not read as REST, say). Failed, so Lambda sees an error.
+        logger.error("a hand-over reached the tap path and is not a tap")
+        _misrouted()
+        return JSONResponse({"error": "not a tap event"}, HAND_OVER_FAILED)
     try:
         result = await run_in_threadpool(apply_tap, runtime(), tap)
     except Exception as failed:
