@@ -74,10 +74,12 @@ def step_sk(journal_id: str, seq: int) -> str:
     return f"{step_prefix(journal_id)}{seq:06d}"
 
 
-def step_key(chat_id: str, journal_id: str, seq: int) -> str:
-    """Where a journal step too large for its item is kept as an object."""
+def step_key(chat_id: str, journal_id: str, seq: int, version: str) -> str:
+    """Where a journal step too large for its item is kept as an object; `version` is
+    the writer's lease token, so a worker that lost its claim writing the same step can
+    never overwrite the object the winner's item points at."""
     chat, journal = checked_id(chat_id, "chat id"), checked_id(journal_id, "journal id")
-    return f"{STEP_PREFIX}{chat}/{journal}/{seq:06d}.json.gz"
+    return f"{STEP_PREFIX}{chat}/{journal}/{seq:06d}.{checked_id(version, 'version')}.json.gz"
 
 
 def slot_sk(index: int, pool: str = "SLOT") -> str:

@@ -30,10 +30,11 @@ def recorder(stores: Stores, claim: RequestRecord) -> Callable[[int, str, bool],
     journal_id = claim.journal_id
     if journal_id is None:
         raise ValueError("only a claim that recorded its answer keeps a journal")
+    version = claim.fence.lease_token  # each writer's objects are its own
 
     def record(seq: int, entry: str, acting: bool) -> None:
         if len(entry.encode()) > ITEM_STEP_BYTES:
-            key, digest = stores.blobs.put_step(claim.chat_id, journal_id, seq, entry)
+            key, digest = stores.blobs.put_step(claim.chat_id, journal_id, seq, entry, version)
             entry = json.dumps({"k": OBJECT, "key": key, "digest": digest})
         stores.requests.record_step(claim, seq, entry, acting=acting)
 

@@ -304,3 +304,45 @@ def test_an_expiry_withdraws_a_dead_claims_grants_with_it_or_not_at_all(
     ended = stores.requests.expire(current, "a check failed", clock.now_ms(), also=withdrawal)
     assert ended.state is RequestState.EXPIRED
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+
+
+def test_a_step_too_big_for_its_item_is_an_object_of_its_writers_own(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    from interlock import steps
+
+    # Given a worker whose lease lapsed before it recorded its first step, and the
+    # takeover that recorded that step: a tool result over the item bound (so in S3)
+    first, opened = _claimed(stores, clock)
+    second = _taken_over(stores, clock, opened)
+    big = '{"k":"tool","id":"t1","result":"' + "x" * (steps.ITEM_STEP_BYTES + 1) + '"}'
+    steps.recorder(stores, second)(0, big, False)
+
+    # When the first worker, still running, records its own step 0
+    with pytest.raises(errors.LeaseLost):
+        steps.recorder(stores, first)(0, big.replace("x", "y"), False)
+
+    # Then its object (put before its fenced item was refused) went beside the winner's,
+    # not over it: a later takeover reads the winner's step back whole
+    third = _taken_over(stores, clock, opened)
+    assert steps.recorded(stores, third) == [big]
+    listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"], Prefix="steps/")["Contents"]
+    names = sorted(o["Key"] for o in listed)
+    assert len(names) == 2
+    assert {t for t in (first.fence.lease_token, second.fence.lease_token) for n in names if t in n}
+
+
+def test_a_step_object_that_is_not_the_one_recorded_stops_the_takeover(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    from interlock import steps
+
+    first, opened = _claimed(stores, clock)
+    big = '{"k":"tool","id":"t1","result":"' + "x" * (steps.ITEM_STEP_BYTES + 1) + '"}'
+    steps.recorder(stores, first)(0, big, False)
+    (found,) = aws["s3"].list_objects_v2(Bucket=aws["bucket"], Prefix="steps/")["Contents"]
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=found["Key"], Body=b"not the step")
+
+    second = _taken_over(stores, clock, opened)
+    with pytest.raises(errors.StoreError, match="not the one recorded"):
+        steps.recorded(stores, second)

@@ -98,10 +98,13 @@ class BlobStore:
         found = self._get(key)
         return dict(found) if found is not None else None
 
-    def put_step(self, chat_id: str, journal_id: str, seq: int, entry: str) -> tuple[str, str]:
-        """Store one journal step too large for its item; returns its key and the digest
-        of the stored bytes, for the item that points at it."""
-        key = keys.step_key(chat_id, journal_id, seq)
+    def put_step(
+        self, chat_id: str, journal_id: str, seq: int, entry: str, version: str
+    ) -> tuple[str, str]:
+        """Store one journal step too large for its item under the writer's `version`
+        (its lease token); returns its key and the digest of the stored bytes, for the
+        item that points at it."""
+        key = keys.step_key(chat_id, journal_id, seq, version)
         body = gzip.compress(entry.encode(), mtime=0)
         self._put(key, body)
         return key, hashlib.sha256(body).hexdigest()
