@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from interlock.config import Risk
 from interlock.context import RequestContext, current_request
 from interlock.runtime.hooks import AdmissionGate, AdmissionRule, ApprovalAlone
 from interlock.runtime.model import Block, Scenario, ScriptedModel
@@ -150,13 +151,16 @@ def load_factory(reference: str) -> AgentFactory:
 
 
 def admission_gate(
-    policies: Mapping[str, tuple[str, str]], sample_rate: float = 1.0
+    policies: Mapping[str, tuple[Risk, str]], sample_rate: float = 1.0
 ) -> AdmissionGate:
     """A hook that asks a person before tools with outside effects run.
 
     `policies` maps a tool name to `(risk, impact)`: risk "low" runs and is audited,
     "medium" is asked at `sample_rate` (deterministically per call), "high" always
     asks. The tool's body runs once after an approval, never after a rejection.
+
+    Raises:
+        ValueError: a risk that is none of the three (a typo fails here, at build).
     """
     return AdmissionGate(
         {name: AdmissionRule(name, risk, impact) for name, (risk, impact) in policies.items()},

@@ -19,6 +19,7 @@ from interlock.config import DEFAULT_MODEL_ID, KNOWN_TOOLS, Env, Kind, ModelSpec
 from interlock.errors import InvalidInput, validation_message
 from interlock.timing import StorePolicy
 
+_TOOL: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _SECRET_KEY: Final = re.compile(r"secret|password|passwd|token|api_?key|credential", re.I)
 _ENV: Final = {
     Env.MODEL: "model",
@@ -101,10 +102,12 @@ class InterlockConfig(BaseModel):
         return StorePolicy(request_ttl_s=self.request_ttl_s, lease_ms=self.lease_ms)
 
     @model_validator(mode="after")
-    def _allowlisted(self) -> InterlockConfig:
-        unknown = (set(self.tools) | set(self.tool_policies)) - KNOWN_TOOLS
-        if unknown:
-            raise ValueError(f"tools not on the allowlist: {sorted(unknown)}")
+    def _tool_names(self) -> InterlockConfig:
+        # Any agent's own tools may be named (its factory reads these settings), so a
+        # name is checked for its shape only: what Strands accepts as a tool's name.
+        malformed = [n for n in (*self.tools, *self.tool_policies) if not _TOOL.fullmatch(n)]
+        if malformed:
+            raise ValueError(f"not tool names: {sorted(malformed)}")
         return self
 
     @property

@@ -269,3 +269,14 @@ def test_sensitive_parameters_are_redacted_on_the_card_and_never_logged() -> Non
     assert card["summary"]["api_key"] == "[redacted]"
     assert "sk-live-0123456789abcdef" in WATCH.issued
     logging_probe.info("card shown: %s", card)  # what a careless log line would print
+
+
+def test_a_misspelled_risk_fails_where_the_agent_is_built() -> None:
+    import pytest
+
+    from interlock.agent import admission_gate
+
+    with pytest.raises(ValueError, match="close_account: risk must be one of low, medium, high"):
+        admission_gate({"close_account": ("hgih", "Closes the account.")})  # type: ignore[dict-item]
+    gate = admission_gate({"close_account": ("high", "Closes the account.")})
+    assert gate is not None

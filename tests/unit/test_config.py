@@ -40,8 +40,8 @@ def test_layers_apply_in_order_and_change_the_version() -> None:
 @pytest.mark.parametrize(
     ("env", "agent", "message"),
     [
-        ({}, {"tools": ["fetch_url", "rm_rf"]}, "allowlist"),
-        ({}, {"tool_policies": {"shell": {"risk": "low"}}}, "allowlist"),
+        ({}, {"tools": ["fetch_url", "rm -rf /"]}, "not tool names"),
+        ({}, {"tool_policies": {"": {"risk": "low"}}}, "not tool names"),
         ({"INTERLOCK_REQUEST_TTL_S": "10"}, None, "request_ttl_s"),
         ({}, {"lease_ms": 10_000_000}, "lease_ms"),
         ({}, {"sample_rate": 2}, "sample_rate"),
@@ -56,9 +56,16 @@ def test_invalid_configuration_is_refused(env: dict, agent: dict | None, message
         assemble(env, agent)
 
 
-def test_the_allowlist_names_exactly_the_tools_that_exist() -> None:
+def test_the_default_tools_are_exactly_the_demos() -> None:
     built = analyst_agent(None, roles=frozenset({"reporter"}))  # type: ignore[arg-type]
     assert set(built.tools) == KNOWN_TOOLS
+
+
+def test_a_policy_may_name_the_agents_own_tool() -> None:
+    # A user's agent gates its own tool: the policy is its factory's to read
+    config = assemble({}, {"tool_policies": {"close_account": {"risk": "high", "impact": "x"}}})
+    assert config.tool_policies["close_account"].risk == "high"
+    assert assemble({}, {"tools": ["close_account"]}).tools == ("close_account",)
 
 
 @pytest.mark.parametrize(

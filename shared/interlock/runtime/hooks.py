@@ -23,6 +23,7 @@ from strands.hooks import (
 )
 
 from interlock.cards import ACTION, action_card, outcome_text, parse_decision, unattended_denial
+from interlock.config import Risk
 from interlock.context import current_request
 from interlock.runtime.journal import ReplayedTool
 from interlock.runtime.tools import own_resume_card
@@ -113,8 +114,15 @@ class AdmissionRule:
     """
 
     tool: str
-    risk: str
+    risk: Risk
     impact: str
+
+    def __post_init__(self) -> None:
+        # A typo ("hgih") fails where the agent is built, not at the first gated call.
+        if self.risk not in _RANK:
+            raise ValueError(
+                f"{self.tool}: risk must be one of {', '.join(_RANK)}, not {self.risk!r}"
+            )
 
     def risk_of(self, tool_input: Mapping[str, Any]) -> str:
         declared = str(tool_input.get("risk", "")).lower()
