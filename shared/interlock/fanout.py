@@ -21,7 +21,7 @@ from typing import Final, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from interlock import errors, keys
-from interlock.adapters.schema import SWEEP_SHARDS
+from interlock.keys import SWEEP_SHARDS
 from interlock.ports import RequestPort
 from interlock.timing import RECOVERY_GRACE_MS
 

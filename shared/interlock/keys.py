@@ -117,6 +117,10 @@ def answer_key(chat_id: str, interrupt_id: str, version: str | None = None) -> s
     return f"{ANSWER_PREFIX}{checked_id(chat_id, 'chat id')}/{name}{suffix}.json.gz"
 
 
+# How many index partitions the open requests are spread over (`sweep_shard`).
+SWEEP_SHARDS: Final = 8
+
+
 def sweep_shard(chat_id: str, shards: int) -> str:
     """Spread open requests over a few index partitions, stably per chat."""
     digest = hashlib.sha256(chat_id.encode()).digest()

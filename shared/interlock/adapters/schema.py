@@ -12,6 +12,9 @@ from typing import Any, Final
 from interlock.keys import ANSWER_PREFIX as ANSWER_PREFIX
 from interlock.keys import SNAPSHOT_PREFIX as SNAPSHOT_PREFIX
 from interlock.keys import STEP_PREFIX as STEP_PREFIX
+
+# The open requests' index partitions, spelled with the key builders (the finder walks them).
+from interlock.keys import SWEEP_SHARDS as SWEEP_SHARDS
 from interlock.timing import ANSWER_LIFECYCLE_DAYS as ANSWER_LIFECYCLE_DAYS
 from interlock.timing import SNAPSHOT_LIFECYCLE_DAYS as SNAPSHOT_LIFECYCLE_DAYS
 
@@ -25,7 +28,6 @@ TTL_ATTRIBUTE: Final = "ttl"
 EXPIRY_INDEX: Final = "by_expiry"
 EXPIRY_INDEX_PARTITION: Final = "sweep_shard"
 EXPIRY_INDEX_SORT: Final = "expires_at"
-SWEEP_SHARDS: Final = 8
 
 # Sparse index of the claims a worker holds, by when their lease runs out: only an open
 # request carries `sweep_shard`, and only a claimed one `lease_expires_at_ms`, so the index
