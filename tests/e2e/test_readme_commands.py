@@ -36,6 +36,8 @@ ELSEWHERE = {
     "./dev test <paths or options>": "this run is it, with arguments",
     "./dev lint": ".ci/run runs it before the tests",
     "./dev lock": "tests/infra/test_lock.py checks the lock it writes",
+    "./dev smoke": "needs an AWS account; tests/unit/test_smoke.py runs its plan and teardown",
+    "./dev smoke --plan": "tests/unit/test_smoke.py runs it and checks every step it prints",
     "npx cdk bootstrap": "needs an AWS account; tests/infra synthesizes the same app",
     "npx cdk deploy --all": "needs an AWS account; tests/infra synthesizes the same app",
     "npx cdk deploy --all -c interlock:channels=slack,telegram": (
