@@ -30,7 +30,6 @@ from interlock.adapters.schema import (
     INBOX_INDEX,
     LEASE_INDEX,
     LINK_ATTRIBUTES,
-    LINK_ROW_ATTRIBUTES,
     NOTICE_INDEX,
     SNAPSHOT_PREFIX,
     STEP_PREFIX,
@@ -185,7 +184,8 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # claims it (updates), audits (a counter update and a put), then continues
     # the paused run as resume does (`continue_claimed`): a timed-out download card
     # withdraws its approval rows (a query, then conditional deletes), the snapshot is
-    # loaded, approvals are read for the tools (a query), and the run either pauses again
+    # loaded, approvals are read for the tools (a batch read by key:
+    # `ApprovalStore.approved_among`), and the run either pauses again
     # (a snapshot, then the chained pointer, a put) or ends (the user's open-request slot
     # freed, a delete; the answer object; the finish update; the assistant turn). Its
     # writes after the claim are fenced like resume's (transactions with a ConditionCheck);
@@ -196,6 +196,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # conditional updates). Its queue's statements are `queue_statements`.
     "settle": Access(
         table_actions=(
+            "dynamodb:BatchGetItem",
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
@@ -210,22 +211,14 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     ),
     # The administrators' routes: the pre-approved list (`ADMIN`: puts, and deletes that
     # return what they removed) and the chat accounts' links (`LINK#…`, with the user's
-    # reverse row under `USER#…`: puts and deletes in one transaction, after a get).
-    # Nothing else: no chat, no request.
+    # list of them under `LINKS#…`: a query, then puts and deletes in one transaction).
+    # Nothing else: no chat, no request, no user's slots.
     "admin": Access(
         table_actions=(),
         rows=(
             Rows(
-                ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
+                ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"),
                 ADMIN_PARTITIONS,
-            ),
-            # A user's links are read with the user's other rows (a query); of those
-            # rows, only a link may be written.
-            Rows(("dynamodb:Query",), ("USER#*",)),
-            Rows(
-                ("dynamodb:PutItem", "dynamodb:DeleteItem"),
-                ("USER#*",),
-                attributes=("pk", "sk", *LINK_ROW_ATTRIBUTES),
             ),
         ),
         administers=True,
@@ -321,8 +314,9 @@ def _denials(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
                 effect=iam.Effect.DENY,
                 actions=list(WRITE_ACTIONS),
                 resources=[storage.table_arn],
+                # ForAnyValue: a request touching any such partition, even among others.
                 conditions={
-                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(ADMIN_PARTITIONS)}
+                    "ForAnyValue:StringLike": {"dynamodb:LeadingKeys": list(ADMIN_PARTITIONS)}
                 },
             ),
             iam.PolicyStatement(

@@ -51,7 +51,7 @@ _REFUSED: Final = (
     (re.compile(r"us-gov-"), "GovCloud has no CloudFront for the card page"),
     (re.compile(r"(us-iso|eu-iso|eusc-)"), "this partition has no Cognito hosted sign-in"),
 )
-_REGION: Final = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+_REGION: Final = re.compile(r"[a-z]{2,4}(-[a-z]+)+-\d+")
 
 
 @dataclass(frozen=True)

@@ -93,10 +93,19 @@ def deploy(run: Run) -> None:
 def create_user(run: Run) -> None:
     cognito = _cognito()
     pool = run.outputs["UserPoolId"]
-    run.username = f"smoke-{secrets.token_hex(4)}"
+    # The pool signs users in by email (its username attribute).
+    run.username = f"smoke-{secrets.token_hex(4)}@example.invalid"
     # Letters, digits and a symbol of each case: the pool's password rules.
     run.password = f"Sm0ke-{secrets.token_urlsafe(18)}!a"
-    cognito.admin_create_user(UserPoolId=pool, Username=run.username, MessageAction="SUPPRESS")
+    cognito.admin_create_user(
+        UserPoolId=pool,
+        Username=run.username,
+        MessageAction="SUPPRESS",
+        UserAttributes=[
+            {"Name": "email", "Value": run.username},
+            {"Name": "email_verified", "Value": "true"},
+        ],
+    )
     cognito.admin_set_user_password(
         UserPoolId=pool, Username=run.username, Password=run.password, Permanent=True
     )

@@ -108,6 +108,11 @@ class InterlockConfig(BaseModel):
         malformed = [n for n in (*self.tools, *self.tool_policies) if not _TOOL.fullmatch(n)]
         if malformed:
             raise ValueError(f"not tool names: {sorted(malformed)}")
+        # A policy for a tool neither built in nor enabled is a typo that would leave the
+        # real tool ungated (a tool without a rule is never asked about): refused.
+        stray = sorted(set(self.tool_policies) - set(self.tools) - KNOWN_TOOLS)
+        if stray:
+            raise ValueError(f"policies for tools not in `tools`: {stray}")
         return self
 
     @property

@@ -40,6 +40,12 @@ def user_pk(user_id: str) -> str:
     return f"USER#{checked_id(user_id, 'user id')}"
 
 
+def user_links_pk(user_id: str) -> str:
+    """Where a user's linked chat accounts are listed: a partition of their own, so IAM
+    can keep them to the administrators' routes (`dynamodb:LeadingKeys`)."""
+    return f"LINKS#{checked_id(user_id, 'user id')}"
+
+
 def approval_sk(user_id: str, kind: SubjectKind, name: str) -> str:
     return f"{approval_prefix(user_id)}{kind}#{name}"
 

@@ -126,6 +126,7 @@ EXPECTED_ACTIONS = {
     "settle": [
         "bedrock:InvokeModel",
         "bedrock:InvokeModelWithResponseStream",
+        "dynamodb:BatchGetItem",
         "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",

@@ -88,6 +88,7 @@ def test_a_region_without_snapstart_synthesizes_with_it_off(
         ("cn-north-1", "no Cognito user pools or CloudFront"),
         ("us-gov-west-1", "no CloudFront"),
         ("us-iso-east-1", "no Cognito"),
+        ("eusc-de-east-1", "no Cognito"),
     ],
 )
 def test_a_partition_without_what_the_page_needs_is_refused(region: str, why: str) -> None:

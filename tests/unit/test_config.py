@@ -63,9 +63,12 @@ def test_the_default_tools_are_exactly_the_demos() -> None:
 
 def test_a_policy_may_name_the_agents_own_tool() -> None:
     # A user's agent gates its own tool: the policy is its factory's to read
-    config = assemble({}, {"tool_policies": {"close_account": {"risk": "high", "impact": "x"}}})
+    policies = {"close_account": {"risk": "high", "impact": "x"}}
+    config = assemble({}, {"tools": ["close_account"], "tool_policies": policies})
     assert config.tool_policies["close_account"].risk == "high"
-    assert assemble({}, {"tools": ["close_account"]}).tools == ("close_account",)
+    # A policy for a tool that is not enabled (a typo) would gate nothing: refused
+    with pytest.raises(InvalidInput, match=r"policies for tools not in `tools`: \['send_reprot'\]"):
+        assemble({}, {"tool_policies": {"send_reprot": {"risk": "high", "impact": "x"}}})
 
 
 @pytest.mark.parametrize(

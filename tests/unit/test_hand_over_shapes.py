@@ -108,6 +108,7 @@ def test_a_tap_hand_over_is_passed_through_to_the_tap_path() -> None:
         (lambda e: e["requestContext"].pop("httpMethod"), "no requestContext.httpMethod"),
         (lambda e: e["requestContext"].update(requestTimeEpoch="1796180400000"), "whole number"),
         (lambda e: e["requestContext"]["identity"].update(sourceIp=7), "identity"),
+        (lambda e: e["requestContext"].update(identity=None), "identity"),
         (lambda e: e["requestContext"].update(authorizer=["claims"]), "authorizer"),
         (lambda e: e.update(headers=[["Accept", "*/*"]]), "headers is not an object"),
         (lambda e: e.update(body={"threadId": "c1"}), "body is not a string"),

@@ -1,7 +1,7 @@
 """Channel records: linked accounts, deliveries already seen, and posted cards.
 
 LINK#<channel>#<external id> / LINK        who a channel account acts as
-USER#<user> / LINK#<channel>               where that user's cards are posted
+LINKS#<user> / LINK#<channel>              where that user's cards are posted
 DELIVERY#<channel>#<delivery id> / SEEN     a webhook delivery, dropped if seen again
 CHAT#<chat> / NOTICE#<interrupt>#<channel> the message that carries a card: its post
                                            and its edit, each delivered once, and
@@ -140,7 +140,9 @@ class ChannelStore:
             response = self._client.query(
                 TableName=self._table,
                 KeyConditionExpression="pk = :pk AND begins_with(sk, :sk)",
-                ExpressionAttributeValues=to_item({":pk": keys.user_pk(user_id), ":sk": "LINK#"}),
+                ExpressionAttributeValues=to_item(
+                    {":pk": keys.user_links_pk(user_id), ":sk": "LINK#"}
+                ),
                 ConsistentRead=True,
             )
         return [
@@ -323,7 +325,7 @@ def _link_key(channel: str, external_id: str) -> dict[str, str]:
 
 
 def _user_key(user_id: str, channel: str) -> dict[str, str]:
-    return {"pk": keys.user_pk(user_id), "sk": f"LINK#{channel}"}
+    return {"pk": keys.user_links_pk(user_id), "sk": f"LINK#{channel}"}
 
 
 def _notice_key(chat_id: str, interrupt_id: str, channel: str) -> dict[str, str]:

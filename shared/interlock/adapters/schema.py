@@ -139,12 +139,9 @@ def create_storage(dynamodb: Any, s3: Any, table_name: str, bucket_name: str) ->
 # write, and the attributes only a claim (resume, settle) writes or names. A function
 # that may not claim is denied any write that names one of these, so it can neither take
 # a request's claim nor record its answer, journal or final text.
-ADMIN_PARTITIONS: Final = ("ADMIN", "LINK#*")
-# A user's reverse link row (`USER#<user>` / `LINK#<channel>`) shares its partition with
-# the user's slots: its own attributes mark it.
+ADMIN_PARTITIONS: Final = ("ADMIN", "LINK#*", "LINKS#*")
+# A link's own attributes: no other row names them, whatever its partition.
 LINK_ATTRIBUTES: Final = ("linked_by", "external_id", "address")
-# Every attribute of a link row (`ChannelStore.link`), keys aside.
-LINK_ROW_ATTRIBUTES: Final = ("user_id", "roles", "at_ms", *LINK_ATTRIBUTES)
 CLAIM_ATTRIBUTES: Final = (
     "lease_token",
     "worker",

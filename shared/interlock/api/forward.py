@@ -77,8 +77,9 @@ def rest_event_problem(event: Any) -> str | None:
     `AWS_LWA_PASS_THROUGH_PATH` (`/events`) as a plain body. So a hand-over it cannot read
     as REST is not refused: it is routed to the tap path. This is its REST event's
     contract (`aws_lambda_events::apigw::ApiGatewayProxyRequest`): `httpMethod` at the
-    top and in `requestContext`, which must be an object; every other field may be
-    absent or null, but where present it must have its type.
+    top and in `requestContext`, which must be an object; `requestContext.identity` may be
+    absent but not null; every other field may be absent or null, but where present it
+    must have its type.
     """
     if not isinstance(event, dict):
         return "the event is not a JSON object"
@@ -100,7 +101,8 @@ def rest_event_problem(event: Any) -> str | None:
     epoch = context.get("requestTimeEpoch", 0)
     if not isinstance(epoch, int) or isinstance(epoch, bool):
         return "requestContext.requestTimeEpoch is not a whole number"
-    identity = context.get("identity") or {}
+    # `identity` may be absent, but not null: serde's default covers a missing field only.
+    identity = context.get("identity", {})
     if not isinstance(identity, dict) or any(
         value is not None and not isinstance(value, str) for value in identity.values()
     ):
