@@ -296,40 +296,25 @@ def _denials(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
     """
     denials = []
     if not access.claims:
-        denials.append(
-            iam.PolicyStatement(
-                sid="NoClaims",
-                effect=iam.Effect.DENY,
-                actions=list(WRITE_ACTIONS),
-                resources=[storage.table_arn],
-                conditions={
-                    "ForAnyValue:StringEquals": {"dynamodb:Attributes": list(CLAIM_ATTRIBUTES)}
-                },
-            )
-        )
+        claims = {"ForAnyValue:StringEquals": {"dynamodb:Attributes": list(CLAIM_ATTRIBUTES)}}
+        denials.append(_deny("NoClaims", claims, storage))
     if not access.administers:
-        denials += [
-            iam.PolicyStatement(
-                sid="NoAdminRows",
-                effect=iam.Effect.DENY,
-                actions=list(WRITE_ACTIONS),
-                resources=[storage.table_arn],
-                # ForAnyValue: a request touching any such partition, even among others.
-                conditions={
-                    "ForAnyValue:StringLike": {"dynamodb:LeadingKeys": list(ADMIN_PARTITIONS)}
-                },
-            ),
-            iam.PolicyStatement(
-                sid="NoLinkRows",
-                effect=iam.Effect.DENY,
-                actions=list(WRITE_ACTIONS),
-                resources=[storage.table_arn],
-                conditions={
-                    "ForAnyValue:StringEquals": {"dynamodb:Attributes": list(LINK_ATTRIBUTES)}
-                },
-            ),
-        ]
+        # ForAnyValue: a request touching any such partition, even among others.
+        rows = {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": list(ADMIN_PARTITIONS)}}
+        links = {"ForAnyValue:StringEquals": {"dynamodb:Attributes": list(LINK_ATTRIBUTES)}}
+        denials += [_deny("NoAdminRows", rows, storage), _deny("NoLinkRows", links, storage)]
     return denials
+
+
+def _deny(sid: str, conditions: dict[str, Any], storage: StorageRefs) -> iam.PolicyStatement:
+    """Every write to the table's items that meets `conditions`, denied."""
+    return iam.PolicyStatement(
+        sid=sid,
+        effect=iam.Effect.DENY,
+        actions=list(WRITE_ACTIONS),
+        resources=[storage.table_arn],
+        conditions=conditions,
+    )
 
 
 def _list_statement(prefixes: Sequence[str], storage: StorageRefs) -> iam.PolicyStatement:

@@ -173,27 +173,23 @@ def calls_of(function: str, operation: str, params: Mapping[str, Any]) -> list[C
             for kind, inner in entry.items()
             for one in calls_of(function, TRANSACTION_ACTIONS[kind], inner)
         ]
-    if operation == "BatchGetItem":
-        keys = [key for table in params["RequestItems"].values() for key in table["Keys"]]
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        # One authorization for the whole batch, over every key it names.
+        batches = params["RequestItems"].values()
+        if operation == "BatchGetItem":
+            found = [key for table in batches for key in table["Keys"]]
+        else:
+            writes = [w for table in batches for w in table]
+            found = [
+                w.get("PutRequest", {}).get("Item") or w["DeleteRequest"]["Key"] for w in writes
+            ]
         return [
             Call(
                 function,
-                "dynamodb:BatchGetItem",
+                f"dynamodb:{operation}",
                 None,
-                frozenset(_scalar(key["pk"]) for key in keys),
-                frozenset(name for key in keys for name in key),
-            )
-        ]
-    if operation == "BatchWriteItem":
-        writes = [w for table in params["RequestItems"].values() for w in table]
-        keys = [w.get("PutRequest", {}).get("Item") or w["DeleteRequest"]["Key"] for w in writes]
-        return [
-            Call(
-                function,
-                "dynamodb:BatchWriteItem",
-                None,
-                frozenset(_scalar(key["pk"]) for key in keys),
-                frozenset(name for key in keys for name in key),
+                frozenset(_scalar(key["pk"]) for key in found),
+                frozenset(name for key in found for name in key),
             )
         ]
     action = operation if operation.startswith("dynamodb:") else f"dynamodb:{operation}"
