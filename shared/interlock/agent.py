@@ -64,6 +64,7 @@ __all__ = [
     "admission_gate",
     "ask_user",
     "current_request",
+    "durable_mcp_tools",
     "fetch_url",
     "load_factory",
     "request_approval",
@@ -166,6 +167,16 @@ def admission_gate(
         {name: AdmissionRule(name, risk, impact) for name, (risk, impact) in policies.items()},
         sample_rate,
     )
+
+
+def durable_mcp_tools(client: Any) -> list[Any]:
+    """The tools of an MCP server (a Strands `MCPClient`, streamable HTTP or stdio) whose
+    questions become durable cards: a server's `input_required` pauses the run, and the
+    answer retries the call exactly once, in any process. Imported on first use, so an
+    agent without MCP never loads `mcp`; see `interlock.runtime.mcp`."""
+    from interlock.runtime.mcp import durable_mcp_tools as tools
+
+    return tools(client)
 
 
 def send_once(tool_context: ToolContext, payload: dict[str, Any], *, part: str = "") -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interlock import cards, interrupts, questions
+from interlock import cards, elicitation, interrupts, questions
 from interlock.egress import PACKAGE_PATTERN
 from interlock.errors import IncompleteResume, InvalidInput, UnknownRequest, validation_message
 from interlock.records import RequestRecord
@@ -137,10 +137,13 @@ def agent_response(card: Mapping[str, Any], response: Any) -> Any:
     """What the paused tool, hook or intervention receives for `response`.
 
     A confirm card's `Confirm` evaluates True as approval (anything else denies, so a
-    cancellation or a timeout fails closed); every other card gets the response itself.
+    cancellation or a timeout fails closed); an MCP server's input request gets MCP's
+    reply (`elicitation.reply`); every other card gets the response itself.
     """
     if card.get("type") == interrupts.CONFIRM:
         return isinstance(response, Mapping) and response.get("decision") == "approve"
+    if elicitation.is_mcp(card):
+        return elicitation.reply(card, response)
     return response
 
 

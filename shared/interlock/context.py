@@ -21,6 +21,8 @@ class OutboxPort(Protocol):
 
     def put_once(self, key: str, payload: dict[str, Any], now_ms: int) -> bool: ...
 
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
 
 class FetchPort(Protocol):
     """The HTTP transport behind `fetch_url`; injected so tests never touch a network."""

@@ -112,6 +112,9 @@ class FencedOutbox:
     def put_once(self, key: str, payload: dict[str, Any], now_ms: int) -> bool:
         return self.outbox.put_once(key, payload, now_ms, fence=self.fence)
 
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.outbox.get(key)
+
 
 def request_context(
     rt: Runtime,

@@ -10,7 +10,8 @@ interrupt's name to the payload that answers it (`*` for any other).
 Each process holds nothing but the store: a fresh interpreter, fresh clients and a new
 Runtime. What the tests need to see is written to the work dir as JSON, plus
 `fetch.log` (one line per call of the fetch transport) and `<name>.hung` when the
-process was told to stop dead at a point of no return (`--hang outbox|fetch|claimed`).
+process was told to stop dead at a point of no return (`--hang outbox|fetch|claimed`,
+or one of an MCP retry's: `mcp-reserved`, `mcp-unrecorded`, `mcp-recorded`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ TABLE_CSV = "a,b\n1,2"
 OFFER = "offer.json"
 FETCH_LOG = "fetch.log"
 APPROVE = {"decision": "approve"}
+MCP_HANGS = ("mcp-reserved", "mcp-unrecorded", "mcp-recorded")
 
 
 def main(argv: list[str]) -> int:
@@ -74,7 +76,9 @@ def main(argv: list[str]) -> int:
     else:
         offer = json.loads((work / OFFER).read_text())
         payloads = json.loads(args.payloads)
-        _write(work / f"{args.name}.json", _resume(rt, user, args.chat, offer, payloads, models))
+        cancel = frozenset(args.cancel.split(",")) if args.cancel else frozenset()
+        summary = _resume(rt, user, args.chat, offer, payloads, models, cancel)
+        _write(work / f"{args.name}.json", summary)
     return 0
 
 
@@ -100,9 +104,12 @@ def _resume(
     offer: dict[str, Any],
     payloads: dict[str, Any],
     models: list[ScriptedModel],
+    cancel: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     replies = [
-        Reply(interrupt_id, "resolved", payloads.get(name, payloads["*"]))
+        Reply(interrupt_id, "cancelled")
+        if name in cancel or "*" in cancel
+        else Reply(interrupt_id, "resolved", payloads.get(name, payloads["*"]))
         for interrupt_id, name in offer["asked"].items()
     ]
 
@@ -152,6 +159,34 @@ class HangAfterWrite:
         return self._inner.get(key)  # type: ignore[no-any-return]
 
 
+class HangAroundMcpRetry:
+    """An outbox that stops dead at one point of an MCP retry (`runtime/mcp.py`):
+    `mcp-reserved` once the retry's reservation landed (nothing sent yet),
+    `mcp-unrecorded` once the server's reply arrived, before it is recorded, and
+    `mcp-recorded` once it is recorded, before the journal records the result."""
+
+    def __init__(self, inner: Any, work: Path, name: str, when: str) -> None:
+        self._inner = inner
+        self._work = work
+        self._name = name
+        self._when = when
+
+    def put_once(self, key: str, payload: dict[str, Any], now_ms: int, fence: Any = None) -> bool:
+        reply = key.startswith("mcp/") and key.endswith("/reply")
+        if reply and self._when == "mcp-unrecorded":
+            hang(self._work, self._name)
+        written: bool = self._inner.put_once(key, payload, now_ms, fence=fence)
+        reservation = key.startswith("mcp/") and not reply
+        if (reservation and self._when == "mcp-reserved") or (
+            reply and self._when == "mcp-recorded"
+        ):
+            hang(self._work, self._name)
+        return written
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._inner.get(key)  # type: ignore[no-any-return]
+
+
 class HangAfterClaim:
     """A request store that claims for real, then stops dead: a crash right after the
     claim recorded the answer, before anything was acted on."""
@@ -188,6 +223,9 @@ def _stores(args: argparse.Namespace, work: Path) -> Stores:
     )
     if args.hang == "outbox":
         return dataclasses.replace(stores, outbox=HangAfterWrite(stores.outbox, work, args.name))
+    if args.hang in MCP_HANGS:
+        outbox = HangAroundMcpRetry(stores.outbox, work, args.name, args.hang)
+        return dataclasses.replace(stores, outbox=outbox)
     if args.hang == "claimed":
         requests = HangAfterClaim(stores.requests, work, args.name)
         return dataclasses.replace(stores, requests=requests)
@@ -239,11 +277,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompt", default="")
     parser.add_argument("--lease-ms", type=int, default=StorePolicy().lease_ms)
     parser.add_argument("--heartbeat-s", type=float, default=TurnLimits().heartbeat_s)
-    parser.add_argument("--hang", choices=("outbox", "fetch", "claimed"))
+    parser.add_argument("--hang", choices=("outbox", "fetch", "claimed", *MCP_HANGS))
     parser.add_argument("--agent", help="a user's agent factory, package.module:factory")
     parser.add_argument("--path", help="a directory to import the agent from")
     parser.add_argument("--payloads", default=json.dumps({"*": APPROVE}))
     parser.add_argument("--roles", help="the caller's roles, comma-separated")
+    parser.add_argument("--cancel", help="interrupt names to cancel, comma-separated (* for all)")
     return parser
 
 

@@ -1,0 +1,130 @@
+"""A small bank's MCP server whose `transfer_funds` needs a person.
+
+It follows the MCP revision of 2026-07-28: the first `tools/call` answers
+`input_required` with its questions (confirm the amount and the payee; a reference when
+none was given) and an opaque `requestState`, and the client retries the same call with
+the answers and that state. The server keeps nothing between the two rounds: what it
+must remember travels in the state, which `MCPServer` seals (AES-GCM, bound to the tool
+and its arguments, ten minutes) with the key it is given.
+
+Every call is appended to a ledger (JSON lines), so a test or a person can count what
+the server was asked, and every transfer it made::
+
+    .venv/bin/python examples/mcp/server.py --port 8765 --ledger bank-ledger.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+from mcp.server.mcpserver import Context, MCPServer, RequestStateSecurity
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequest,
+    InputRequiredResult,
+)
+
+HOST: Final = "127.0.0.1"
+# The sealing key: fixed by the caller so a restarted server still accepts the state it
+# issued before (an ephemeral key would refuse it, as a real deployment's rotation does).
+KEY_VARIABLE: Final = "BANK_STATE_KEY"
+DEMO_KEY: Final = "interlock-example-bank-state-key-0001"
+_lock = threading.Lock()
+
+
+def bank(ledger: Path, key: str = DEMO_KEY) -> MCPServer:
+    """The server, writing every call it serves to `ledger`."""
+    server = MCPServer("bank", request_state_security=RequestStateSecurity(keys=[key]))
+
+    def record(entry: dict[str, Any]) -> None:
+        with _lock, ledger.open("a") as out:
+            out.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    @server.tool()
+    async def transfer_funds(
+        amount: float, payee: str, ctx: Context, reference: str = ""
+    ) -> str | InputRequiredResult:
+        """Send money to a payee. The account holder confirms every transfer.
+
+        Args:
+            amount: How much to send, in euros.
+            payee: Who receives it.
+            reference: The payment reference; the holder is asked when it is missing.
+        """
+        answers = ctx.input_responses
+        if answers is None:
+            state = {"amount": amount, "payee": payee, "id": uuid.uuid4().hex}
+            record({"round": 1, "state_id": state["id"], "amount": amount, "payee": payee})
+            return _questions(state, reference)
+        opened = json.loads(ctx.request_state or "{}")
+        replies = {k: v for k, v in answers.items() if isinstance(v, ElicitResult)}
+        record(
+            {
+                "round": 2,
+                "state_id": opened.get("id"),
+                "answers": {k: v.model_dump(mode="json") for k, v in replies.items()},
+            }
+        )
+        confirm = replies.get("confirm")
+        if confirm is None or confirm.action != "accept" or not _field(confirm, "ok"):
+            action = confirm.action if confirm is not None else "cancel"
+            return f"No transfer made: the account holder chose {action}."
+        given = replies.get("reference")
+        if not reference:
+            if given is None or given.action != "accept":
+                return "No transfer made: no reference was given."
+            reference = str(_field(given, "reference"))
+        record({"transfer": {"amount": amount, "payee": payee, "reference": reference}})
+        return f"Sent {amount:.2f} EUR to {payee} (reference {reference})."
+
+    return server
+
+
+def _questions(state: dict[str, Any], reference: str) -> InputRequiredResult:
+    amount, payee = state["amount"], state["payee"]
+    asks: dict[str, InputRequest] = {
+        "confirm": _form(
+            f"Send {amount:.2f} EUR to {payee}?",
+            {"ok": {"type": "boolean", "title": f"Yes, send {amount:.2f} EUR to {payee}"}},
+            ["ok"],
+        )
+    }
+    if not reference:
+        asks["reference"] = _form(
+            "Which payment reference should the transfer carry?",
+            {"reference": {"type": "string", "title": "Reference", "maxLength": 35}},
+            ["reference"],
+        )
+    # What the retry must know travels in the state; the server seals it.
+    return InputRequiredResult(input_requests=asks, request_state=json.dumps(state))
+
+
+def _field(reply: ElicitResult, name: str) -> Any:
+    content = reply.content
+    return content.get(name) if isinstance(content, dict) else None
+
+
+def _form(message: str, properties: dict[str, Any], required: list[str]) -> ElicitRequest:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--ledger", type=Path, default=Path("bank-ledger.jsonl"))
+    args = parser.parse_args()
+    key = os.environ.get(KEY_VARIABLE, DEMO_KEY)
+    bank(args.ledger, key).run("streamable-http", host=HOST, port=args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""An MCP server's question, asked durably: paused in one process, answered in another,
+retried once, and never twice after a crash at any point of the retry.
+
+The bank (`examples/mcp/server.py`) runs as its own process on 127.0.0.1 and writes
+every call it serves to a ledger, so what the server saw is counted outside Interlock's
+processes. Its first `transfer_funds` round asks two questions (confirm, reference);
+the retry carries the answers and the sealed `requestState` of that first round.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock.adapters.factory import Stores
+from interlock.elicitation import interrupt_name
+from interlock.records import RequestState
+from tests.e2e.support import TIMEOUT_S, pointer, wait_for
+from tests.e2e.test_processes import CRASH_LEASE, Lab, wait_for_lapse
+
+pytestmark = pytest.mark.server
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = ("--agent", "examples.mcp:build")
+PAYLOADS = {
+    interrupt_name(1, "confirm"): {"ok": True},
+    interrupt_name(1, "reference"): {"reference": "INV-7"},
+    "*": {},
+}
+SENT = "Sent 120.00 EUR to Ada Lovelace (reference INV-7)."
+NOT_TWICE = "It is not sent twice"
+
+
+@dataclass
+class Bank:
+    url: str
+    ledger: Path
+
+    def lines(self) -> list[dict[str, Any]]:
+        text = self.ledger.read_text() if self.ledger.exists() else ""
+        return [json.loads(line) for line in text.splitlines()]
+
+    def rounds(self, n: int) -> list[dict[str, Any]]:
+        return [line for line in self.lines() if line.get("round") == n]
+
+    def transfers(self) -> list[dict[str, Any]]:
+        return [line["transfer"] for line in self.lines() if "transfer" in line]
+
+
+def serve_bank(ledger: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The example bank as its own process on a free port; the process and its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # By its path, as a bank runs on its own: it needs only the `mcp` package.
+    argv = [sys.executable, str(ROOT / "examples" / "mcp" / "server.py"), "--port", str(port)]
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            [*argv, "--ledger", str(ledger)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+        )
+
+    def listening() -> bool:
+        with socket.socket() as client:
+            return client.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_for(lambda: listening() or child.poll() is not None, "the bank to listen")
+    assert child.poll() is None, log.read_text()
+    return child, f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def bank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bank]:
+    child, url = serve_bank(tmp_path / "ledger.jsonl", tmp_path / "bank.log")
+    monkeypatch.setenv("BANK_MCP_URL", url)  # the workers' agent connects here
+    try:
+        yield Bank(url, tmp_path / "ledger.jsonl")
+    finally:
+        child.kill()
+        child.wait(timeout=TIMEOUT_S)
+
+
+@pytest.fixture
+def lab(server_aws: dict[str, Any], tmp_path: Path) -> Iterator[Lab]:
+    lab = Lab(server_aws, tmp_path, chat="mcp-chat")
+    try:
+        yield lab
+    finally:
+        lab.kill_all()
+
+
+def test_the_servers_two_questions_pause_the_run_as_one_group_of_cards(
+    lab: Lab, bank: Bank, server_stores: Stores
+) -> None:
+    # When process A runs the turn until the bank asks, and exits
+    lab.run("pause", "A", "--prompt", "please transfer the money", *AGENT)
+
+    # Then the run paused on one card per question, each with the bank's own schema
+    request = pointer(server_stores, lab.chat)
+    cards = {a.card["input_key"]: a.card for a in request.asked}
+    assert set(cards) == {"confirm", "reference"}
+    confirm = cards["confirm"]
+    assert (confirm["source"], confirm["tool"], confirm["reason"]) == (
+        "mcp",
+        "transfer_funds",
+        "Send 120.00 EUR to Ada Lovelace?",
+    )
+    assert confirm["schema"]["properties"]["ok"]["type"] == "boolean"
+    assert confirm["summary"] == {"amount": 120.0, "payee": "Ada Lovelace"}
+    assert cards["reference"]["schema"]["properties"]["reference"]["maxLength"] == 35
+    # And the server was called once, and asked; nothing moved
+    assert (len(bank.rounds(1)), bank.rounds(2), bank.transfers()) == (1, [], [])
+
+
+def test_a_fresh_process_answers_and_the_server_sees_one_retry_with_the_original_state(
+    lab: Lab, bank: Bank, server_stores: Stores
+) -> None:
+    # Given A paused on the bank's questions and exited
+    lab.run("pause", "A", "--prompt", "please transfer the money", *AGENT)
+
+    # When a fresh B answers both, then answers again
+    b = lab.resume("B", *AGENT, "--payloads", json.dumps(PAYLOADS))
+
+    # Then the transfer was made once, by one retry carrying the first round's state
+    first, again = b["first"], b["again"]
+    assert first["outcome"] == "completed" and SENT in first["text"], first
+    assert (again["outcome"], again["text"]) == ("replayed", first["text"])
+    (asked,), (retried,) = bank.rounds(1), bank.rounds(2)
+    assert retried["state_id"] == asked["state_id"]
+    assert retried["answers"]["confirm"]["action"] == "accept"
+    assert retried["answers"]["reference"]["content"] == {"reference": "INV-7"}
+    assert bank.transfers() == [{"amount": 120.0, "payee": "Ada Lovelace", "reference": "INV-7"}]
+    assert pointer(server_stores, lab.chat).state is RequestState.DONE
+
+
+def test_a_cancelled_card_reaches_the_server_as_a_decline_and_nothing_moves(
+    lab: Lab, bank: Bank
+) -> None:
+    lab.run("pause", "A", "--prompt", "please transfer the money", *AGENT)
+    offer = json.loads((lab.work / "offer.json").read_text())
+
+    b = lab.resume("B", *AGENT, "--payloads", json.dumps(PAYLOADS), "--cancel", "*")
+
+    assert "No transfer made: the account holder chose decline." in b["first"]["text"]
+    (retried,) = bank.rounds(2)
+    assert {k: v["action"] for k, v in retried["answers"].items()} == {
+        "confirm": "decline",
+        "reference": "decline",
+    }
+    assert bank.transfers() == [] and len(offer["asked"]) == 2
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where the first resuming worker dies, and what its successor and the bank show."""
+
+    hang: str
+    says: str
+    retries: int
+
+
+WINDOWS = [
+    # After the claim, before the retry is reserved: the successor sends the one retry.
+    Window("claimed", SENT, 1),
+    # Reserved, nothing sent yet: the successor cannot know that, so it does not send.
+    Window("mcp-reserved", NOT_TWICE, 0),
+    # The bank acted and replied; the reply died with the worker: not sent again.
+    Window("mcp-unrecorded", NOT_TWICE, 1),
+    # The reply was recorded, the journal not yet: the successor uses the recorded reply.
+    Window("mcp-recorded", SENT, 1),
+]
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=lambda w: w.hang)
+def test_a_worker_killed_in_the_retry_is_taken_over_without_a_second_retry(
+    lab: Lab, bank: Bank, server_stores: Stores, window: Window
+) -> None:
+    # Given A paused, and B claimed the answer and stopped dead at this point of the retry
+    lab.run("pause", "A", "--prompt", "please transfer the money", *AGENT, *CRASH_LEASE)
+    given = ("--payloads", json.dumps(PAYLOADS))
+    b = lab.start("resume", "B", *AGENT, *given, "--hang", window.hang, *CRASH_LEASE)
+    lab.wait_until_hung(b, "B")
+
+    # When B is killed, its lease lapses, and a fresh C answers the same way
+    b.kill()
+    b.wait(timeout=TIMEOUT_S)
+    wait_for_lapse(server_stores, lab.chat)
+    c = lab.resume("C", *AGENT, *given, *CRASH_LEASE)
+
+    # Then C finished on a second claim, saying what really happened at the bank
+    first, again = c["first"], c["again"]
+    assert first["outcome"] == "completed" and window.says in first["text"], first
+    assert (again["outcome"], again["text"]) == ("replayed", first["text"])
+    request = pointer(server_stores, lab.chat)
+    assert (request.state, request.claim_count) == (RequestState.DONE, 2)
+    # And the bank was asked once, and retried at most once: never twice
+    assert len(bank.rounds(1)) == 1
+    assert len(bank.rounds(2)) == window.retries
+    assert len(bank.transfers()) == window.retries
