@@ -45,7 +45,9 @@ def _report(results: list[str]) -> list[Block]:
 
 
 SCENARIOS: Final = (Scenario("transfer", [_transfer, _report], keywords=("transfer", "pay")),)
-_tools: dict[int, list[Any]] = {}  # per process: a forked worker connects anew
+# Per process and bank: a forked worker connects anew, and so does a process whose
+# bank moved (tests start one per case).
+_tools: dict[tuple[int, str], list[Any]] = {}
 _lock = threading.Lock()
 
 
@@ -61,10 +63,10 @@ def build(inputs: AgentInputs) -> AgentSpec:
 def bank_tools() -> list[Any]:
     """The bank's tools over one MCP client per process, connected on first use."""
     with _lock:
-        if os.getpid() not in _tools:
-            url = os.environ.get(URL_VARIABLE) or _bank_in_process()
-            _tools[os.getpid()] = durable_mcp_tools(MCPClient(url=url))
-        return _tools[os.getpid()]
+        url = os.environ.get(URL_VARIABLE) or _bank_in_process()
+        if (os.getpid(), url) not in _tools:
+            _tools[(os.getpid(), url)] = durable_mcp_tools(MCPClient(url=url))
+        return _tools[(os.getpid(), url)]
 
 
 def _bank_in_process() -> str:

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal, Protocol
 
 from interlock import errors
 from interlock.cards import DOWNLOAD
+from interlock.interrupts import schema_fields
 from interlock.keys import checked_id
 from interlock.records import RequestRecord
 
@@ -396,9 +397,10 @@ def form_answer(card: dict[str, Any], values: dict[str, Any]) -> Any:
     """
     kind = card.get("type")
     text = {k: _text(v) for k, v in values.items()}
-    if kind == "info":
+    fields = card.get("fields", []) if kind == "info" else schema_fields(card)
+    if fields:
         given: dict[str, Any] = {}
-        for spec in card.get("fields", []):
+        for spec in fields:
             raw = text.get(spec["name"], "")
             if raw:
                 given[spec["name"]] = _typed(spec.get("type"), raw) if isinstance(raw, str) else raw

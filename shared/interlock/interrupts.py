@@ -140,6 +140,46 @@ def generic_schema(card: Mapping[str, Any]) -> dict[str, Any]:
     return {"description": f"Any JSON value of at most {MAX_VALUE_BYTES} bytes."}
 
 
+_FIELD_TYPES: Final = frozenset({"string", "integer", "number", "boolean"})
+
+
+def schema_fields(card: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The fields of a card whose declared schema is a flat object of plain values (an
+    MCP form is one): per property its name, label, type (`email` for a string of that
+    format), whether it is required, its bounds and its options (an enum). None when
+    the schema is anything else: a form of one text answer stands in for it then.
+
+    Forms that cannot draw a JSON Schema (a Slack modal) draw these instead; the
+    answer is still validated against the schema itself.
+    """
+    schema = card.get("schema")
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return None
+    required = set(schema.get("required") or ())
+    fields = []
+    for name, spec in properties.items():
+        kind = spec.get("type") if isinstance(spec, Mapping) else None
+        if kind not in _FIELD_TYPES:
+            return None
+        options = [str(o) for o in spec.get("enum") or ()]
+        fields.append(
+            {
+                "name": str(name),
+                "label": safe_text(spec.get("title") or name, 100),
+                "type": "email" if spec.get("format") == "email" else kind,
+                "required": name in required,
+                "max_length": spec.get("maxLength"),
+                "minimum": spec.get("minimum"),
+                "maximum": spec.get("maximum"),
+                "options": options,
+            }
+        )
+    return fields
+
+
 def validate_generic(card: Mapping[str, Any], payload: Any) -> Any:
     """The answer to a generic card, or `InvalidInput` (nothing has been written)."""
     if len(json.dumps(payload, separators=(",", ":"))) > MAX_VALUE_BYTES:

@@ -23,8 +23,12 @@ import pytest
 from interlock.adapters.factory import Stores
 from interlock.elicitation import interrupt_name
 from interlock.records import RequestState
+from local.emulator import Emulator
+from tests.conftest import fresh_storage
+from tests.e2e.http_client import LocalServer, local_server
 from tests.e2e.support import TIMEOUT_S, pointer, wait_for
 from tests.e2e.test_processes import CRASH_LEASE, Lab, wait_for_lapse
+from tests.e2e.test_stock_client import DRIVERS, StockClient
 
 pytestmark = pytest.mark.server
 
@@ -204,3 +208,56 @@ def test_a_worker_killed_in_the_retry_is_taken_over_without_a_second_retry(
     assert len(bank.rounds(1)) == 1
     assert len(bank.rounds(2)) == window.retries
     assert len(bank.transfers()) == window.retries
+
+
+@pytest.fixture(scope="module")
+def served_bank(
+    emulator: Emulator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LocalServer, Bank]]:
+    """The local API serving the payments agent, over a bank of its own."""
+    work = tmp_path_factory.mktemp("mcp-served")
+    child, url = serve_bank(work / "ledger.jsonl", work / "bank.log")
+    aws = fresh_storage(emulator.endpoint, "interlock-mcp")
+    env = {"INTERLOCK_AGENT": "examples.mcp:build", "BANK_MCP_URL": url}
+    try:
+        with local_server(aws, work / "server.log", env) as running:
+            yield running, Bank(url, work / "ledger.jsonl")
+    finally:
+        child.kill()
+        child.wait(timeout=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+def test_an_unmodified_ag_ui_client_answers_the_banks_questions_from_their_schemas(
+    served_bank: tuple[LocalServer, Bank], driver: str
+) -> None:
+    server, bank = served_bank
+    client = StockClient(server, f"payer-{driver}", driver=driver)
+    reference = f"R-{driver}"
+    try:
+        # The run pauses: the client holds two interrupts, each with the bank's schema
+        paused = client.send("run please transfer the money")
+        assert paused["error"] is None, paused
+        assert len(paused["pending"]) == 2
+        answers = {
+            card["id"]: {"ok": True}
+            if "ok" in card["schema"]["properties"]
+            else {"reference": reference}
+            for card in paused["pending"]
+        }
+
+        # Answered from what each schema asks, in one resume
+        done = client.send("answer " + json.dumps(answers))
+    finally:
+        client.close()
+
+    assert done["error"] is None and done["runError"] is None and done["pending"] == [], done
+    assert f"Sent 120.00 EUR to Ada Lovelace (reference {reference})." in (done["lastText"] or "")
+    # One retry for this client's transfer, with its first round's state
+    retried = [
+        r
+        for r in bank.rounds(2)
+        if r["answers"]["reference"]["content"] == {"reference": reference}
+    ]
+    states = {r["state_id"] for r in bank.rounds(1)}
+    assert len(retried) == 1 and retried[0]["state_id"] in states

@@ -32,6 +32,7 @@ from interlock.channels import (
     numbered,
     read_button,
 )
+from interlock.interrupts import schema_fields
 from interlock.records import RequestRecord
 
 API_URL: Final = "https://slack.com/api"
@@ -167,6 +168,9 @@ def form_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
             for f in card["fields"]
         ]
         title = "Fill in"
+    elif kind == "interrupt" and (fields := schema_fields(card)):
+        inputs = [_input(f["name"], f["label"], not f["required"]) for f in fields]
+        title = "Answer"
     elif kind in ("question", "interrupt"):
         inputs = [_input(_FIELD, str(card.get("reason", "Your answer"))[:150], False)]
         title = "Answer"
@@ -212,7 +216,8 @@ def card_inputs(index: int, card: dict[str, Any]) -> list[dict[str, Any]]:
             return [_block(name + "answer", limit, element, required and low > 0)]
         element = _typed_input("plain_text_input", card.get("max_length"), multiline=True)
         return [_block(name + "answer", "Your answer", element, required)]
-    if kind == "info":
+    fields = card.get("fields", []) if kind == "info" else schema_fields(card)
+    if fields:
         return [
             _block(
                 f"{name}{spec['name']}",
@@ -220,7 +225,7 @@ def card_inputs(index: int, card: dict[str, Any]) -> list[dict[str, Any]]:
                 _field_input(spec),
                 bool(spec.get("required", True)),
             )
-            for spec in card.get("fields", [])
+            for spec in fields
         ]
     if kind == "interrupt":
         element = _typed_input("plain_text_input", None, multiline=True)
@@ -252,6 +257,8 @@ MAX_VIEW_BLOCKS: Final = 100  # Slack's limit on a modal's blocks
 
 def _field_input(spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec.get("type")
+    if spec.get("options"):
+        return _select([(o, o) for o in spec["options"]], None)
     if kind == "boolean":
         return _select([("Yes", "yes"), ("No", "no")], None)
     if kind in ("integer", "number"):
