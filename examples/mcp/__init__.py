@@ -31,6 +31,7 @@ SYSTEM_PROMPT: Final = (
     "holder to confirm every transfer; report exactly what the bank said."
 )
 PAYEE: Final = "Ada Lovelace"
+REFERENCE: Final = "INV-1"
 
 
 def _transfer(results: list[str]) -> list[Block]:
@@ -40,11 +41,24 @@ def _transfer(results: list[str]) -> list[Block]:
     ]
 
 
+def _transfer_with_reference(results: list[str]) -> list[Block]:
+    return [
+        {
+            "tool": "transfer_funds",
+            "input": {"amount": 80.0, "payee": PAYEE, "reference": REFERENCE},
+        }
+    ]
+
+
 def _report(results: list[str]) -> list[Block]:
     return [{"text": "The bank says: " + " ".join(results)}]
 
 
-SCENARIOS: Final = (Scenario("transfer", [_transfer, _report], keywords=("transfer", "pay")),)
+SCENARIOS: Final = (
+    Scenario("transfer", [_transfer, _report], keywords=("transfer", "pay")),
+    # A reference named in the prompt: the bank asks only to confirm (one card).
+    Scenario("referenced", [_transfer_with_reference, _report], keywords=("reference",)),
+)
 # Per process and bank: a forked worker connects anew, and so does a process whose
 # bank moved (tests start one per case).
 _tools: dict[tuple[int, str], list[Any]] = {}

@@ -60,15 +60,21 @@ def bank(ledger: Path, key: str = DEMO_KEY) -> MCPServer:
             reference: The payment reference; the holder is asked when it is missing.
         """
         answers = ctx.input_responses
+        # The client's key for this round (Interlock sends one; see the README): kept in
+        # the ledger so a call can be told from a repeat of it.
+        key = (ctx.request_context.meta or {}).get("interlock/idempotency-key")
         if answers is None:
             state = {"amount": amount, "payee": payee, "id": uuid.uuid4().hex}
-            record({"round": 1, "state_id": state["id"], "amount": amount, "payee": payee})
+            record(
+                {"round": 1, "key": key, "state_id": state["id"], "amount": amount, "payee": payee}
+            )
             return _questions(state, reference)
         opened = json.loads(ctx.request_state or "{}")
         replies = {k: v for k, v in answers.items() if isinstance(v, ElicitResult)}
         record(
             {
                 "round": 2,
+                "key": key,
                 "state_id": opened.get("id"),
                 "answers": {k: v.model_dump(mode="json") for k, v in replies.items()},
             }
@@ -82,7 +88,7 @@ def bank(ledger: Path, key: str = DEMO_KEY) -> MCPServer:
             if given is None or given.action != "accept":
                 return "No transfer made: no reference was given."
             reference = str(_field(given, "reference"))
-        record({"transfer": {"amount": amount, "payee": payee, "reference": reference}})
+        record({"key": key, "transfer": {"amount": amount, "payee": payee, "reference": reference}})
         return f"Sent {amount:.2f} EUR to {payee} (reference {reference})."
 
     return server

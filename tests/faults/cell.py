@@ -30,6 +30,7 @@ import boto3
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
+import examples.mcp as payments
 from examples import analyst
 from examples.analyst.script import DOWNLOAD, INFO, REPORT
 from interlock import errors
@@ -103,6 +104,8 @@ class Story:
     roles: frozenset[str] = frozenset({"reporter"})
     sends_report: tuple[str, ...] = ()  # final decisions after which one report is sent
     grants_site: bool = False  # an approval grants the table's site
+    agent: str = "analyst"  # or "payments": the MCP example, over the module's bank
+    phases: tuple[str, ...] = ("run", "resume")  # the phases put under faults
 
     def expected_reports(self, decision: str | None) -> int:
         return 1 if decision in self.sends_report else 0
@@ -142,9 +145,22 @@ STORIES: Final = {
         ),
         Story("chain", CHAIN, "chain", {"answer": "Yes"}, sends_report=ANSWERED),
         Story("info", INFO, "run the export", {"bucket_name": "exports", "retention_days": 7}),
+        # The bank's question: its retry is reserved and its reply recorded in the
+        # outbox, the new steps of a resume. A pause makes no new AWS call: resume only.
+        Story(
+            "transfer",
+            payments.SCENARIOS[1],
+            "send Ada 80 euros, reference INV-1",
+            {"ok": True},
+            roles=frozenset(),
+            agent="payments",
+            phases=("resume",),
+        ),
     )
 }
-SCENARIOS: Final = tuple({s.scenario.name: s.scenario for s in STORIES.values()}.values())
+SCENARIOS: Final = tuple(
+    {s.scenario.name: s.scenario for s in STORIES.values() if s.agent == "analyst"}.values()
+)
 
 
 @dataclass
@@ -181,8 +197,8 @@ class ShiftedClock:
 class LoggedModel(ScriptedModel):
     """The scripted stand-in model, logging each call that completed."""
 
-    def __init__(self, log: Path) -> None:
-        super().__init__(SCENARIOS)
+    def __init__(self, log: Path, scenarios: tuple[Scenario, ...] | None = None) -> None:
+        super().__init__(scenarios or SCENARIOS)
         self._log = log
 
     async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterable[Any]:  # type: ignore[override]
@@ -260,7 +276,7 @@ def child_main(spec: CellSpec) -> None:
         # follows from its name, so a cell makes the same calls as its trace
         worker_id=f"{spec.phase}-{spec.offset_ms}",
         config=InterlockConfig(),
-        agent=_logged_analyst(work / "tools.log"),
+        agent=_logged(STORIES[spec.story], work),
     )
     story = STORIES[spec.story]
     caller = Caller(spec.user, story.roles)
@@ -268,12 +284,17 @@ def child_main(spec: CellSpec) -> None:
     _append(work / "outcomes.log", {"phase": spec.phase, "outcome": outcome})
 
 
-def _logged_analyst(log: Path) -> AgentFactory:
-    """The analyst, every tool of it logging each body that ran to its end."""
+def _logged(story: Story, work: Path) -> AgentFactory:
+    """The story's agent, every tool of it logging each body that ran to its end (and
+    the payments agent's own script logging each model call, as the analyst's does)."""
 
     def build(inputs: AgentInputs) -> AgentSpec:
-        spec = analyst.build(inputs)
-        return replace(spec, tools=[LoggedTool(tool, log) for tool in spec.tools])
+        if story.agent == "payments":
+            spec = payments.build(inputs)
+            spec = replace(spec, model=LoggedModel(work / "models.log", payments.SCENARIOS))
+        else:
+            spec = analyst.build(inputs)
+        return replace(spec, tools=[LoggedTool(tool, work / "tools.log") for tool in spec.tools])
 
     return build
 

@@ -38,8 +38,10 @@ from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import SWEEP_SHARDS, create_storage
 from interlock.interrupts import tool_use_id_of
 from interlock.records import RequestState
+from interlock.runtime.mcp import idempotency_key
 from interlock.runtime.tools import ASKING_TOOLS
 from interlock.timing import StorePolicy, SystemClock
+from tests.e2e.test_mcp_input import Bank, serve_bank
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
 from tests.faults.injector import in_flight, is_write
 
@@ -53,7 +55,7 @@ REPORT_FILE = ROOT / "artifacts" / "crash_matrix.json"
 # the system's own passes (the sweeper continuing a stranded claim, then timing out what
 # nobody answered): no click at all.
 PLANS = [
-    *[(story, phase, "person") for story in STORIES for phase in ("run", "resume")],
+    *[(name, phase, "person") for name, story in STORIES.items() for phase in story.phases],
     ("report", "sweep", "person"),
     ("ask-then-report", "sweep", "person"),
     ("report", "resume", "system"),
@@ -124,7 +126,22 @@ ZYGOTES = max(1, min(2, os.cpu_count() or 1))
 
 
 @pytest.fixture(scope="module")
-def zygotes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Zygote]]:
+def bank(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bank]:
+    """The example bank the payments story's agent calls, one for the module: each
+    cell tells its own calls by their idempotency keys."""
+    work = tmp_path_factory.mktemp("bank")
+    child, url = serve_bank(work / "ledger.jsonl", work / "bank.log")
+    os.environ["BANK_MCP_URL"] = url  # the zygotes, started next, pass it on
+    try:
+        yield Bank(url, work / "ledger.jsonl")
+    finally:
+        os.environ.pop("BANK_MCP_URL", None)
+        child.kill()
+        child.wait(timeout=PHASE_TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def zygotes(tmp_path_factory: pytest.TempPathFactory, bank: Bank) -> Iterator[list[Zygote]]:
     log = tmp_path_factory.mktemp("zygote") / "children.log"
     forks = [Zygote(log) for _ in range(ZYGOTES)]
     yield forks
@@ -136,7 +153,10 @@ class Lab:
     """Runs the phases of cells as forked processes, each cell on a table and bucket of
     its own (a sweeper in one cell must not settle another cell's request)."""
 
-    def __init__(self, forks: list[Zygote], aws: dict[str, Any], root: Path) -> None:
+    def __init__(
+        self, forks: list[Zygote], aws: dict[str, Any], root: Path, bank: Bank | None = None
+    ) -> None:
+        self.bank = bank
         self.idle: queue.Queue[Zygote] = queue.Queue()
         for fork in forks:
             self.idle.put(fork)
@@ -218,9 +238,10 @@ class Lab:
         for phase, offset in _recovery(cell):
             assert self.run(self.spec(work, cell.story, phase, offset_ms=offset)) == 0
         allowance = 1 if in_flight(cell.op) and cell.mode != "kill_after" else 0
-        broken = verdict(
-            self.stores(work), self.storage(work), work, STORIES[cell.story], allowance
-        )
+        story = STORIES[cell.story]
+        broken = verdict(self.stores(work), self.storage(work), work, story, allowance)
+        if story.agent == "payments" and self.bank is not None:
+            broken += bank_verdict(self.stores(work), work.name, self.bank, cell)
         self._drop(work)
         return broken
 
@@ -307,6 +328,33 @@ def verdict(
         broken.append("a turn still holds the chat")
     if _rows(aws, keys.user_pk(user), "ASK#"):
         broken.append("the open-request slot is still held")
+    return broken
+
+
+def bank_verdict(stores: Stores, chat: str, bank: Bank, cell: Cell) -> list[str]:
+    """The bank's side of a payments cell: the answer reached it at most once, money
+    moved on every retry that carried a confirmation and on no other, the person is told
+    what happened,
+    and only a worker dying with its reservation landed and nothing sent may leave the
+    bank unasked (the successor cannot tell that from a lost reply, so it does not send).
+    """
+    request = stores.requests.get(chat, SystemClock().now_ms() + 3 * OVERDUE_MS)
+    final = (request.final_text if request else None) or ""
+    keys_ = {idempotency_key(chat, use, 1) for use in _answered_calls(stores, chat)}
+    retries = [r for r in bank.rounds(2) if r.get("key") in keys_]
+    moved = [line for line in bank.lines() if "transfer" in line and line.get("key") in keys_]
+    broken = []
+    # A confirmation nobody gave in time reaches the bank as `cancel`: no money moves.
+    moving = len(retries) if request is not None and request.decision == "answered" else 0
+    if len(retries) > 1 or len(moved) != moving:
+        broken.append(f"{len(retries)} retries and {len(moved)} transfers at the bank")
+    reserved_then_died = "Put OUTBOX" in cell.op and cell.nth == 0 and cell.mode == "kill_after"
+    if not retries and not reserved_then_died:
+        broken.append("the answer never reached the bank")
+    if moved and "Sent 80.00 EUR" not in final and "not sent twice" not in final:
+        broken.append(f"money moved and the person was told: {final!r}")
+    if not moved and "Sent 80.00 EUR" in final:
+        broken.append("the person was told money moved, and it did not")
     return broken
 
 
@@ -397,13 +445,14 @@ def cells_of(story: str, phase: str, ops: list[str], recovery: str = "person") -
 )
 def test_every_fault_at_every_step_leaves_each_effect_exactly_once(
     zygotes: list[Zygote],
+    bank: Bank,
     server_aws: dict[str, Any],
     tmp_path: Path,
     story: str,
     phase: str,
     recovery: str,
 ) -> None:
-    lab = Lab(zygotes, server_aws, tmp_path)
+    lab = Lab(zygotes, server_aws, tmp_path, bank)
     # Given the AWS calls a fault-free run of this phase makes
     ops = lab.trace(story, phase)
     assert ops, "the phase made no AWS call"

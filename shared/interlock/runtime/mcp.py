@@ -24,12 +24,19 @@ through the client's session on its background loop (`_background_thread_session
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final
 
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from mcp.types import (
+    CallToolResult,
+    ElicitResult,
+    InputRequiredResult,
+    InputResponse,
+    RequestParamsMeta,
+)
 from strands.interrupt import Interrupt
 from strands.tools.mcp import MCPAgentTool, MCPClient
 from strands.types._events import ToolInterruptEvent, ToolResultEvent
@@ -44,9 +51,18 @@ STATE_KEY: Final = "interlock.mcp"
 # A reply larger than this is not kept in the outbox (its item would not fit); a
 # takeover in the window before the journal records it then reports the reply lost.
 MAX_KEPT_REPLY_BYTES: Final = 300_000
+# Every round carries a key stable across takeovers in its `_meta`, so a server that
+# keeps its own record of what it did can tell a call it already served.
+IDEMPOTENCY_META: Final = "interlock/idempotency-key"
 # What a server answers a requestState it cannot open (restarted with another key, or
 # the state's time ran out): JSON-RPC's invalid params.
 INVALID_PARAMS: Final = -32602
+
+
+def idempotency_key(chat_id: str, tool_use_id: str, round_: int) -> str:
+    """The key of round `round_` of one call (0: the first call; n: the nth retry): the
+    same in every process, and naming neither the chat nor the call to the server."""
+    return hashlib.sha256(f"{chat_id}\n{tool_use_id}\n{round_}".encode()).hexdigest()[:32]
 
 
 def durable_mcp_tools(client: MCPClient) -> list[AgentTool]:
@@ -90,7 +106,7 @@ class DurableMCPTool(AgentTool):
         context = ToolContext(tool_use=tool_use, agent=agent, invocation_state=invocation_state)
         try:
             if paused is None:
-                raw = await self._send(dict(tool_use.get("input") or {}))
+                raw = await self._send(dict(tool_use.get("input") or {}), key=self._key(call_id, 0))
             else:
                 answers = {
                     key: context.interrupt(elicitation.interrupt_name(paused["round"], key))
@@ -168,7 +184,10 @@ class DurableMCPTool(AgentTool):
             )
         try:
             raw = await self._send(
-                dict(paused["arguments"]), answers=answers, state=paused["request_state"]
+                dict(paused["arguments"]),
+                key=self._key(call_id, paused["round"]),
+                answers=answers,
+                state=paused["request_state"],
             )
         except _Refused as refused:
             context.outbox.put_once(f"{key}/reply", {"error": str(refused)}, context.now_ms())
@@ -187,10 +206,14 @@ class DurableMCPTool(AgentTool):
                 context.outbox.put_once(f"{key}/reply", kept_reply, context.now_ms())
         return raw
 
+    def _key(self, call_id: str, round_: int) -> str:
+        return idempotency_key(current_request().chat_id, call_id, round_)
+
     async def _send(
         self,
         arguments: dict[str, Any],
         *,
+        key: str,
         answers: Mapping[str, Any] | None = None,
         state: str | None = None,
     ) -> Any:
@@ -198,8 +221,8 @@ class DurableMCPTool(AgentTool):
         session = self._client._background_thread_session
         if session is None:
             raise _Told(f"The tool server for {self.tool_name} is not connected.")
-        responses = (
-            {key: ElicitResult.model_validate(value) for key, value in answers.items()}
+        responses: dict[str, InputResponse] | None = (
+            {name: ElicitResult.model_validate(value) for name, value in answers.items()}
             if answers is not None
             else None
         )
@@ -207,8 +230,9 @@ class DurableMCPTool(AgentTool):
             self._inner.mcp_tool.name,
             arguments,
             self._inner.timeout.total_seconds() if self._inner.timeout else None,
-            input_responses=responses,  # type: ignore[arg-type]
+            input_responses=responses,
             request_state=state,
+            meta=RequestParamsMeta({IDEMPOTENCY_META: key}),  # type: ignore[typeddict-unknown-key]
             allow_input_required=True,
         )
         try:
