@@ -1,13 +1,17 @@
-"""Interrupt-and-resume versus ending the turn and re-running it, on two agents.
+"""Interrupt-and-resume versus ending the turn and re-running it, on three agents.
 
 The reference scenario does real work before it needs a person: it fetches an approved
 source, then a second source is refused, so it asks for approval; after the answer it
 fetches the second source and writes its answer. The Doorstep example (a user's agent,
 built through the public surface) gets a heat warning, pages the captain from inside a
 tool and asks to send a volunteer (a sign-off intervention), two cards in one pause.
-Both strategies run the same real Strands agent with the same scripted model (the
-stand-in for an LLM) against a moto server, and the figures count model calls, tokens,
-tool executions and outbox records: how much of the work before the pause each
+The MCP example (`examples.mcp`) asks a bank's MCP server to transfer money; the
+server answers the first call with two questions (confirm it, give a reference), and
+the answers retry that call. Both strategies run the same real Strands agent with the
+same scripted model (the stand-in for an LLM) against a moto server (and, for MCP, the
+example bank on 127.0.0.1, stopped at the end), and the figures count model calls,
+tokens, tool executions, outbox records and, from the bank's ledger, the calls its
+server served and the transfers it made: how much of the work before the pause each
 strategy pays for twice. Prints JSON.
 
     .venv/bin/python bench/resume_vs_rerun.py
@@ -17,9 +21,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import os
 import sys
+import tempfile
+import threading
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from examples.doorstep.script import SCRIPT as DOORSTEP_SCRIPT  # noqa: E402
+from examples.mcp import SCENARIOS  # noqa: E402
 from interlock.agent import load_factory  # noqa: E402
 from interlock.answers import Reply  # noqa: E402
 from interlock.inbox import cancel_request  # noqa: E402
@@ -264,6 +275,11 @@ def main() -> None:
     try:
         storage = local_storage(server.endpoint, "bench", "bench-data")
         figures = {**compare(storage.stores), "doorstep": compare_doorstep(storage.stores)}
+        mcp = compare_mcp(storage.stores)
+        figures["mcp"] = mcp
+        figures["targets"]["resume_repeats_zero_mcp_calls"] = (
+            mcp["interrupt_and_resume"]["mcp_calls"]["repeated"] == 0
+        )
         print(json.dumps(figures, indent=2))
     finally:
         server.stop()
@@ -371,6 +387,157 @@ def compare_doorstep(stores: Stores) -> dict[str, Any]:
         "(intervention), two cards in one pause",
         "interrupt_and_resume": resumed,
         "takeover_after_crash": takeover,
+        "end_turn_and_rerun": rerun,
+    }
+
+
+# -- MCP -----------------------------------------------------------------------------
+
+HOLDER = Caller("hana")
+TRANSFER = "please transfer the money"
+# The account holder's answers, by the bank's input request (the card's `input_key`).
+BANK_ANSWERS = {"confirm": {"ok": True}, "reference": {"reference": "INV-7"}}
+
+
+@contextmanager
+def _serving_bank(ledger: Path) -> Iterator[str]:
+    """The example bank on a free port of 127.0.0.1, writing every call to `ledger`, and
+    the example agent connected to it; yields its URL. On exit the agent's connection
+    and the server are stopped (the server's own `run` offers no way to stop it)."""
+    import uvicorn
+
+    from examples.mcp import URL_VARIABLE
+    from examples.mcp.server import HOST, bank
+
+    # Building an `MCPServer` configures the root logger (INFO, to stderr) when nothing
+    # has yet: the bench's output is its JSON, so the process's logging stays as it was.
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    app = bank(ledger).streamable_http_app(host=HOST)
+    root.setLevel(level)
+    root.handlers[:] = handlers
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="bench-bank", daemon=True)
+    thread.start()
+    previous = os.environ.get(URL_VARIABLE)
+    url = ""
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the bank did not start")
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]  # port 0: the kernel chose
+        url = f"http://{HOST}:{port}/mcp"
+        # The example connects once per process and bank: this bank's new port gets a
+        # connection of its own at the first build.
+        os.environ[URL_VARIABLE] = url
+        yield url
+    finally:
+        if url:
+            _disconnect_example(url)
+        if previous is None:
+            os.environ.pop(URL_VARIABLE, None)
+        else:
+            os.environ[URL_VARIABLE] = previous
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _disconnect_example(url: str) -> None:
+    """Close the example agent's connection to the bank at `url` in this process (the
+    example keeps it for the process's life, and the bank is about to stop)."""
+    import examples.mcp as example
+
+    example.disconnect(url)
+
+
+def _ledger(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _mcp_calls(lines: list[dict[str, Any]]) -> dict[str, int]:
+    """What the bank served, from its ledger lines: first calls, retries, transfers, and
+    how many calls asked again a round of a transfer the bank had already answered (one
+    resume makes one call of each round)."""
+    first = [line for line in lines if line.get("round") == 1]
+    retries = [line for line in lines if line.get("round") == 2]
+    # A retry names its first call only by the state it carries back.
+    asked = {line["state_id"]: (line["amount"], line["payee"]) for line in first}
+    rounds = [(1, asked[line["state_id"]]) for line in first]
+    rounds += [(2, asked.get(line["state_id"])) for line in retries]
+    return {
+        "first_calls": len(first),
+        "retries": len(retries),
+        "transfers": sum(1 for line in lines if "transfer" in line),
+        "repeated": len(rounds) - len(set(rounds)),
+    }
+
+
+def _mcp_runtime(stores: Stores, models: Models) -> Runtime:
+    return Runtime(
+        stores,
+        models,
+        limits=TurnLimits(heartbeat_s=60),
+        agent=load_factory("examples.mcp:build"),
+    )
+
+
+def _answer_bank(rt: Runtime, chat: str, offer: Offer) -> TurnResult:
+    replies = [
+        Reply(a.interrupt_id, "resolved", BANK_ANSWERS[a.card["input_key"]])
+        for a in offer.request.asked
+    ]
+    return resume_replies(rt, HOLDER, chat, secret=offer.secret, replies=replies)
+
+
+def mcp_resume(stores: Stores, ledger: Path) -> dict[str, Any]:
+    """The bank asks, the run pauses; the answers retry the one call."""
+    models = Models(SCENARIOS)
+    rt = _mcp_runtime(stores, models)
+    before = len(_ledger(ledger))
+    paused = run_turn(rt, HOLDER, "m-resume", TRANSFER)
+    assert paused.offer is not None and len(paused.offer.request.asked) == 2
+    done = _answer_bank(rt, "m-resume", paused.offer)
+    return {
+        **_figures([paused, done], models),
+        "mcp_calls": _mcp_calls(_ledger(ledger)[before:]),
+        "cards_in_the_pause": len(paused.offer.request.asked),
+        "answer": done.text,
+    }
+
+
+def mcp_rerun(stores: Stores, ledger: Path) -> dict[str, Any]:
+    """Without a durable pause the turn ends when the bank asks; once the holder has
+    answered, the transfer runs again from the start: the bank, which keeps nothing
+    between rounds, is called from scratch and asks again, and the known answers retry."""
+    models = Models(SCENARIOS)
+    rt = _mcp_runtime(stores, models)
+    before = len(_ledger(ledger))
+    first = run_turn(rt, HOLDER, "m-rerun", TRANSFER)
+    cancel_request(stores, HOLDER, "m-rerun", _now())
+    second = run_turn(rt, HOLDER, "m-rerun", TRANSFER)
+    assert second.offer is not None
+    done = _answer_bank(rt, "m-rerun", second.offer)
+    return {
+        **_figures([first, second, done], models),
+        "mcp_calls": _mcp_calls(_ledger(ledger)[before:]),
+        "answer": done.text,
+    }
+
+
+def compare_mcp(stores: Stores) -> dict[str, Any]:
+    """Both strategies on the MCP example, against a bank served for the comparison."""
+    with tempfile.TemporaryDirectory(prefix="bench-bank-") as work:
+        ledger = Path(work) / "bank-ledger.jsonl"
+        with _serving_bank(ledger):
+            resumed = mcp_resume(stores, ledger)
+            rerun = mcp_rerun(stores, ledger)
+    return {
+        "scenario": "transfer through an MCP server that asks to confirm and for a "
+        "reference (input_required), two cards in one pause, one retry",
+        "interrupt_and_resume": resumed,
         "end_turn_and_rerun": rerun,
     }
 

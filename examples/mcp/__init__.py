@@ -83,6 +83,14 @@ def bank_tools() -> list[Any]:
         return _tools[(os.getpid(), url)]
 
 
+def disconnect(url: str) -> None:
+    """Close this process's connection to the bank at `url` (before that bank stops)."""
+    with _lock:
+        tools = _tools.pop((os.getpid(), url), [])
+    for client in {id(t.client): t.client for t in tools}.values():
+        client.stop(None, None, None)
+
+
 def _bank_in_process() -> str:
     """Serve the example bank on a free loopback port in this process; its URL."""
     from examples.mcp.server import HOST, bank
@@ -92,7 +100,7 @@ def _bank_in_process() -> str:
         port = probe.getsockname()[1]
     ledger = Path(".interlock") / "bank-ledger.jsonl"
     ledger.parent.mkdir(exist_ok=True)
-    server = bank(ledger)
+    server = bank(ledger, quiet=True)
     threading.Thread(
         target=lambda: server.run("streamable-http", host=HOST, port=port), daemon=True
     ).start()

@@ -40,9 +40,14 @@ DEMO_KEY: Final = "interlock-example-bank-state-key-0001"
 _lock = threading.Lock()
 
 
-def bank(ledger: Path, key: str = DEMO_KEY) -> MCPServer:
-    """The server, writing every call it serves to `ledger`."""
-    server = MCPServer("bank", request_state_security=RequestStateSecurity(keys=[key]))
+def bank(ledger: Path, key: str = DEMO_KEY, *, quiet: bool = False) -> MCPServer:
+    """The server, writing every call it serves to `ledger`; `quiet` keeps its request
+    log out of a process it shares (MCPServer sets up the process's logging)."""
+    server = MCPServer(
+        "bank",
+        request_state_security=RequestStateSecurity(keys=[key]),
+        log_level="WARNING" if quiet else "INFO",
+    )
 
     def record(entry: dict[str, Any]) -> None:
         with _lock, ledger.open("a") as out:

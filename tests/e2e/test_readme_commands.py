@@ -63,6 +63,16 @@ ELSEWHERE = {
     "./dev serve --agent examples.doorstep:build --roles dispatcher": (
         "tests/e2e/test_doorstep_drill.py drives the Doorstep agent"
     ),
+    "./dev serve --agent examples.mcp:build": (
+        "tests/e2e/test_mcp_input.py serves the payments agent through local.server, what "
+        "./dev serve runs, over a bank of its own"
+    ),
+    ".venv/bin/python examples/mcp/server.py --port 8766 --ledger bank-ledger.jsonl": (
+        "tests/e2e/test_mcp_input.py starts the bank the same way, on a free port"
+    ),
+    "BANK_MCP_URL=http://127.0.0.1:8766/mcp ./dev serve --agent examples.mcp:build": (
+        "tests/e2e/test_mcp_input.py points the served agent at its bank the same way"
+    ),
     ".venv/bin/python bench/store_cycle.py": "tests/bench/test_bench_store_cycle.py",
     ".venv/bin/python bench/resume_vs_rerun.py": "tests/bench/test_bench_resume_vs_rerun.py",
     ".venv/bin/python bench/api_cycle.py": "tests/bench/test_bench_api_cycle.py",

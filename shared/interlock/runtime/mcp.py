@@ -85,6 +85,11 @@ class DurableMCPTool(AgentTool):
         self._client = client
 
     @property
+    def client(self) -> MCPClient:
+        """The MCP client the tool calls through (shared by a server's tools)."""
+        return self._client
+
+    @property
     def tool_name(self) -> str:
         return self._inner.tool_name
 
