@@ -10,6 +10,7 @@ the retry carries the answers and the sealed `requestState` of that first round.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -59,16 +60,25 @@ class Bank:
         return [line["transfer"] for line in self.lines() if "transfer" in line]
 
 
-def serve_bank(ledger: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The example bank as its own process on a free port; the process and its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+def serve_bank(
+    ledger: Path, log: Path, port: int = 0, key: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The example bank as its own process (on a free port unless given, sealing with
+    `key` if given); the process and its URL."""
+    if not port:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+    env = {**os.environ, **({"BANK_STATE_KEY": key} if key else {})}
     # By its path, as a bank runs on its own: it needs only the `mcp` package.
     argv = [sys.executable, str(ROOT / "examples" / "mcp" / "server.py"), "--port", str(port)]
     with log.open("wb") as out:
         child = subprocess.Popen(
-            [*argv, "--ledger", str(ledger)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+            [*argv, "--ledger", str(ledger)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
 
     def listening() -> bool:
@@ -261,3 +271,39 @@ def test_an_unmodified_ag_ui_client_answers_the_banks_questions_from_their_schem
     ]
     states = {r["state_id"] for r in bank.rounds(1)}
     assert len(retried) == 1 and retried[0]["state_id"] in states
+
+
+@pytest.mark.parametrize("same_key", [True, False], ids=["same-key", "new-key"])
+def test_a_bank_restarted_while_the_person_thinks_takes_the_answer_only_with_its_key(
+    lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_key: bool
+) -> None:
+    # Given the bank asked, the run paused, and the bank then restarted on the same port
+    ledger = tmp_path / "ledger.jsonl"
+    first, url = serve_bank(ledger, tmp_path / "bank-1.log", key="1" * 64)
+    monkeypatch.setenv("BANK_MCP_URL", url)
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    try:
+        lab.run("pause", "A", "--prompt", "please transfer the money", *AGENT)
+    finally:
+        first.kill()
+        first.wait(timeout=TIMEOUT_S)
+    key = "1" * 64 if same_key else "2" * 64
+    again, _ = serve_bank(ledger, tmp_path / "bank-2.log", port=port, key=key)
+    try:
+        # When a fresh B answers
+        b = lab.resume("B", *AGENT, "--payloads", json.dumps(PAYLOADS))
+    finally:
+        again.kill()
+        again.wait(timeout=TIMEOUT_S)
+
+    bank = Bank(url, ledger)
+    text = b["first"]["text"]
+    if same_key:
+        # Then the state sealed before the restart still opens: one retry, money sent
+        assert SENT in text and len(bank.rounds(2)) == 1 and len(bank.transfers()) == 1
+    else:
+        # Then the bank refuses the state before its tool runs, and the person is told
+        # nothing was done; the retry is not made again
+        assert "no longer accepts this answer" in text and "Nothing was done" in text, text
+        assert (bank.rounds(2), bank.transfers()) == ([], [])
+    assert b["again"]["outcome"] == "replayed"
