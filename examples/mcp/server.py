@@ -11,6 +11,9 @@ Every call is appended to a ledger (JSON lines), so a test or a person can count
 the server was asked, and every transfer it made::
 
     .venv/bin/python examples/mcp/server.py --port 8765 --ledger bank-ledger.jsonl
+
+With `--stdio` it serves one client on its standard input and output instead, as an
+MCP client starts a local server.
 """
 
 from __future__ import annotations
@@ -132,9 +135,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--ledger", type=Path, default=Path("bank-ledger.jsonl"))
+    parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead")
     args = parser.parse_args()
     key = os.environ.get(KEY_VARIABLE, DEMO_KEY)
-    bank(args.ledger, key).run("streamable-http", host=HOST, port=args.port)
+    if args.stdio:
+        bank(args.ledger, key, quiet=True).run("stdio")
+    else:
+        bank(args.ledger, key).run("streamable-http", host=HOST, port=args.port)
 
 
 if __name__ == "__main__":

@@ -307,3 +307,56 @@ def test_a_bank_restarted_while_the_person_thinks_takes_the_answer_only_with_its
         assert "no longer accepts this answer" in text and "Nothing was done" in text, text
         assert (bank.rounds(2), bank.transfers()) == ([], [])
     assert b["again"]["outcome"] == "replayed"
+
+
+def test_over_stdio_the_same_tools_pause_and_retry_once(
+    server_stores: Stores, tmp_path: Path
+) -> None:
+    """The transport is the client's: a bank started by the client on stdio behaves
+    exactly as one over streamable HTTP."""
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from strands.tools.mcp import MCPClient
+
+    from examples.mcp import SCENARIOS
+    from interlock.agent import AgentInputs, AgentSpec, durable_mcp_tools
+    from interlock.answers import Reply
+    from interlock.config import InterlockConfig
+    from interlock.resume import resume_replies
+    from interlock.runtime.model import ScriptedModel
+    from interlock.turns import Caller, Runtime, run_turn
+
+    ledger = tmp_path / "ledger.jsonl"
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[str(ROOT / "examples" / "mcp" / "server.py"), "--stdio", "--ledger", str(ledger)],
+    )
+    client = MCPClient(lambda: stdio_client(server))
+    try:
+        tools = durable_mcp_tools(client)
+
+        def build(inputs: AgentInputs) -> AgentSpec:
+            return AgentSpec(tools=tools, model=ScriptedModel(SCENARIOS))
+
+        rt = Runtime(
+            server_stores,
+            lambda: pytest.fail("the agent plays its own script"),
+            agent=build,
+            config=InterlockConfig(model="scripted"),
+        )
+        holder = Caller("stdio-holder")
+        paused = run_turn(rt, holder, "stdio-chat", "please transfer the money")
+        assert paused.offer is not None
+        answers = {"confirm": {"ok": True}, "reference": {"reference": "INV-7"}}
+        replies = [
+            Reply(a.interrupt_id, "resolved", answers[a.card["input_key"]])
+            for a in paused.offer.request.asked
+        ]
+        done = resume_replies(rt, holder, "stdio-chat", secret=paused.offer.secret, replies=replies)
+    finally:
+        client.stop(None, None, None)
+
+    assert SENT in done.text
+    bank = Bank("stdio", ledger)
+    (asked,), (retried,) = bank.rounds(1), bank.rounds(2)
+    assert retried["state_id"] == asked["state_id"] and len(bank.transfers()) == 1
