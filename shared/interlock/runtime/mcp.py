@@ -119,8 +119,7 @@ class DurableMCPTool(AgentTool):
                 }
                 raw = await self._retry(call_id, paused, answers)
         except _Told as told:
-            waiting.pop(call_id, None)
-            agent.state.set(STATE_KEY, waiting)
+            _forget(agent, call_id)
             yield ToolResultEvent(_error(call_id, str(told)))
             return
         if isinstance(raw, InputRequiredResult):
@@ -131,18 +130,20 @@ class DurableMCPTool(AgentTool):
                 text = f"The tool server's question cannot be asked: {exc}"
                 yield ToolResultEvent(_error(call_id, text))
                 return
-            waiting[call_id] = {
-                "round": round_,
-                "arguments": dict(tool_use.get("input") or {}),
-                "request_state": raw.request_state,
-                "keys": sorted((raw.input_requests or {}).keys()),
-            }
-            agent.state.set(STATE_KEY, waiting)
+            _keep(
+                agent,
+                call_id,
+                {
+                    "round": round_,
+                    "arguments": dict(tool_use.get("input") or {}),
+                    "request_state": raw.request_state,
+                    "keys": sorted((raw.input_requests or {}).keys()),
+                },
+            )
             yield ToolInterruptEvent(tool_use, interrupts)
             return
         if paused is not None:
-            waiting.pop(call_id, None)
-            agent.state.set(STATE_KEY, waiting)
+            _forget(agent, call_id)
         yield ToolResultEvent(self._client._handle_tool_result(call_id, raw))
 
     def _ask(self, context: ToolContext, raw: InputRequiredResult, round_: int) -> list[Interrupt]:
@@ -183,8 +184,8 @@ class DurableMCPTool(AgentTool):
             return CallToolResult.model_validate(kept["result"])
         if not context.outbox.put_once(key, {"tool": self.tool_name}, context.now_ms()):
             raise _Told(
-                f"The answer was sent to {self.tool_name} once already and its reply was "
-                "lost in a crash. It is not sent twice: ask the tool's owner whether it "
+                f"The answer may have been sent to {self.tool_name} already, and its reply "
+                "was lost in a crash. It is not sent twice: ask the tool's owner whether it "
                 "acted before calling it again."
             )
         try:
@@ -250,6 +251,18 @@ class DurableMCPTool(AgentTool):
                     "Nothing was done with the answer; call the tool again to be asked anew."
                 ) from None
             raise _Told(f"{self.tool_name} failed: {exc.error.message}") from None
+
+
+def _keep(agent: Any, call_id: str, paused: dict[str, Any]) -> None:
+    # Read again and merge with no await between: parallel calls of one batch share the
+    # agent's state, and a copy taken before a call would drop a sibling's entry.
+    agent.state.set(STATE_KEY, {**(agent.state.get(STATE_KEY) or {}), call_id: paused})
+
+
+def _forget(agent: Any, call_id: str) -> None:
+    waiting = dict(agent.state.get(STATE_KEY) or {})
+    if waiting.pop(call_id, None) is not None:
+        agent.state.set(STATE_KEY, waiting)
 
 
 def _error(call_id: str, text: str) -> ToolResult:
