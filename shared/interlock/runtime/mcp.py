@@ -201,11 +201,14 @@ class DurableMCPTool(AgentTool):
         except _Told:
             raise
         except Exception as lost:
-            # Sent, and no reply: the server may have acted, so it is not sent again.
-            raise _Told(
+            # Sent, and no reply: the server may have acted, so it is not sent again, and
+            # a takeover says the same.
+            text = (
                 f"The answer was sent to {self.tool_name} and no reply came ({lost}). It is "
                 "not sent twice: ask the tool's owner whether it acted before calling it again."
-            ) from None
+            )
+            context.outbox.put_once(f"{key}/reply", {"error": text}, context.now_ms())
+            raise _Told(text) from None
         if not isinstance(raw, InputRequiredResult):
             kept_reply = {"result": raw.model_dump(mode="json", by_alias=True, exclude_none=True)}
             if len(json.dumps(kept_reply)) <= MAX_KEPT_REPLY_BYTES:
@@ -250,6 +253,10 @@ class DurableMCPTool(AgentTool):
                     "the server restarted with another key or the question's time ran out. "
                     "Nothing was done with the answer; call the tool again to be asked anew."
                 ) from None
+            if answers is not None:
+                # A retry that errs (a timeout, a lost connection, the server's own
+                # error) may have acted: the caller reports an unknown outcome.
+                raise RuntimeError(exc.error.message) from None
             raise _Told(f"{self.tool_name} failed: {exc.error.message}") from None
 
 
