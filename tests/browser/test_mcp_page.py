@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -15,8 +14,8 @@ from interlock.adapters.factory import Stores
 from interlock.records import RequestState
 from tests.browser.pages import ChatPage
 from tests.browser.test_card_page import pointer
-from tests.e2e.support import TIMEOUT_S, wait_for
-from tests.e2e.test_mcp_input import Bank, serve_bank
+from tests.e2e.support import wait_for
+from tests.e2e.test_mcp_input import Bank, running_bank
 
 pytestmark = pytest.mark.server
 
@@ -27,14 +26,9 @@ SERVER_ENV: dict[str, str] = {}
 
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bank]:
-    work: Path = tmp_path_factory.mktemp("bank")
-    child, url = serve_bank(work / "ledger.jsonl", work / "bank.log")
-    SERVER_ENV["BANK_MCP_URL"] = url
-    try:
-        yield Bank(url, work / "ledger.jsonl")
-    finally:
-        child.kill()
-        child.wait(timeout=TIMEOUT_S)
+    with running_bank(tmp_path_factory.mktemp("bank")) as running:
+        SERVER_ENV["BANK_MCP_URL"] = running.url
+        yield running
 
 
 @pytest.fixture

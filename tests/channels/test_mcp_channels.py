@@ -13,24 +13,17 @@ from tests.channels import fakes
 from tests.channels.conftest import Setup
 from tests.channels.test_channels import link, pause, settled, tap_slack
 from tests.channels.test_groups import chosen, serving, submission, typed
-from tests.e2e.support import TIMEOUT_S, wait_for
-from tests.e2e.test_mcp_input import Bank, serve_bank
+from tests.e2e.support import wait_for
+from tests.e2e.test_mcp_input import Bank, running_bank
 
 
 @pytest.fixture
 def bank(
     channels: Setup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[tuple[Setup, Bank]]:
-    child, url = serve_bank(tmp_path / "ledger.jsonl", tmp_path / "bank.log")
-    monkeypatch.setenv("BANK_MCP_URL", url)
-    try:
-        yield (
-            serving(channels, monkeypatch, "examples.mcp:build"),
-            Bank(url, tmp_path / "ledger.jsonl"),
-        )
-    finally:
-        child.kill()
-        child.wait(timeout=TIMEOUT_S)
+    with running_bank(tmp_path) as running:
+        monkeypatch.setenv("BANK_MCP_URL", running.url)
+        yield serving(channels, monkeypatch, "examples.mcp:build"), running
 
 
 def test_the_banks_questions_are_answered_in_one_slack_form_and_retried_once(

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,15 +91,23 @@ def serve_bank(
     return child, f"http://127.0.0.1:{port}/mcp"
 
 
-@pytest.fixture
-def bank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bank]:
-    child, url = serve_bank(tmp_path / "ledger.jsonl", tmp_path / "bank.log")
-    monkeypatch.setenv("BANK_MCP_URL", url)  # the workers' agent connects here
+@contextmanager
+def running_bank(work: Path) -> Iterator[Bank]:
+    """The example bank serving from `work` (its ledger and log there) while the block
+    runs; killed after."""
+    child, url = serve_bank(work / "ledger.jsonl", work / "bank.log")
     try:
-        yield Bank(url, tmp_path / "ledger.jsonl")
+        yield Bank(url, work / "ledger.jsonl")
     finally:
         child.kill()
         child.wait(timeout=TIMEOUT_S)
+
+
+@pytest.fixture
+def bank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bank]:
+    with running_bank(tmp_path) as running:
+        monkeypatch.setenv("BANK_MCP_URL", running.url)  # the workers' agent connects here
+        yield running
 
 
 @pytest.fixture
