@@ -163,7 +163,10 @@ def decide(card: Mapping[str, Any], status: Status, payload: Any) -> tuple[cards
     if kind == questions.INFO:
         return cards.Decision("answered"), questions.validate_info(card, payload)
     if kind == interrupts.GENERIC:
-        return cards.Decision("answered"), interrupts.validate_generic(card, payload)
+        answer = interrupts.validate_generic(card, payload)
+        return cards.Decision("answered"), (
+            elicitation.recorded(answer) if elicitation.is_mcp(card) else answer
+        )
     if kind != cards.DOWNLOAD and isinstance(payload, Mapping) and "packages" in payload:
         raise InvalidInput("only a download card's package list can be edited")
     try:

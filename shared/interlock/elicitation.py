@@ -11,6 +11,11 @@ interrupt with a declared schema, and each recorded answer becomes the reply:
 - a card the person cancelled is `decline`: they were asked and said no;
 - a card nobody answered in time is `cancel`: nobody made a choice.
 
+An answer is recorded as `{"content": ...}` (`recorded`), so a form whose own field is
+called `status` can never be read as a cancellation, in this run or a takeover's. The
+schema is held to MCP's flat subset (an object of strings, numbers, booleans and lists of
+choices) when the card is made, so every answer it admits is a valid `ElicitResult`.
+
 Plain data in, plain data out: no `mcp` and no `strands` here.
 """
 
@@ -20,6 +25,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import quote, urlsplit
 
 from interlock.cards import redact
 from interlock.egress import safe_url
@@ -35,6 +41,11 @@ _DONE_SCHEMA: Final = {
     "required": ["done"],
     "additionalProperties": False,
 }
+# MCP's restricted schema: a flat object whose fields are these (a list only of choices).
+_PRIMITIVES: Final = frozenset({"string", "number", "integer", "boolean"})
+# Characters a link keeps unescaped in its query and fragment; brackets and quotes are
+# escaped so the link cannot end the markdown or the attribute it is shown in.
+_LINK_SAFE: Final = "=&;%+-._~:/?@!$*,"
 
 
 def interrupt_name(round_: int, key: str) -> str:
@@ -84,25 +95,77 @@ def input_card(
         # The person opens the server's own page; nothing they enter there passes
         # through Interlock, which keeps only the address to show.
         try:
-            link = safe_url(str(params.get("url", ""))).url
+            link = _link(params.get("url"))
         except InvalidInput as exc:
             raise InvalidInput(f"input request {key!r}: {exc}") from None
         card["link"] = link
         card["reason"] += f"\n\n[Open the page]({link}), then say when you have finished."
         card["schema"] = dict(_DONE_SCHEMA)
         return card
-    card["schema"] = checked_schema(params.get("requestedSchema"))
+    try:
+        card["schema"] = _flat(checked_schema(params.get("requestedSchema")))
+    except InvalidInput as exc:
+        raise InvalidInput(f"input request {key!r}: {exc}") from None
     return card
 
 
+def recorded(answer: Any) -> dict[str, Any]:
+    """How a person's (already validated) answer to an MCP card is recorded."""
+    return {"content": answer}
+
+
 def reply(card: Mapping[str, Any], response: Any) -> dict[str, Any]:
-    """What the paused call receives for its card's recorded answer: an MCP
+    """What the paused call receives for its card's recorded response: an MCP
     `ElicitResult` (`action`, and `content` when accepted) as plain data."""
-    status = response.get("status") if isinstance(response, Mapping) else None
-    if status == "cancelled":
-        return {"action": "decline"}
-    if status in ("timed_out", "default") or not isinstance(response, Mapping):
+    if not isinstance(response, Mapping):
         return {"action": "cancel"}
-    if "link" in card:
-        return {"action": "accept"} if response.get("done") is True else {"action": "cancel"}
-    return {"action": "accept", "content": dict(response)}
+    if "content" in response:
+        content = response["content"]
+        if "link" in card:
+            done = isinstance(content, Mapping) and content.get("done") is True
+            return {"action": "accept"} if done else {"action": "cancel"}
+        return {"action": "accept", "content": dict(content)}
+    if response.get("status") == "cancelled":
+        return {"action": "decline"}
+    return {"action": "cancel"}
+
+
+def _flat(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` if it is in MCP's restricted subset, with its titles and descriptions
+    scrubbed like the server's message (they are shown as the form's labels)."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, Mapping):
+        raise InvalidInput("a requested schema must be an object with properties")
+    fields: dict[str, Any] = {}
+    for name, field in properties.items():
+        if not isinstance(field, Mapping) or not _is_primitive(field):
+            raise InvalidInput(
+                f"field {safe_text(name, 100)!r} is not a string, number, boolean or "
+                "list of choices (MCP's restricted schema)"
+            )
+        fields[name] = {
+            **field,
+            **{k: safe_text(field[k], 500) for k in ("title", "description") if k in field},
+        }
+    return {**schema, "properties": fields}
+
+
+def _is_primitive(field: Mapping[str, Any]) -> bool:
+    kind = field.get("type")
+    if kind in _PRIMITIVES:
+        return True
+    items = field.get("items")
+    return kind == "array" and isinstance(items, Mapping) and items.get("type") == "string"
+
+
+def _link(raw: Any) -> str:
+    """The server's page as the person opens it: checked like any URL Interlock shows
+    (http or https, a real host, no credentials), its query and fragment kept, since
+    they name the server's session and the page cannot work without them."""
+    if not isinstance(raw, str):
+        raise InvalidInput("a link request needs a URL")
+    checked = safe_url(raw).url
+    parts = urlsplit(raw.strip())
+    query = f"?{quote(parts.query, safe=_LINK_SAFE)}" if parts.query else ""
+    fragment = f"#{quote(parts.fragment, safe=_LINK_SAFE)}" if parts.fragment else ""
+    return f"{checked}{query}{fragment}"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interlock.channels import ANSWER_ALL, button_data
+from interlock.channels import ANSWER_ALL, FORM, button_data
+from tests.api.support import auth, run_body, stream
 from tests.channels import fakes
 from tests.channels.conftest import Setup
 from tests.channels.test_channels import link, pause, settled, tap_slack
@@ -69,3 +70,34 @@ def test_the_banks_questions_are_answered_in_one_slack_form_and_retried_once(
     assert ledger.transfers() == [{"amount": 120.0, "payee": "Ada Lovelace", "reference": "INV-9"}]
     done = setup.stores.requests.get("pay-1", 0)
     assert done.claim_count == 1 and "Sent 120.00 EUR" in (done.final_text or "")
+
+
+def test_a_single_question_draws_its_yes_or_no_as_a_select_and_is_retried_once(
+    bank: tuple[Setup, Bank],
+) -> None:
+    setup, ledger = bank
+    link(setup, "slack", "U-ALICE", "alice", [])
+    prompt = "settle the invoice by its reference"
+    events = stream(
+        setup.client.post("/runs", data=run_body("pay-2", prompt), headers=auth(setup.key))
+    )
+    assert events[-1].outcome.type == "interrupt"
+    (asked,) = setup.stores.requests.get("pay-2", 0).asked
+    assert asked.card["input_key"] == "confirm"
+
+    tap_slack(
+        setup,
+        fakes.slack_tap(
+            "U-ALICE", button_data("pay-2", asked.interrupt_id, FORM), setup.slack.url, "p2"
+        ),
+    )
+    (opened,) = setup.slack.recorded.of("views.open")
+    (field,) = [b for b in opened["view"]["blocks"] if b["type"] == "input"]
+    assert (field["block_id"], field["element"]["type"]) == ("ok", "static_select")
+    assert [o["value"] for o in field["element"]["options"]] == ["yes", "no"]
+
+    accepted = tap_slack(setup, submission(opened["view"], {"ok": chosen("yes")}))
+    assert (accepted.status_code, accepted.json) == (200, {})
+    wait_for(lambda: settled(setup, "pay-2"), "the form's answer to be applied")
+    assert len(ledger.rounds(2)) == 1
+    assert ledger.transfers() == [{"amount": 80.0, "payee": "Ada Lovelace", "reference": "INV-1"}]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from interlock.answers import agent_response, decide
-from interlock.elicitation import input_card, interrupt_name, reply
+from interlock.elicitation import input_card, interrupt_name, recorded, reply
 from interlock.errors import InvalidInput
 from interlock.interrupts import schema_fields
 
@@ -72,8 +72,17 @@ def test_a_url_request_is_a_link_card_answered_by_saying_it_is_done() -> None:
     made = card(link)
     assert made["link"] == "https://id.example/sign"
     assert "[Open the page](https://id.example/sign)" in made["reason"]
-    assert reply(made, {"done": True}) == {"action": "accept"}
-    assert reply(made, {"done": False}) == {"action": "cancel"}
+    assert reply(made, recorded({"done": True})) == {"action": "accept"}
+    assert reply(made, recorded({"done": False})) == {"action": "cancel"}
+
+
+def test_a_link_keeps_the_servers_session_in_its_query_and_cannot_break_its_markdown() -> None:
+    url = "https://id.example/sign?session=abc&step=2)](javascript:x)#top"
+    made = card({"params": {"mode": "url", "message": "Sign in", "url": url}})
+    assert made["link"].startswith("https://id.example/sign?session=abc&step=2")
+    assert made["link"].endswith("#top")
+    assert ")" not in made["link"] and "]" not in made["link"]
+    assert f"[Open the page]({made['link']})" in made["reason"]
 
 
 @pytest.mark.parametrize(
@@ -93,18 +102,83 @@ def test_an_unusable_request_is_refused_with_a_clear_error(request_: dict[str, A
 
 def test_answers_become_accept_decline_or_cancel() -> None:
     made = card()
-    assert reply(made, {"ok": True}) == {"action": "accept", "content": {"ok": True}}
-    assert reply(made, {"status": "cancelled"}) == {"action": "decline"}
+    _, answered = decide(made, "resolved", {"ok": True})
+    assert reply(made, answered) == {"action": "accept", "content": {"ok": True}}
+    _, cancelled = decide(made, "cancelled", None)
+    assert reply(made, cancelled) == {"action": "decline"}
     assert reply(made, {"status": "timed_out"}) == {"action": "cancel"}
     assert reply(made, None) == {"action": "cancel"}
     # The paused call receives exactly that, through the one answer path
-    assert agent_response(made, {"ok": False}) == {"action": "accept", "content": {"ok": False}}
+    _, refused = decide(made, "resolved", {"ok": False})
+    assert agent_response(made, refused) == {"action": "accept", "content": {"ok": False}}
+
+
+def test_a_form_field_named_status_is_an_answer_never_a_cancellation() -> None:
+    form = {
+        "params": {
+            "message": "Set the order's status",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"status": {"type": "string", "enum": ["cancelled", "open"]}},
+            },
+        }
+    }
+    made = card(form)
+    decision, response = decide(made, "resolved", {"status": "cancelled"})
+    assert decision.label == "answered"
+    assert recorded_answers_label(made, response) == "answered"
+    assert reply(made, response) == {"action": "accept", "content": {"status": "cancelled"}}
+
+
+def recorded_answers_label(made: dict[str, Any], response: Any) -> str:
+    """The decision a takeover reads back from the recorded response."""
+    from interlock.answers import recorded_decision
+
+    return recorded_decision(made, response).label
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"type": "object"},
+        {"type": "array", "items": {"type": "object"}},
+        {"anyOf": [{"type": "string"}]},
+    ],
+    ids=["nested-object", "list-of-objects", "no-type"],
+)
+def test_a_schema_outside_mcps_flat_subset_is_refused_when_the_card_is_made(
+    field: dict[str, Any],
+) -> None:
+    form = {
+        "params": {
+            "message": "x",
+            "requestedSchema": {"type": "object", "properties": {"f": field}},
+        }
+    }
+    with pytest.raises(InvalidInput, match="restricted schema"):
+        card(form)
+
+
+def test_a_schemas_labels_are_scrubbed_like_the_servers_message() -> None:
+    form = {
+        "params": {
+            "message": "x",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "ok": {"type": "boolean", "title": "See https://evil.example/a?t=s3cret"}
+                },
+            },
+        }
+    }
+    title = card(form)["schema"]["properties"]["ok"]["title"]
+    assert "s3cret" not in title and "https://evil.example/a" in title
 
 
 def test_an_answer_is_checked_against_the_servers_schema_before_anything_is_written() -> None:
     made = card()
     decision, response = decide(made, "resolved", {"ok": True, "count": 3})
-    assert (decision.label, response) == ("answered", {"ok": True, "count": 3})
+    assert (decision.label, response) == ("answered", {"content": {"ok": True, "count": 3}})
     with pytest.raises(InvalidInput, match="count"):
         decide(made, "resolved", {"ok": True, "count": 9})
     with pytest.raises(InvalidInput, match="ok"):

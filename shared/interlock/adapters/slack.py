@@ -169,7 +169,9 @@ def form_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
         ]
         title = "Fill in"
     elif kind == "interrupt" and (fields := schema_fields(card)):
-        inputs = [_input(f["name"], f["label"], not f["required"]) for f in fields]
+        # Each field drawn by its type (a select for choices and yes/no, a number), as
+        # the group form draws it.
+        inputs = [_block(f["name"], f["label"], _field_input(f), f["required"]) for f in fields]
         title = "Answer"
     elif kind in ("question", "interrupt"):
         inputs = [_input(_FIELD, str(card.get("reason", "Your answer"))[:150], False)]

@@ -17,8 +17,10 @@ stdio, and its session) but drive the round trips themselves:
    have acted) and says so: at most once, and never a silent guess.
 
 Strands has no public way to receive the raw `input_required` result, so the call goes
-through the client's session on its background loop (`_background_thread_session`,
-`_invoke_on_background_thread`): the one private surface used, pinned with Strands.
+through the client's session on its background loop. The private names used, all pinned
+with Strands: the client's `_background_thread_session`, `_invoke_on_background_thread`,
+`_handle_tool_result` (the result as Strands' own tools return it) and
+`_is_session_active`, and `ToolContext._interrupt_id` (the ids Strands' own interrupts get).
 """
 
 from __future__ import annotations
@@ -176,6 +178,14 @@ class DurableMCPTool(AgentTool):
         context = current_request()
         if context.outbox is None or context.now_ms is None:
             raise RuntimeError("no outbox in this run: run the agent through Interlock")
+        try:
+            # Built before anything is reserved: an answer MCP cannot carry is refused
+            # here, with nothing sent and nothing to explain later.
+            responses: dict[str, InputResponse] = {
+                name: ElicitResult.model_validate(value) for name, value in answers.items()
+            }
+        except ValueError as exc:
+            raise _Told(f"The answer cannot be sent to {self.tool_name}: {exc}") from None
         key = f"mcp/{context.chat_id}/{call_id}/{paused['round']}"
         kept = context.outbox.get(f"{key}/reply")
         if kept is not None:
@@ -192,7 +202,7 @@ class DurableMCPTool(AgentTool):
             raw = await self._send(
                 dict(paused["arguments"]),
                 key=self._key(call_id, paused["round"]),
-                answers=answers,
+                responses=responses,
                 state=paused["request_state"],
             )
         except _Refused as refused:
@@ -223,18 +233,14 @@ class DurableMCPTool(AgentTool):
         arguments: dict[str, Any],
         *,
         key: str,
-        answers: Mapping[str, Any] | None = None,
+        responses: dict[str, InputResponse] | None = None,
         state: str | None = None,
     ) -> Any:
-        """One `tools/call` round on the client's session; the raw result."""
+        """One `tools/call` round on the client's session (a retry when `responses` is
+        given); the raw result."""
         session = self._client._background_thread_session
         if session is None:
             raise _Told(f"The tool server for {self.tool_name} is not connected.")
-        responses: dict[str, InputResponse] | None = (
-            {name: ElicitResult.model_validate(value) for name, value in answers.items()}
-            if answers is not None
-            else None
-        )
         call = session.call_tool(
             self._inner.mcp_tool.name,
             arguments,
@@ -247,13 +253,13 @@ class DurableMCPTool(AgentTool):
         try:
             return await asyncio.wrap_future(self._client._invoke_on_background_thread(call))
         except MCPError as exc:
-            if answers is not None and exc.error.code == INVALID_PARAMS:
+            if responses is not None and exc.error.code == INVALID_PARAMS:
                 raise _Refused(
                     f"{self.tool_name} no longer accepts this answer ({exc.error.message}): "
                     "the server restarted with another key or the question's time ran out. "
                     "Nothing was done with the answer; call the tool again to be asked anew."
                 ) from None
-            if answers is not None:
+            if responses is not None:
                 # A retry that errs (a timeout, a lost connection, the server's own
                 # error) may have acted: the caller reports an unknown outcome.
                 raise RuntimeError(exc.error.message) from None
