@@ -59,6 +59,7 @@ from local.emulator import Emulator  # noqa: E402
 from local.moto_at_scale import at_scale  # noqa: E402
 from local.sqs_poller import LambdaSqsPoller  # noqa: E402
 from local.storage import local_storage  # noqa: E402
+from tests.turns import append_turn  # noqa: E402
 
 REGION = "us-east-1"
 # Long: nothing fails here, so nothing should come back while a consumer still works.
@@ -74,7 +75,7 @@ def overdue_requests(stores: Stores, clock: ManualClock, count: int, tag: str) -
     snapshot = stores.blobs.read_snapshot(request.stored_snapshot)
     for n in range(count):
         # The chat's transcript ends at the paused turn, as a real pause leaves it.
-        stores.chats.append_turn(f"{tag}-{n}", {"role": "user", "text": "download"}, clock.now_ms())
+        append_turn(stores, f"{tag}-{n}", {"role": "user", "text": "download"}, clock.now_ms())
         persist_pause(
             stores,
             chat_id=f"{tag}-{n}",

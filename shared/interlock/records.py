@@ -359,11 +359,11 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class ChatMeta:
-    """Per-chat facts the resume checks read: hidden, and the last saved turn."""
+    """Per-chat facts the turn and resume checks read: the owner, the last saved turn and
+    the running turn's lease."""
 
     chat_id: str
     owner: str | None = None
-    hidden: bool = False
     last_turn: int = 0
     run_token: str | None = None
     run_until_ms: int | None = None

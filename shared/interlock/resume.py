@@ -5,7 +5,7 @@ check refuses, or expires the request when the world has changed under it:
 
 1. validate the answer        (refuse, request untouched)
 2. pointer, id, hashed secret (refuse; a done request replays its stored answer)
-3. the chat is unchanged      (hidden or a newer turn: expire)
+3. the chat is unchanged      (a newer turn: expire)
 4. slots and budget           (refuse, request still answerable)
 5. roles still allow the paused batch's tools (lost: expire)
 6. claim                      (the loser hears "in progress")
@@ -673,11 +673,7 @@ def _check_roles(rt: Runtime, caller: Caller, record: RequestRecord, now: int) -
 
 
 def _check_chat(rt: Runtime, record: RequestRecord, meta: ChatMeta, now: int) -> None:
-    reason = None
-    if meta.hidden:
-        reason = "the chat was hidden"
-    elif meta.last_turn != record.turn_seq:
+    if meta.last_turn != record.turn_seq:
         reason = "a newer turn was saved in this chat since this was asked"
-    if reason:
         expire_and_release(rt, record, reason, now)
         raise errors.RequestExpired(reason)

@@ -139,7 +139,7 @@ def settle_overdue(
         report.stuck += 1
     policy = rt.config.timeouts[kind_of(request.card)]
     meta = rt.stores.chats.meta(chat_id)
-    if meta.hidden or meta.last_turn != request.turn_seq:
+    if meta.last_turn != request.turn_seq:
         # A newer turn started once this request was abandoned: its run is over.
         try:
             expire_and_release(rt, request, "a newer turn was saved in this chat", now_ms)

@@ -17,6 +17,7 @@ from interlock.pause import persist_pause
 from interlock.ports import Stores
 from interlock.records import ChatMeta, RequestState, Subject
 from interlock.timing import ManualClock
+from tests.turns import append_turn
 
 CHAT = "c-fence"
 SITE = Subject("site", "data.example.org")
@@ -257,8 +258,8 @@ def test_finish_commits_the_answer_and_its_turn_together(
     turn = {"role": "assistant", "text": "done"}
 
     # The transcript moved on since the card: nothing of the finish is written
-    stores.chats.append_turn(CHAT, {"role": "user", "text": "one"}, clock.now_ms())
-    stores.chats.append_turn(CHAT, {"role": "user", "text": "two"}, clock.now_ms())
+    append_turn(stores, CHAT, {"role": "user", "text": "one"}, clock.now_ms())
+    append_turn(stores, CHAT, {"role": "user", "text": "two"}, clock.now_ms())
     with pytest.raises(errors.StoreError):
         stores.requests.finish(
             claim,

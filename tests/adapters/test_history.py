@@ -16,7 +16,7 @@ ROWS = 1_100
 
 
 def saved(aws: dict[str, Any], chat: str, count: int) -> None:
-    """`count` alternating user and assistant turns, as `append_turn` stores them."""
+    """`count` alternating user and assistant turns, as `tests.turns.append_turn` stores them."""
     rows = [
         record_item(
             chat,

@@ -11,6 +11,7 @@ from interlock.adapters.dynamo import transact
 from interlock.adapters.factory import Stores
 from interlock.records import Subject
 from interlock.timing import ManualClock
+from tests.turns import append_turn
 
 SITE = Subject("site", "example.org")
 PKG = Subject("package", "pandas")
@@ -97,22 +98,12 @@ def test_many_approvals_are_written_in_batches(stores: Stores, clock: ManualCloc
 
 def test_turns_and_meta(stores: Stores, clock: ManualClock) -> None:
     assert stores.chats.meta("c1").last_turn == 0
-    assert stores.chats.append_turn("c1", {"role": "user", "text": "hi"}, clock.now_ms()) == 1
-    assert stores.chats.append_turn("c1", {"role": "assistant", "text": "yo"}, clock.now_ms()) == 2
+    assert append_turn(stores, "c1", {"role": "user", "text": "hi"}, clock.now_ms()) == 1
+    assert append_turn(stores, "c1", {"role": "assistant", "text": "yo"}, clock.now_ms()) == 2
 
     assert [t["text"] for t in stores.chats.turns("c1")] == ["hi", "yo"]
     assert [t["seq"] for t in stores.chats.turns("c1", after=1)] == [2]
-    meta = stores.chats.meta("c1")
-    assert (meta.last_turn, meta.hidden) == (2, False)
-
-    stores.chats.hide("c1")
-    assert stores.chats.meta("c1").hidden is True
-
-
-def test_owner_is_set_once(stores: Stores) -> None:
-    assert stores.chats.claim_owner("c1", "alice") == "alice"
-    assert stores.chats.claim_owner("c1", "mallory") == "alice"
-    assert stores.chats.meta("c1").owner == "alice"
+    assert stores.chats.meta("c1").last_turn == 2
 
 
 # -- limits ---------------------------------------------------------------------------

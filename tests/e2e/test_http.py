@@ -45,6 +45,7 @@ from tests.e2e.http_client import (
     secret_of,
 )
 from tests.e2e.support import outbox_records
+from tests.turns import append_turn
 
 pytestmark = pytest.mark.server
 
@@ -294,7 +295,7 @@ def test_an_expired_request_cannot_be_approved(
 def test_a_newer_turn_expires_the_card(alice: Client, chat: str, http_stores: Stores) -> None:
     # Given a paused download, and a user turn saved in the chat after it
     interrupt = pause(alice, chat)
-    http_stores.chats.append_turn(chat, {"role": "user", "text": "x"}, now_ms())
+    append_turn(http_stores, chat, {"role": "user", "text": "x"}, now_ms())
 
     # When alice approves the old card
     reply = alice.post_resume(chat, answer(interrupt, APPROVE, secret_of(interrupt)))

@@ -51,7 +51,7 @@ def test_live_claim_past_expiry_stays_claimed_until_its_lease_lapses() -> None:
         (request(state=RequestState.CANCELLED), "i", "s", errors.RequestCancelled),
         (request(expires_at=NOW_MS // 1000), "i", "wrong", errors.RequestTimedOut),
         (
-            request(state=RequestState.EXPIRED, ended_reason="chat hidden"),
+            request(state=RequestState.EXPIRED, ended_reason="a newer turn was saved"),
             "i",
             "s",
             errors.RequestExpired,

@@ -48,36 +48,6 @@ class ChatStore:
             )
         return meta_from_item(chat_id, from_item(response.get("Item", {})))
 
-    def claim_owner(self, chat_id: str, user_id: str) -> str:
-        """Record `user_id` as the chat's owner unless it has one; returns the owner."""
-        with translated("claim chat"):
-            response = self._client.update_item(
-                TableName=self._table,
-                Key=_meta_key(chat_id),
-                UpdateExpression="SET #owner = if_not_exists(#owner, :user)",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues=to_item({":user": keys.checked_id(user_id, "user id")}),
-                ReturnValues="ALL_NEW",
-            )
-        return str(from_item(response["Attributes"])["owner"])
-
-    def hide(self, chat_id: str) -> None:
-        """Hide the chat; an open request in it can no longer be resumed."""
-        with translated("hide chat"):
-            self._client.update_item(
-                TableName=self._table,
-                Key=_meta_key(chat_id),
-                UpdateExpression="SET #hidden = :true",
-                ExpressionAttributeNames={"#hidden": "hidden"},
-                ExpressionAttributeValues=to_item({":true": True}),
-            )
-
-    def append_turn(self, chat_id: str, turn: dict[str, Any], now_ms: int) -> int:
-        """Save a turn under the next turn number; returns that number."""
-        seq = self._next(chat_id, "last_turn")
-        self._put(chat_id, keys.turn_sk(seq), turn_body(seq, turn, now_ms), now_ms)
-        return seq
-
     def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
         """Saved turns with numbers above `after`, oldest first."""
         rows = self._range(chat_id, keys.turn_sk(after + 1), keys.turn_sk(10**10 - 1), limit)
@@ -126,23 +96,6 @@ class ChatStore:
             for r in rows
         ]
 
-    def _next(self, chat_id: str, counter: str) -> int:
-        with translated("count"):
-            response = self._client.update_item(
-                TableName=self._table,
-                Key=_meta_key(chat_id),
-                UpdateExpression="ADD #counter :one",
-                ExpressionAttributeNames={"#counter": counter},
-                ExpressionAttributeValues=to_item({":one": 1}),
-                ReturnValues="UPDATED_NEW",
-            )
-        return int(from_item(response["Attributes"])[counter])
-
-    def _put(self, chat_id: str, sk: str, body: dict[str, Any], now_ms: int) -> None:
-        item = record_item(chat_id, sk, body, now_ms, self._retention_s)
-        with translated("write chat record"):
-            self._client.put_item(TableName=self._table, Item=item)
-
     def latest_turns(self, chat_id: str, count: int) -> list[dict[str, Any]]:
         """The newest `count` saved turns, oldest first: one query read from the newest
         end, so what it costs depends on `count`, not on the chat's length."""
@@ -175,7 +128,6 @@ def meta_from_item(chat_id: str, row: dict[str, Any]) -> ChatMeta:
     return ChatMeta(
         chat_id=chat_id,
         owner=row.get("owner"),
-        hidden=bool(row.get("hidden", False)),
         last_turn=row.get("last_turn", 0),
         run_token=row.get("run_token"),
         run_until_ms=row.get("run_until_ms"),
