@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import MISSING, fields
 from typing import Any, Final
 
 from interlock import errors, keys
@@ -1055,49 +1056,45 @@ def _required(value: int | None) -> int:
     return value
 
 
+def _asked_from(text: str | None) -> tuple[Asked, ...]:
+    if not text:
+        return ()
+    return tuple(Asked(e["interrupt_id"], e["card"]) for e in json.loads(text))
+
+
+# The pointer item's codec, derived from `RequestRecord`'s fields: each field is stored
+# under its own name, as itself, unless named here. Empty values that mean "none yet"
+# (no failures, not acted) are left off the item, as DynamoDB bills every byte.
+_ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
+    "card": lambda card: json.dumps(card, separators=(",", ":"), sort_keys=True),
+    "state": lambda state: state.value,
+    "owner_roles": list,
+    "acted": lambda acted: True if acted else None,
+    "failures": lambda failures: failures or None,
+    "also_asked": lambda asked: _asked_json(asked) if asked else None,
+    "created_ms": lambda created: created or None,
+}
+_DECODE: Final[dict[str, Callable[[Any], Any]]] = {
+    "card": json.loads,
+    "state": RequestState.parse,
+    "owner_roles": tuple,
+    "acted": bool,
+    "also_asked": _asked_from,
+}
+# Fields stored under another attribute name (an index's sort key).
+_ATTRIBUTE: Final = {"notify_due_ms": NOTICE_INDEX_SORT}
+# Attributes every stored request has, whatever its dataclass defaults say.
+_REQUIRED: Final = frozenset({"state"})
+_FIELDS: Final = tuple(
+    (f.name, _ATTRIBUTE.get(f.name, f.name), f.default is MISSING) for f in fields(RequestRecord)
+)
+
+
 def _to_item(request: RequestRecord) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "pk": keys.chat_pk(request.chat_id),
-        "sk": keys.REQUEST_SK,
-        "chat_id": request.chat_id,
-        "interrupt_id": request.interrupt_id,
-        "kind": request.kind,
-        "card": json.dumps(request.card, separators=(",", ":"), sort_keys=True),
-        "secret_hash": request.secret_hash,
-        "state": request.state.value,
-        "snapshot_key": request.snapshot_key,
-        "user_id": request.user_id,
-        "turn_seq": request.turn_seq,
-        "created_at": request.created_at,
-        "expires_at": request.expires_at,
-        "ttl": request.ttl,
-        "claim_count": request.claim_count,
-        "worker": request.worker,
-        "lease_token": request.lease_token,
-        "lease_expires_at_ms": request.lease_expires_at_ms,
-        "resume_deadline_ms": request.resume_deadline_ms,
-        "answer_key": request.answer_key,
-        "answer": request.answer,
-        "final_text": request.final_text,
-        "answered_at": request.answered_at,
-        "decision": request.decision,
-        "ended_reason": request.ended_reason,
-        "route_role": request.route_role,
-        "ask_slot": request.ask_slot,
-        "owner_roles": list(request.owner_roles),
-        "version": request.version,
-        "snapshot_digest": request.snapshot_digest,
-        "response": request.response,
-        "journal_id": request.journal_id,
-        "acted": True if request.acted else None,
-        "failures": request.failures or None,
-        "also_asked": _asked_json(request.also_asked) if request.also_asked else None,
-        "created_ms": request.created_ms or None,
-        "decided_by": request.decided_by,
-        "decided_at_ms": request.decided_at_ms,
-        "decided_via": request.decided_via,
-        NOTICE_INDEX_SORT: request.notify_due_ms,
-    }
+    values: dict[str, Any] = {"pk": keys.chat_pk(request.chat_id), "sk": keys.REQUEST_SK}
+    for name, attribute, _ in _FIELDS:
+        value = getattr(request, name)
+        values[attribute] = _ENCODE[name](value) if name in _ENCODE else value
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
         # the user's inbox hold exactly the open requests.
@@ -1111,58 +1108,20 @@ def _asked_json(asked: tuple[Asked, ...]) -> str:
     return json.dumps(entries, separators=(",", ":"), sort_keys=True)
 
 
-def _asked_from(text: str | None) -> tuple[Asked, ...]:
-    if not text:
-        return ()
-    return tuple(Asked(e["interrupt_id"], e["card"]) for e in json.loads(text))
-
-
 def request_from_item(values: dict[str, Any]) -> RequestRecord:
     """A pointer record from its (deserialized) item; malformed is a `StoreError`."""
     return _from_item(values)
 
 
 def _from_item(values: dict[str, Any]) -> RequestRecord:
+    found: dict[str, Any] = {}
     try:
-        return RequestRecord(
-            chat_id=values["chat_id"],
-            interrupt_id=values["interrupt_id"],
-            kind=values["kind"],
-            card=json.loads(values["card"]),
-            secret_hash=values["secret_hash"],
-            snapshot_key=values.get("snapshot_key"),
-            user_id=values["user_id"],
-            turn_seq=values["turn_seq"],
-            created_at=values["created_at"],
-            expires_at=values["expires_at"],
-            ttl=values["ttl"],
-            state=RequestState.parse(values["state"]),
-            claim_count=values.get("claim_count", 0),
-            worker=values.get("worker"),
-            lease_token=values.get("lease_token"),
-            lease_expires_at_ms=values.get("lease_expires_at_ms"),
-            resume_deadline_ms=values.get("resume_deadline_ms"),
-            answer_key=values.get("answer_key"),
-            answer=values.get("answer"),
-            final_text=values.get("final_text"),
-            answered_at=values.get("answered_at"),
-            decision=values.get("decision"),
-            ended_reason=values.get("ended_reason"),
-            route_role=values.get("route_role"),
-            ask_slot=values.get("ask_slot"),
-            owner_roles=tuple(values.get("owner_roles", ())),
-            version=values.get("version", 1),
-            snapshot_digest=values.get("snapshot_digest"),
-            response=values.get("response"),
-            journal_id=values.get("journal_id"),
-            acted=bool(values.get("acted", False)),
-            failures=values.get("failures", 0),
-            also_asked=_asked_from(values.get("also_asked")),
-            created_ms=values.get("created_ms", 0),
-            decided_by=values.get("decided_by"),
-            decided_at_ms=values.get("decided_at_ms"),
-            decided_via=values.get("decided_via"),
-            notify_due_ms=values.get(NOTICE_INDEX_SORT),
-        )
+        for name, attribute, required in _FIELDS:
+            if attribute in values:
+                value = values[attribute]
+                found[name] = _DECODE[name](value) if name in _DECODE else value
+            elif required or attribute in _REQUIRED:
+                raise KeyError(attribute)
+        return RequestRecord(**found)
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc
