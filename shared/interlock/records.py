@@ -338,6 +338,26 @@ def refusal(
     return problem
 
 
+TOO_MANY_CLAIMS = "denied: too many attempts to resume this request"
+KEEPS_FAILING = "the run failed again and again after it was answered; given up"
+
+
+def given_up(request: RequestRecord, max_claims: int, max_failures: int) -> str | None:
+    """Why an open `request` may not be claimed again, or None.
+
+    A card whose runs keep killing their workers (`max_claims` claims) is denied, and
+    one whose run keeps failing at the same recorded step (`max_failures`) is settled:
+    each is expired rather than tried forever. The one rule resume and the sweeper share.
+    """
+    if request.state not in OPEN_STATES:
+        return None
+    if request.claim_count >= max_claims:
+        return TOO_MANY_CLAIMS
+    if request.failures >= max_failures:
+        return KEEPS_FAILING
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Subject:
     """Something a user can approve: a site (host name) or a package name."""

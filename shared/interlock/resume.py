@@ -8,7 +8,8 @@ check refuses, or expires the request when the world has changed under it:
 3. the chat is unchanged      (a newer turn: expire)
 4. slots and budget           (refuse, request still answerable)
 5. roles still allow the paused batch's tools (lost: expire)
-6. claim                      (the loser hears "in progress")
+6. claim                      (the loser hears "in progress"; one tried too often
+                                 expires, `records.given_up`)
 
 The first claim records the answer; a takeover (the same request claimed again after
 its worker died) continues with that recorded answer and the run's journal, so it
@@ -67,6 +68,7 @@ from interlock.records import (
     answer_rule,
     binding_refusal,
     decided_text,
+    given_up,
     refusal,
 )
 from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
@@ -248,6 +250,7 @@ def _claimed(
     """
     stores, recordable = rt.stores, _recordable(answers)
     by = dict(by=caller.user_id, via=source)
+    _check_not_given_up(rt, record)
     if record.state is RequestState.PENDING and record.journal_id is None:
         granted = {"with_the_claim": False}
 
@@ -278,6 +281,7 @@ def _claimed(
             # Raised by the claim's own write, before anything was held or yielded: the
             # request was claimed meanwhile and that claim lapsed. Take it over instead.
             record = changed.current
+            _check_not_given_up(rt, record)
     with reserved(rt, caller) as held:
         replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
         withdrawn = _withdrawals(rt, record) if replacing else []
@@ -670,6 +674,14 @@ def _check_roles(rt: Runtime, caller: Caller, record: RequestRecord, now: int) -
     if lost:
         expire_and_release(rt, record, f"the user may no longer use {', '.join(lost)}", now)
         raise errors.RequestExpired("your roles changed since this was asked")
+
+
+def _check_not_given_up(rt: Runtime, record: RequestRecord) -> None:
+    policy = rt.stores.policy
+    reason = given_up(record, policy.max_claims, policy.max_failures)
+    if reason:
+        expire_and_release(rt, record, reason, rt.clock.now_ms())
+        raise errors.RequestExpired(reason)
 
 
 def _check_chat(rt: Runtime, record: RequestRecord, meta: ChatMeta, now: int) -> None:

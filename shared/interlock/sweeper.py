@@ -33,7 +33,7 @@ from interlock.audit import audit
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.fanout import SettleMessage, overdue_chats
-from interlock.records import RequestRecord, RequestState
+from interlock.records import RequestRecord, RequestState, given_up
 from interlock.resume import continue_claimed
 
 # Stop claiming when less than this is left before the sweep's deadline: settling one
@@ -148,10 +148,7 @@ def settle_overdue(
         _audit(rt, request, "superseded")
         return "superseded"
     try:
-        if (
-            request.claim_count >= rt.stores.policy.max_claims
-            or request.failures >= rt.stores.policy.max_failures
-        ):
+        if given_up(request, rt.stores.policy.max_claims, rt.stores.policy.max_failures):
             # Earlier settlements died here: end it rather than retry it every minute.
             expire_and_release(rt, request, "could not be settled after repeated attempts", now_ms)
             _audit(rt, request, "timed_out", decision="abandoned", policy=policy.action)
@@ -201,7 +198,7 @@ def _recover(rt: Runtime, request: RequestRecord, now_ms: int) -> str:
     Under the usual fence and claim cap: a card that keeps killing its workers is denied."""
     policy = rt.stores.policy
     try:
-        if request.claim_count >= policy.max_claims or request.failures >= policy.max_failures:
+        if given_up(request, policy.max_claims, policy.max_failures):
             expire_and_release(
                 rt, request, "could not be continued after repeated attempts", now_ms
             )

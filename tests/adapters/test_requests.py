@@ -359,20 +359,6 @@ def test_a_replacing_claim_withdraws_the_earlier_grants_in_its_own_transaction(
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
 
 
-def test_claim_cap_denies_and_expires_the_request(stores: Stores, clock: ManualClock) -> None:
-    opened = pause(stores, clock)
-    record = opened.request
-    for n in range(stores.policy.max_claims):
-        record = stores.requests.claim(record, opened.secret, f"w{n}", clock.now_ms())
-        clock.advance(ms=stores.policy.lease_ms)  # the worker dies; its lease lapses
-
-    with pytest.raises(errors.RequestExpired, match="too many attempts"):
-        stores.requests.claim(record, opened.secret, "w-last", clock.now_ms())
-
-    stored = stores.requests.get(CHAT, clock.now_ms())
-    assert stored is not None and stored.state is RequestState.EXPIRED
-
-
 # -- leases ------------------------------------------------------------------------------------
 
 

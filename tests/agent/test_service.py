@@ -259,6 +259,27 @@ def test_a_newer_turn_expires_the_request(
     assert pointer(stores, clock).state is RequestState.EXPIRED
 
 
+def test_a_card_whose_runs_keep_dying_is_denied_and_its_slot_freed(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock.config import assemble
+
+    rt = replace(runtime, config=assemble({}, {"max_open_requests": 1}))
+    paused = run_turn(rt, alice, CHAT, "download the table")
+    assert paused.offer is not None
+    record = paused.offer.request
+    # Each claim's worker dies: its lease lapses with the run unfinished.
+    for n in range(stores.policy.max_claims):
+        record = stores.requests.claim(record, paused.offer.secret, f"w{n}", clock.now_ms())
+        clock.advance(ms=stores.policy.lease_ms)
+
+    with pytest.raises(errors.RequestExpired, match="too many attempts"):
+        answer(rt, alice, paused)
+    assert pointer(stores, clock).state is RequestState.EXPIRED
+    # The expiry frees the open-request slot too.
+    assert run_turn(rt, alice, "other", "download the table").outcome == "interrupted"
+
+
 def test_a_lost_role_expires_the_request(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:

@@ -145,7 +145,6 @@ RESET_SET: Final = (
     "#decided_by, #decided_at_ms, #decided_via"
 )
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
-KEEPS_FAILING: Final = "the run failed again and again after it was answered; given up"
 
 
 class RequestStore:
@@ -347,7 +346,7 @@ class RequestStore:
 
         Raises the refusal for the record as it stands: `ResumeInProgress` naming the
         holder, `AlreadyAnswered` with the done record, `SecretRefused`,
-        `RequestExpired` (also when the claim cap is reached), `UnknownRequest`, or
+        `RequestExpired`, `UnknownRequest`, or
         `DecisionBinding` when another answer was recorded and acted on.
         """
         self._check_claimable(request, secret, now_ms)
@@ -467,13 +466,6 @@ class RequestStore:
         problem = refusal(request, request.interrupt_id, secret, now_ms)
         if problem is not None:
             raise problem
-        if request.claim_count >= self._policy.max_claims:
-            self.expire(request, "denied: too many attempts to resume this request", now_ms)
-            raise errors.RequestExpired("denied: too many attempts to resume this request")
-        if request.failures >= self._policy.max_failures:
-            # The run keeps failing at the same recorded step: settle it, do not loop.
-            self.expire(request, KEEPS_FAILING, now_ms)
-            raise errors.RequestExpired(KEEPS_FAILING)
 
     def _claim_values(
         self,
