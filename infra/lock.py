@@ -1,6 +1,6 @@
-"""The layer's lock: `requirements.txt` resolved for the functions' platform, with hashes.
+"""The layer's lock: `requirements-layer.txt` resolved for the functions' platform, with hashes.
 
-`requirements.txt` holds the pins a person edits; `requirements.lock` is generated from
+`requirements-layer.txt` holds the pins a person edits; `requirements.lock` is generated from
 it and is what the layer installs (`--require-hashes --no-deps`) and what its asset hash
 covers. Regenerate it after changing a pin:
 
@@ -20,7 +20,7 @@ from aws_cdk import aws_lambda as lambda_
 from infra.bundling import ARCHITECTURE, RUNTIME, runtime_version
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-REQUIREMENTS: Final = REPO_ROOT / "requirements.txt"
+REQUIREMENTS: Final = REPO_ROOT / "requirements-layer.txt"
 LOCK: Final = REPO_ROOT / "requirements.lock"
 UV_PLATFORMS: Final = {
     lambda_.Architecture.ARM_64.name: "aarch64-manylinux2014",
@@ -61,7 +61,7 @@ def compile_command(uv: str, architecture: lambda_.Architecture = ARCHITECTURE) 
 
 
 def main() -> None:
-    """Write `requirements.lock` from `requirements.txt` with uv (needs the index)."""
+    """Write `requirements.lock` from `requirements-layer.txt` with uv (needs the index)."""
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv is None:
         sys.exit("infra.lock: uv is missing; ./dev setup installs it")

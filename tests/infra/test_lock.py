@@ -1,4 +1,4 @@
-"""The lock the layer installs: generated from `requirements.txt` for the functions'
+"""The lock the layer installs: generated from `requirements-layer.txt` for the functions'
 platform, every distribution hashed, and what no function imports left out."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ def _lines(text: str) -> list[str]:
     return text.replace("\\\n", " ").splitlines()
 
 
-def test_every_pin_of_requirements_txt_is_locked_at_its_version() -> None:
+def test_every_pin_of_the_layer_requirements_is_locked_at_its_version() -> None:
     pins = requirement_names(REQUIREMENTS.read_text().splitlines())
     locked = requirement_names(_lines(LOCK.read_text()))
 
-    assert pins, "requirements.txt pins something"
+    assert pins, "requirements-layer.txt pins something"
     mismatched = {name: (v, locked.get(name)) for name, v in pins.items() if locked.get(name) != v}
     assert mismatched == {}, "run `.venv/bin/python -m infra.lock` after changing a pin"
 
