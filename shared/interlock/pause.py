@@ -26,7 +26,7 @@ from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_
 from interlock.notify import NOTIFY_HOLD_MS
 from interlock.outcomes import Offer
 from interlock.ports import Entry, EntryRefused, Stores
-from interlock.records import Asked, Kind, RequestRecord, TurnFence
+from interlock.records import Asked, Kind, RequestRecord, TurnFence, new_request
 from interlock.runtime.agent import BuiltAgent
 from interlock.runtime.snapshot import paused_batch, paused_batch_tools, take_snapshot
 
@@ -68,7 +68,7 @@ def persist_pause(
     turn's release, only while the turn still holds the chat. `events` (the pause's
     audit events) commit with the pointer, and so does `asks` (backpressure: its budget
     unit and the first open-request slot that is free, which the request records).
-    `notify_due_ms` marks its channel posts as owed (`RequestStore.new_request`).
+    `notify_due_ms` marks its channel posts as owed (`records.new_request`).
 
     Raises:
         SnapshotTooLarge: the snapshot is over the limit; nothing was written.
@@ -83,7 +83,8 @@ def persist_pause(
     fenced = [stores.turns.end_run(fence)] if fence else []
     tries = asks.slots if asks else [(ask_slot, None)]
     for index, take in tries:
-        request, secret = stores.requests.new_request(
+        request, secret = new_request(
+            stores.policy,
             chat_id=chat_id,
             interrupt_id=interrupt_id,
             kind=kind,
@@ -263,7 +264,8 @@ def _chained(
         stored = stores.blobs.put_snapshot(
             claim.chat_id, first.interrupt_id, snapshot, version=claim.fence.token
         )
-        successor, secret = stores.requests.new_request(
+        successor, secret = new_request(
+            stores.policy,
             chat_id=claim.chat_id,
             interrupt_id=first.interrupt_id,
             kind=kind_of(first.card),

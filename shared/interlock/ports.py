@@ -19,13 +19,11 @@ from typing import Any, Protocol
 from interlock.channels import ChannelName, Link, Notice
 from interlock.records import (
     Approval,
-    Asked,
     AuditEvent,
     ChatMeta,
     ClaimFence,
     Fence,
     InboxEntry,
-    Kind,
     RequestRecord,
     StoredSnapshot,
     Subject,
@@ -62,24 +60,6 @@ class RequestPort(Protocol):
     def notified(self, chat_id: str, interrupt_id: str) -> None: ...
 
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]: ...
-
-    def new_request(
-        self,
-        *,
-        chat_id: str,
-        interrupt_id: str,
-        kind: Kind,
-        card: dict[str, Any],
-        user_id: str,
-        turn_seq: int,
-        now_ms: int,
-        snapshot: StoredSnapshot,
-        ttl_s: int | None = None,
-        ask_slot: int | None = None,
-        owner_roles: tuple[str, ...] = (),
-        also_asked: tuple[Asked, ...] = (),
-        notify_due_ms: int | None = None,
-    ) -> tuple[RequestRecord, str]: ...
 
     def open(
         self, request: RequestRecord, now_ms: int, also: list[Entry] | None = None

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
-from interlock import errors
-from interlock.tokens import secret_matches
+from interlock import errors, keys
+from interlock.timing import StorePolicy
+from interlock.tokens import hash_secret, new_secret, secret_matches
 
 Kind = Literal["approval", "question", "info"]
 
@@ -356,6 +357,55 @@ def given_up(request: RequestRecord, max_claims: int, max_failures: int) -> str 
     if request.failures >= max_failures:
         return KEEPS_FAILING
     return None
+
+
+def new_request(
+    policy: StorePolicy,
+    *,
+    chat_id: str,
+    interrupt_id: str,
+    kind: Kind,
+    card: dict[str, Any],
+    user_id: str,
+    turn_seq: int,
+    now_ms: int,
+    snapshot: StoredSnapshot,
+    ttl_s: int | None = None,
+    ask_slot: int | None = None,
+    owner_roles: tuple[str, ...] = (),
+    also_asked: tuple[Asked, ...] = (),
+    notify_due_ms: int | None = None,
+) -> tuple[RequestRecord, str]:
+    """A pending request pointing at a stored snapshot, and its secret.
+
+    The rules of a new request live here, not in the store: a fresh secret of which only
+    the hash is kept, and an expiry clamped by `policy` (below the snapshot's lifecycle,
+    with the retention window on top for the TTL). Nothing is written; the store opens
+    it (`open`) or puts it in place of a claimed one (`chain`). With `notify_due_ms`,
+    its channel posts are owed from then until they are reserved.
+    """
+    secret = new_secret()
+    expires_at, ttl = policy.expiry(now_ms, ttl_s)
+    request = RequestRecord(
+        chat_id=chat_id,
+        interrupt_id=interrupt_id,
+        kind=kind,
+        card=card,
+        secret_hash=hash_secret(secret),
+        snapshot_key=snapshot.key,
+        snapshot_digest=snapshot.digest,
+        user_id=keys.checked_id(user_id, "user id"),
+        turn_seq=turn_seq,
+        created_at=now_ms // 1000,
+        created_ms=now_ms,
+        expires_at=expires_at,
+        ttl=ttl,
+        ask_slot=ask_slot,
+        owner_roles=tuple(sorted(owner_roles)),
+        also_asked=also_asked,
+        notify_due_ms=notify_due_ms,
+    )
+    return request, secret
 
 
 @dataclass(frozen=True, slots=True)

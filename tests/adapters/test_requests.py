@@ -13,7 +13,7 @@ from interlock.adapters.factory import Stores
 from interlock.outcomes import Offer
 from interlock.pause import persist_pause
 from interlock.ports import NotPending
-from interlock.records import RequestState, StoredSnapshot, Subject
+from interlock.records import RequestState, StoredSnapshot, Subject, new_request
 from interlock.timing import DAY_S, ManualClock
 
 CHAT = "chat-1"
@@ -450,7 +450,8 @@ def test_final_text_is_dropped_whole_when_it_would_not_fit(
 def test_chain_replaces_the_request_in_place(stores: Stores, clock: ManualClock) -> None:
     opened = pause(stores, clock)
     claim = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
-    successor, secret = stores.requests.new_request(
+    successor, secret = new_request(
+        stores.policy,
         snapshot=SNAP,
         chat_id=CHAT,
         interrupt_id="v1:tool_call:t9:c",
@@ -478,7 +479,8 @@ def test_chain_after_a_lost_claim_is_refused(stores: Stores, clock: ManualClock)
     old = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
     clock.advance(ms=stores.policy.lease_ms)
     stores.requests.claim(old, opened.secret, "w2", clock.now_ms())
-    successor, _ = stores.requests.new_request(
+    successor, _ = new_request(
+        stores.policy,
         snapshot=SNAP,
         chat_id=CHAT,
         interrupt_id="v1:tool_call:t9:c",

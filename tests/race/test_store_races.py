@@ -11,7 +11,7 @@ import pytest
 from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.pause import persist_pause
-from interlock.records import RequestRecord, StoredSnapshot
+from interlock.records import RequestRecord, StoredSnapshot, new_request
 from interlock.timing import ManualClock
 
 pytestmark = pytest.mark.server
@@ -90,7 +90,8 @@ def test_a_lapsed_lease_is_taken_over_by_exactly_one_contender(
         server_stores.requests.finish(
             dead, answer_key="k", decision="approved", now_ms=clock.now_ms()
         )
-    successor, _ = server_stores.requests.new_request(
+    successor, _ = new_request(
+        server_stores.policy,
         snapshot=SNAP,
         chat_id="race",
         interrupt_id="v1:tool_call:t2:b",

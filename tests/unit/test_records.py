@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from interlock import errors
-from interlock.records import RequestRecord, RequestState, refusal
+from interlock.records import RequestRecord, RequestState, StoredSnapshot, new_request, refusal
 from interlock.timing import DAY_S, StorePolicy
 from interlock.tokens import hash_secret, secret_matches
 
@@ -101,3 +101,53 @@ def test_policy_clamps_expiry_below_the_lifecycle() -> None:
     assert expires_at == NOW_MS // 1000 + (policy.snapshot_lifecycle_days - 1) * DAY_S
     assert ttl == expires_at + policy.retention_s
     assert policy.expiry(NOW_MS, ttl_s=60)[0] == NOW_MS // 1000 + 60
+
+
+def test_a_new_request_keeps_only_its_secrets_hash_and_a_clamped_expiry() -> None:
+    policy = StorePolicy()
+    made, secret = new_request(
+        policy,
+        chat_id="c",
+        interrupt_id="i",
+        kind="approval",
+        card={"title": "t"},
+        user_id="u",
+        turn_seq=3,
+        now_ms=NOW_MS,
+        snapshot=StoredSnapshot("snapshots/c/i", 10, "d" * 64),
+        ttl_s=100 * DAY_S,
+        owner_roles=("b", "a"),
+    )
+    again, other = new_request(
+        policy,
+        chat_id="c",
+        interrupt_id="i",
+        kind="approval",
+        card={},
+        user_id="u",
+        turn_seq=3,
+        now_ms=NOW_MS,
+        snapshot=StoredSnapshot("snapshots/c/i", 10, "d" * 64),
+    )
+
+    assert secret not in repr(made) and secret_matches(made.secret_hash, secret)
+    assert other != secret and not secret_matches(made.secret_hash, other)
+    assert (made.expires_at, made.ttl) == policy.expiry(NOW_MS, 100 * DAY_S)
+    assert again.expires_at == NOW_MS // 1000 + policy.request_ttl_s
+    assert (made.snapshot_key, made.snapshot_digest) == ("snapshots/c/i", "d" * 64)
+    assert made.owner_roles == ("a", "b") and made.status(NOW_MS) is RequestState.PENDING
+
+
+def test_a_new_request_refuses_an_unsafe_user_id() -> None:
+    with pytest.raises(errors.InvalidInput):
+        new_request(
+            StorePolicy(),
+            chat_id="c",
+            interrupt_id="i",
+            kind="approval",
+            card={},
+            user_id="u/../v",
+            turn_seq=1,
+            now_ms=NOW_MS,
+            snapshot=StoredSnapshot("k", 1, "d"),
+        )

@@ -58,7 +58,6 @@ from interlock.records import (
     InboxEntry,
     RequestRecord,
     RequestState,
-    StoredSnapshot,
     answer_rule,
     binding_refusal,
     refusal,
@@ -235,49 +234,6 @@ class RequestStore:
         except ConditionFailed as lost:
             current = _from_item(lost.old) if lost.old else None
             raise errors.ChatBusy("this chat already has an open request", current) from None
-
-    def new_request(
-        self,
-        *,
-        chat_id: str,
-        interrupt_id: str,
-        kind: Any,
-        card: dict[str, Any],
-        user_id: str,
-        turn_seq: int,
-        now_ms: int,
-        snapshot: StoredSnapshot,
-        ttl_s: int | None = None,
-        ask_slot: int | None = None,
-        owner_roles: tuple[str, ...] = (),
-        also_asked: tuple[Asked, ...] = (),
-        notify_due_ms: int | None = None,
-    ) -> tuple[RequestRecord, str]:
-        """Build a pending pointer to a stored snapshot, and its secret (not yet
-        written; see `open` and `chain`). With `notify_due_ms`, its channel posts are
-        owed: the pointer is in the notice index from then until `notified`."""
-        secret = new_secret()
-        expires_at, ttl = self._policy.expiry(now_ms, ttl_s)
-        request = RequestRecord(
-            chat_id=chat_id,
-            interrupt_id=interrupt_id,
-            kind=kind,
-            card=card,
-            secret_hash=hash_secret(secret),
-            snapshot_key=snapshot.key,
-            snapshot_digest=snapshot.digest,
-            user_id=keys.checked_id(user_id, "user id"),
-            turn_seq=turn_seq,
-            created_at=now_ms // 1000,
-            created_ms=now_ms,
-            expires_at=expires_at,
-            ttl=ttl,
-            ask_slot=ask_slot,
-            owner_roles=tuple(sorted(owner_roles)),
-            also_asked=also_asked,
-            notify_due_ms=notify_due_ms,
-        )
-        return request, secret
 
     def notified(self, chat_id: str, interrupt_id: str) -> None:
         """The channel posts of the request for `interrupt_id` are reserved: the pointer
