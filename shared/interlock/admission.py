@@ -20,7 +20,7 @@ from interlock import errors
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
-from interlock.ports import Entry, EntryRefused
+from interlock.ports import Entry, EntryRefused, Role
 from interlock.records import ChatMeta, RequestRecord, TurnFence
 from interlock.tokens import new_token
 
@@ -79,10 +79,10 @@ def reserved_in(
 ) -> Iterator[tuple[T, Held]]:
     """`reserved`, with the slot and the budget unit taken by `write`'s own transaction.
 
-    `write(reservation)` must commit the two entries of `reservation` (a slot, then the
-    budget unit) first among its `also` entries, with its own change, or raise
-    `EntryRefused`: the next slot is tried when the slot was held, `LimitExceeded` is
-    raised when the budget is spent. A refused write spent nothing. Yields what `write`
+    `write(reservation)` must commit the two entries of `reservation` (a slot and the
+    budget unit) with its own change, or raise `EntryRefused` naming the one that lost:
+    the next slot is tried when the slot was held, `LimitExceeded` is raised when the
+    budget is spent. A refused write spent nothing. Yields what `write`
     returned and the slot, given back at the end of the block unless the run's last
     write already did (`Held.released`).
     """
@@ -99,11 +99,13 @@ def reserved_in(
         try:
             written = write([slot, spend])
         except EntryRefused as refused:
-            if refused.position == 0:
+            if refused.role is Role.SLOT:
                 continue  # that slot is held: the next one
-            raise errors.LimitExceeded(
-                f"the daily budget of {limits.daily_turns} is spent"
-            ) from None
+            if refused.role is Role.BUDGET:
+                raise errors.LimitExceeded(
+                    f"the daily budget of {limits.daily_turns} is spent"
+                ) from None
+            raise
         held = Held(user, holder, index)
         try:
             yield written, held

@@ -25,7 +25,7 @@ from interlock.deps import Runtime
 from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_of
 from interlock.notify import NOTIFY_HOLD_MS
 from interlock.outcomes import Offer
-from interlock.ports import Entry, EntryRefused, Stores
+from interlock.ports import Entry, EntryRefused, Role, Stores
 from interlock.records import Asked, Kind, RequestRecord, TurnFence, new_request
 from interlock.runtime.agent import BuiltAgent
 from interlock.runtime.snapshot import paused_batch, paused_batch_tools, take_snapshot
@@ -105,13 +105,12 @@ def persist_pause(
         try:
             stores.requests.open(request, now_ms, also=also or None)
         except EntryRefused as refused:
-            position = refused.position - len(fenced)
-            if position < 0:
-                raise errors.LeaseLost("the turn was lost; the request was not opened") from None
-            if position == 1:
+            if refused.role is Role.SLOT:
                 continue  # that open-request slot is held: the next one
-            if position == 0:
+            if refused.role is Role.BUDGET:
                 raise errors.LimitExceeded("too many requests opened this minute") from None
+            if refused.role is Role.TURN:
+                raise errors.LeaseLost("the turn was lost; the request was not opened") from None
             raise errors.LeaseLost("the request was not opened") from None
         return Offer(request, secret, stored.size)
     raise errors.LimitExceeded("too many open requests")

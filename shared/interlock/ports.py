@@ -5,15 +5,17 @@ implementation with the same semantics can stand in: the moto-backed adapters in
 `interlock.adapters`, or a wrapper that fails or stalls chosen calls in the fault tests.
 `tests/adapters` is the contract suite every implementation must pass.
 
-`Entry` is an opaque write that one store prepares and another commits in its own
-transaction (a transcript turn riding on a claim's finish, a turn's release riding on
-its pause), so that "all or nothing" never needs a second round trip.
+`Entry` is a write that one store prepares and another commits in its own transaction (a
+transcript turn riding on a claim's finish, a turn's release riding on its pause), so
+that "all or nothing" never needs a second round trip. Services see only its `role`; a
+refused transaction names the role of the entry that lost (`EntryRefused`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 from interlock.channels import ChannelName, Link, Notice
@@ -31,7 +33,26 @@ from interlock.records import (
 )
 from interlock.timing import StorePolicy
 
-Entry = dict[str, Any]
+
+class Role(StrEnum):
+    """What an entry of another store's transaction is for."""
+
+    SLOT = "slot"  # taking a concurrency or open-request slot
+    BUDGET = "budget"  # spending a unit of a budget
+    TURN = "turn"  # the running turn's release, which holds only while the turn does
+    TRANSCRIPT = "transcript"  # a resumed run's answer, saved as the chat's next turn
+    EVENT = "event"  # an audit event
+    GRANT = "grant"  # an approval row written or withdrawn
+    RELEASE = "release"  # giving a slot back, best effort
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One write for another store's transaction: its role, and the write itself, which
+    only the adapter that made it (and the one that commits it) reads."""
+
+    role: Role
+    write: dict[str, Any]
 
 
 class NotPending(Exception):
@@ -44,12 +65,12 @@ class NotPending(Exception):
 
 
 class EntryRefused(Exception):
-    """An entry a caller passed in `also` lost its own condition; `position` is its
-    index in `also`. Nothing of the transaction was written."""
+    """An entry a caller passed in `also` lost its own condition; `role` says which kind
+    (the first to lose, in the order given). Nothing of the transaction was written."""
 
-    def __init__(self, position: int) -> None:
-        super().__init__(f"entry {position} of the transaction was refused")
-        self.position = position
+    def __init__(self, role: Role) -> None:
+        super().__init__(f"the transaction's {role} entry was refused")
+        self.role = role
 
 
 class RequestPort(Protocol):

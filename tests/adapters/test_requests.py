@@ -12,7 +12,7 @@ from interlock.adapters import requests as pointer
 from interlock.adapters.factory import Stores
 from interlock.outcomes import Offer
 from interlock.pause import persist_pause
-from interlock.ports import NotPending
+from interlock.ports import EntryRefused, NotPending, Role
 from interlock.records import RequestState, StoredSnapshot, Subject, new_request
 from interlock.timing import DAY_S, ManualClock
 
@@ -118,6 +118,40 @@ def test_pointer_is_never_written_when_the_snapshot_is_too_large(
     assert raw_item(aws) == {}
     listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"])
     assert listed.get("KeyCount", 0) == 0
+
+
+@pytest.mark.parametrize("lost", [Role.SLOT, Role.BUDGET])
+def test_a_refused_rider_is_named_by_its_role_and_nothing_is_written(
+    stores: Stores, clock: ManualClock, lost: Role
+) -> None:
+    now = clock.now_ms()
+    stores.limits.reserve_slot("alice", "someone-else", cap=1, hold_ms=60_000, now_ms=now)
+    stores.limits.spend("alice", "today", 3, cap=3, ttl=now // 1000 + 60)
+    free_slot = stores.limits.slot_entry("alice", "me", 1, hold_ms=60_000, now_ms=now)
+    held_slot = stores.limits.slot_entry("alice", "me", 0, hold_ms=60_000, now_ms=now)
+    room = stores.limits.spend_entry("alice", "tomorrow", 1, cap=3, ttl=now // 1000 + 60)
+    spent = stores.limits.spend_entry("alice", "today", 1, cap=3, ttl=now // 1000 + 60)
+    event = stores.chats.event_entry(CHAT, "paused", "alice", now)
+    riders = [room, held_slot, event] if lost is Role.SLOT else [spent, free_slot, event]
+    request, _ = new_request(
+        stores.policy,
+        snapshot=SNAP,
+        chat_id=CHAT,
+        interrupt_id="v1:tool_call:t1:a",
+        kind="approval",
+        card=CARD,
+        user_id="alice",
+        turn_seq=1,
+        now_ms=now,
+    )
+
+    with pytest.raises(EntryRefused) as refused:
+        stores.requests.open(request, now, also=riders)
+
+    assert refused.value.role is lost
+    assert stores.requests.get(CHAT, now) is None
+    assert stores.chats.events(CHAT) == []
+    assert stores.limits.spend("alice", "tomorrow", 1, cap=3, ttl=now // 1000 + 60) == 1
 
 
 def test_second_request_refused_while_one_is_live(stores: Stores, clock: ManualClock) -> None:

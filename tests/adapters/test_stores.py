@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from interlock import errors
-from interlock.adapters.dynamo import transact
+from interlock.adapters.dynamo import transact, writes
 from interlock.adapters.factory import Stores
 from interlock.records import Subject
 from interlock.timing import ManualClock
@@ -226,15 +226,12 @@ def test_a_best_effort_entry_that_loses_drops_only_itself(
     theirs = stores.limits.reserve_slot("bob", "them", cap=1, hold_ms=60_000, now_ms=now)
     event = stores.chats.event_entry("c1", "note", "alice", now)
 
-    transact(
-        aws["dynamodb"],
-        [
-            event,
-            stores.limits.release_entry("bob", "not-them", theirs),  # loses: not the holder
-            stores.limits.release_entry("alice", "me", mine),  # holds: must still commit
-        ],
-        "test",
-    )
+    entries = [
+        event,
+        stores.limits.release_entry("bob", "not-them", theirs),  # loses: not the holder
+        stores.limits.release_entry("alice", "me", mine),  # holds: must still commit
+    ]
+    transact(aws["dynamodb"], writes(entries), "test")
 
     assert [e.type for e in stores.chats.events("c1")] == ["note"]
     assert stores.limits.reserve_slot("alice", "new", cap=1, hold_ms=1, now_ms=now) == mine

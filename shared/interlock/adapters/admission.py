@@ -14,10 +14,18 @@ from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.chats import record_item, turn_body
-from interlock.adapters.dynamo import Cancelled, DynamoDBClient, expression, to_item, transact
+from interlock.adapters.dynamo import (
+    Cancelled,
+    DynamoDBClient,
+    entry_refused,
+    expression,
+    to_item,
+    transact,
+    writes,
+)
 from interlock.adapters.fencing import HOLDS_TURN
 from interlock.adapters.requests import NO_OPEN_REQUEST, request_from_item
-from interlock.ports import Entry, EntryRefused
+from interlock.ports import Entry, Role
 from interlock.records import ChatMeta, RequestState, TurnFence
 from interlock.tokens import new_token
 
@@ -100,16 +108,16 @@ class TurnStore:
                     {"ConditionCheck": check_request},
                     {"Update": take},
                     self._turn_put(chat_id, seq, turn, now_ms),
-                    *(also or []),
+                    *writes(also),
                 ],
                 "admit turn",
                 read_back=(0, 1),  # the open request and the chat: see `_refusal`
             )
-        except Cancelled as refused:
+        except Cancelled as cancelled:
             own = len(_ADMISSION_ITEMS)
-            if min(refused.failed) < own:
-                raise _refusal(refused, user_id, now_ms) from None
-            raise EntryRefused(min(refused.failed) - own) from None
+            if min(cancelled.failed) < own:
+                raise _refusal(cancelled, user_id, now_ms) from None
+            raise entry_refused(also or [], cancelled, own) from None
         return fence, seq
 
     def complete(
@@ -138,7 +146,7 @@ class TurnStore:
                 [
                     {"Update": update},
                     self._turn_put(fence.chat_id, seq + 1, turn, now_ms),
-                    *(also or []),
+                    *writes(also),
                 ],
                 "complete turn",
             )
@@ -146,30 +154,29 @@ class TurnStore:
             raise errors.LeaseLost("the turn's lease was lost; its answer was not saved") from None
         return seq + 1
 
-    def end_run(self, fence: TurnFence) -> dict[str, Any]:
+    def end_run(self, fence: TurnFence) -> Entry:
         """The transaction entry that releases the running-turn lease (with a pause)."""
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": _meta_key(fence.chat_id),
-                **expression(
-                    condition=HOLDS_TURN,
-                    update="REMOVE #run_token, #run_until_ms",
-                    values={":run_token": fence.run_token},
-                ),
-            }
+        release = {
+            "TableName": self._table,
+            "Key": _meta_key(fence.chat_id),
+            **expression(
+                condition=HOLDS_TURN,
+                update="REMOVE #run_token, #run_until_ms",
+                values={":run_token": fence.run_token},
+            ),
         }
+        return Entry(Role.TURN, {"Update": release})
 
     def abandon(self, fence: TurnFence) -> None:
         """Release the running-turn lease of a turn that failed (idempotent)."""
         try:
-            transact(self._client, [self.end_run(fence)], "abandon turn")
+            transact(self._client, [self.end_run(fence).write], "abandon turn")
         except Cancelled:
             return  # already released, or taken over after it lapsed
 
     def answer_entries(
         self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[Entry]:
         """Transaction entries saving a resumed run's answer right after turn `seq`,
         only while the transcript still ends there (they ride on the claim's fence)."""
         advance = {
@@ -181,7 +188,8 @@ class TurnStore:
                 values={":seq": seq, ":next": seq + 1},
             ),
         }
-        return [{"Update": advance}, self._turn_put(chat_id, seq + 1, turn, now_ms)]
+        saved = [{"Update": advance}, self._turn_put(chat_id, seq + 1, turn, now_ms)]
+        return [Entry(Role.TRANSCRIPT, write) for write in saved]
 
     def _turn_put(
         self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int

@@ -19,10 +19,11 @@ from interlock.adapters.dynamo import (
     from_item,
     to_item,
     translated,
+    writes,
 )
 from interlock.adapters.fencing import fenced
 from interlock.errors import StoreError
-from interlock.ports import Entry
+from interlock.ports import Entry, Role
 from interlock.records import Approval, Fence, Subject
 
 _BATCH = 25  # BatchWriteItem's limit
@@ -83,19 +84,15 @@ class ApprovalStore:
     ) -> list[Entry]:
         """`grant`'s rows as entries of another write's transaction (a claim's)."""
         now_s = now_ms // 1000
-        return [
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": _to_item(
-                        keys.chat_pk(chat_id),
-                        keys.approval_sk(user_id, s.kind, s.name),
-                        Approval(s, card_id, user_id, now_s, now_s + self._ttl_s),
-                    ),
-                }
-            }
+        rows = [
+            _to_item(
+                keys.chat_pk(chat_id),
+                keys.approval_sk(user_id, s.kind, s.name),
+                Approval(s, card_id, user_id, now_s, now_s + self._ttl_s),
+            )
             for s in sorted(set(subjects), key=lambda s: (s.kind, s.name))
         ]
+        return [Entry(Role.GRANT, {"Put": {"TableName": self._table, "Item": r}}) for r in rows]
 
     def for_user(self, chat_id: str, user_id: str, now_ms: int) -> list[Approval]:
         """The user's live approvals in this chat; rows past their TTL are left out."""
@@ -164,17 +161,21 @@ class ApprovalStore:
                 continue
         return removed
 
-    def withdraw_entries(self, chat_id: str, user_id: str, card_id: str) -> list[dict[str, Any]]:
+    def withdraw_entries(self, chat_id: str, user_id: str, card_id: str) -> list[Entry]:
         """Transaction entries deleting the rows stamped with `card_id`, each only while
         it still carries that stamp (to commit with another write, all or nothing)."""
+        stamped = expression(condition="#card_id = :card_id", values={":card_id": card_id})
         return [
-            {
-                "Delete": {
-                    "TableName": self._table,
-                    "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": sk}),
-                    **expression(condition="#card_id = :card_id", values={":card_id": card_id}),
-                }
-            }
+            Entry(
+                Role.GRANT,
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": sk}),
+                        **stamped,
+                    }
+                },
+            )
             for sk in self._stamped(chat_id, user_id, card_id)[:_FENCED_BATCH]
         ]
 
@@ -191,7 +192,7 @@ class ApprovalStore:
             if not deletes:
                 return 0
             try:
-                fenced(self._client, self._table, fence, deletes, "withdraw approvals")
+                fenced(self._client, self._table, fence, writes(deletes), "withdraw approvals")
                 return len(deletes)
             except Cancelled:
                 continue  # a row was re-stamped by another card since the read: read again

@@ -22,7 +22,7 @@ from interlock.adapters.dynamo import (
 )
 from interlock.adapters.fencing import fenced
 from interlock.adapters.numbering import event_put
-from interlock.ports import Entry
+from interlock.ports import Entry, Role
 from interlock.records import AuditEvent, ChatMeta, Fence
 
 
@@ -68,12 +68,11 @@ class ChatStore:
         while that claim or turn is held (`LeaseLost` otherwise, nothing written)."""
         entry = self.event_entry(chat_id, type, actor, now_ms, **detail)
         if fence is not None:
-            fenced(self._client, self._table, fence, [entry], "write audit event")
+            fenced(self._client, self._table, fence, [entry.write], "write audit event")
         else:
-            transact(self._client, [entry], "write audit event", read_back=())
-        return AuditEvent(
-            chat_id, int(entry["Put"]["Item"]["seq"]["N"]), type, now_ms, actor, detail
-        )
+            transact(self._client, [entry.write], "write audit event", read_back=())
+        seq = int(entry.write["Put"]["Item"]["seq"]["N"])
+        return AuditEvent(chat_id, seq, type, now_ms, actor, detail)
 
     def event_entry(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> Entry:
         """An audit event as a write for another store's transaction, so the event is
@@ -83,7 +82,7 @@ class ChatStore:
         item = to_item(
             {"pk": keys.chat_pk(chat_id), **body, "ttl": now_ms // 1000 + self._retention_s}
         )
-        return event_put(self._table, chat_id, item)
+        return Entry(Role.EVENT, event_put(self._table, chat_id, item))
 
     def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]:
         """Audit events numbered above `after`, oldest first (a reconnecting reader

@@ -7,7 +7,7 @@ AWS errors are translated here, once: a failed condition becomes `ConditionFaile
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -16,6 +16,7 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from interlock.errors import StoreError
+from interlock.ports import Entry, EntryRefused
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -64,6 +65,17 @@ class Cancelled(Exception):
     def __init__(self, failed: dict[int, dict[str, Any] | None]) -> None:
         super().__init__(f"transaction cancelled by items {sorted(failed)}")
         self.failed = failed
+
+
+def writes(entries: Iterable[Entry] | None) -> list[dict[str, Any]]:
+    """The TransactWriteItems entries of `entries` (another store's writes)."""
+    return [entry.write for entry in entries or ()]
+
+
+def entry_refused(entries: Sequence[Entry], cancelled: Cancelled, before: int) -> EntryRefused:
+    """The refusal of a transaction whose own `before` items all held: it names the role
+    of the first of `entries` (sent after them) that lost its condition."""
+    return EntryRefused(entries[min(cancelled.failed) - before].role)
 
 
 def best_effort(entry: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from interlock.adapters.dynamo import (
     translated,
 )
 from interlock.errors import LimitExceeded
-from interlock.ports import Entry
+from interlock.ports import Entry, Role
 
 
 class LimitStore:
@@ -74,15 +74,12 @@ class LimitStore:
     def release_entry(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> Entry:
         """`release_slot` as a best-effort entry of another write's transaction, so a run
         gives its slot back in its last write instead of a call of its own."""
-        return best_effort(
-            {
-                "Delete": {
-                    "TableName": self._table,
-                    "Key": _key(user_id, keys.slot_sk(index, pool)),
-                    **expression(condition="#holder = :holder", values={":holder": holder}),
-                }
-            }
-        )
+        delete = {
+            "TableName": self._table,
+            "Key": _key(user_id, keys.slot_sk(index, pool)),
+            **expression(condition="#holder = :holder", values={":holder": holder}),
+        }
+        return Entry(Role.RELEASE, best_effort({"Delete": delete}))
 
     def slot_entry(
         self,
@@ -96,7 +93,8 @@ class LimitStore:
     ) -> Entry:
         """Taking slot `index` (free, lapsed or already this holder's) as an entry of
         another write's transaction; refused (`EntryRefused`) when someone else holds it."""
-        return {"Put": self._take_args(user_id, keys.slot_sk(index, pool), holder, now_ms, hold_ms)}
+        take = self._take_args(user_id, keys.slot_sk(index, pool), holder, now_ms, hold_ms)
+        return Entry(Role.SLOT, {"Put": take})
 
     def _take(self, user_id: str, sk: str, holder: str, now_ms: int, until_ms: int) -> bool:
         try:
@@ -146,7 +144,7 @@ class LimitStore:
         when it would pass `cap`)."""
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the daily budget")
-        return {"Update": self._spend_args(user_id, day, amount, cap, ttl)}
+        return Entry(Role.BUDGET, {"Update": self._spend_args(user_id, day, amount, cap, ttl)})
 
     def _spend_args(
         self, user_id: str, day: str, amount: int, cap: int, ttl: int

@@ -30,12 +30,14 @@ from interlock.adapters.dynamo import (
     batch_get,
     best_effort,
     chats_due,
+    entry_refused,
     expression,
     from_item,
     item_size,
     to_item,
     transact,
     translated,
+    writes,
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values, fenced
 from interlock.adapters.numbering import COUNTER_SK, counter_key, observed
@@ -48,7 +50,7 @@ from interlock.adapters.schema import (
     NOTICE_INDEX_SORT,
     SWEEP_SHARDS,
 )
-from interlock.ports import Entry, EntryRefused, NotPending
+from interlock.ports import Entry, NotPending
 from interlock.records import (
     OPEN_STATES,
     AnswerRule,
@@ -193,16 +195,14 @@ class RequestStore:
 
     # -- opening -------------------------------------------------------------------
 
-    def open(
-        self, request: RequestRecord, now_ms: int, also: list[dict[str, Any]] | None = None
-    ) -> None:
+    def open(self, request: RequestRecord, now_ms: int, also: list[Entry] | None = None) -> None:
         """Write a new pointer, only if the chat has no open request.
 
         Call only after the snapshot PUT was confirmed. `also` are transaction entries
         that commit with it (the running turn's fence and release, backpressure, audit
         events), all or nothing. Raises `ChatBusy` with the open request when there is
-        one, `TooLarge` when the card would not fit, `EntryRefused` naming the first
-        entry of `also` that lost its condition.
+        one, `TooLarge` when the card would not fit, `EntryRefused` naming the role of
+        the first entry of `also` that lost its condition.
         """
         item = self._sized(_to_item(request))
         values = {**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms}
@@ -213,7 +213,7 @@ class RequestStore:
                 **expression(condition=NO_OPEN_REQUEST, values=values),
             }
             try:
-                transact(self._client, [{"Put": put}, *also], "open request")
+                transact(self._client, [{"Put": put}, *writes(also)], "open request")
             except Cancelled as lost:
                 if 0 in lost.failed:
                     old = lost.failed[0]
@@ -221,7 +221,7 @@ class RequestStore:
                     raise errors.ChatBusy(
                         "this chat already has an open request", current
                     ) from None
-                raise EntryRefused(min(lost.failed) - 1) from None
+                raise entry_refused(also, lost, 1) from None
             return
         try:
             with translated("open request"):
@@ -327,7 +327,7 @@ class RequestStore:
                 "Key": _key(request.chat_id),
                 **expression(condition=CLAIM_REPLACE, update=CLAIM_REPLACE_SET, values=values),
             }
-            entries = [best_effort(entry) for entry in replaces]
+            entries = [best_effort(entry) for entry in writes(replaces)]
             try:
                 transact(self._client, [{"Update": update}, *entries], "claim request")
             except Cancelled as refused:
@@ -402,7 +402,8 @@ class RequestStore:
             ),
         }
         try:
-            transact(self._client, [{"Update": update}, *also(claimed)], "claim request")
+            riders = also(claimed)
+            transact(self._client, [{"Update": update}, *writes(riders)], "claim request")
         except Cancelled as lost:
             if 0 in lost.failed:
                 old = lost.failed[0]
@@ -415,7 +416,7 @@ class RequestStore:
                 ):
                     raise NotPending(current) from None  # a lapsed claim: take it over
                 raise problem or _changed(current, request.interrupt_id, now_ms) from None
-            raise EntryRefused(min(lost.failed) - 1) from None
+            raise entry_refused(riders, lost, 1) from None
         return claimed
 
     def _check_claimable(self, request: RequestRecord, secret: str, now_ms: int) -> None:
@@ -476,7 +477,7 @@ class RequestStore:
         now_ms: int,
         final_text: str | None = None,
         answer: dict[str, Any] | None = None,
-        also: list[dict[str, Any]] | None = None,
+        also: list[Entry] | None = None,
     ) -> RequestRecord:
         """Mark the claimed request done and record its answer.
 
@@ -519,7 +520,7 @@ class RequestStore:
             **expression(condition=HOLDS_CLAIM, update=update, values=values),
         }
         try:
-            transact(self._client, [{"Update": entry}, *also], "finish request")
+            transact(self._client, [{"Update": entry}, *writes(also)], "finish request")
         except Cancelled as cancelled:
             if 0 in cancelled.failed:
                 raise lost from None
@@ -538,7 +539,7 @@ class RequestStore:
         self,
         claim: RequestRecord,
         successor: RequestRecord,
-        also: list[dict[str, Any]] | None = None,
+        also: list[Entry] | None = None,
     ) -> None:
         """Replace the claimed request in place by a new one (new id, fresh secret).
 
@@ -554,7 +555,7 @@ class RequestStore:
         }
         try:
             if also:
-                transact(self._client, [{"Put": put}, *also], "chain request")
+                transact(self._client, [{"Put": put}, *writes(also)], "chain request")
             else:
                 with translated("chain request"):
                     self._client.put_item(**put)
@@ -636,7 +637,7 @@ class RequestStore:
         now_ms: int,
         *,
         reset: bool,
-        also: list[dict[str, Any]] | None = None,
+        also: list[Entry] | None = None,
     ) -> RequestRecord:
         """Give a claim back after a failure that was not the request's fault.
 
@@ -670,7 +671,7 @@ class RequestStore:
         )
 
     def _reset(
-        self, claim: RequestRecord, values: dict[str, Any], also: list[dict[str, Any]]
+        self, claim: RequestRecord, values: dict[str, Any], also: list[Entry]
     ) -> RequestRecord:
         condition = f"{HOLDS_CLAIM} AND {NOT_ACTED}"
         if not also:
@@ -690,7 +691,7 @@ class RequestStore:
             **expression(condition=condition, update=RESET_SET, values=values),
         }
         try:
-            transact(self._client, [{"Update": entry}, *also], "reset claim")
+            transact(self._client, [{"Update": entry}, *writes(also)], "reset claim")
         except Cancelled as cancelled:
             old = cancelled.failed.get(0)
             if 0 in cancelled.failed and not (old and old.get("lease_token") == claim.lease_token):
@@ -856,14 +857,14 @@ class RequestStore:
             **expression(condition=condition, update=update, values=values),
         }
         try:
-            transact(self._client, [{"Update": entry}, *also], "expire request")
+            transact(self._client, [{"Update": entry}, *writes(also)], "expire request")
         except Cancelled as lost:
             if 0 in lost.failed:
                 old = lost.failed[0]
                 raise _changed(
                     _from_item(old) if old else None, request.interrupt_id, now_ms
                 ) from None
-            raise EntryRefused(min(lost.failed) - 1) from None
+            raise entry_refused(also, lost, 1) from None
         return request.with_changes(state=RequestState.EXPIRED, ended_reason=reason)
 
     def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
