@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
 from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route  # noqa: E402
-from interlock.config import DEFAULT_AGENT, Env  # noqa: E402
+from interlock.config import Env, deployment  # noqa: E402
 
 STAGE = "v1"
 SESSION_PATH = "/local/session"
@@ -304,7 +304,7 @@ def configure(endpoint: str, table: str, bucket: str, agent: str | None = None) 
     # user's agent calls) reaches the real service with the machine's own credentials,
     # or the local Bedrock when INTERLOCK_BEDROCK_URL names one.
     os.environ.update({f"AWS_ENDPOINT_URL_{service}": endpoint for service in EMULATED})
-    if bedrock := os.environ.get(Env.BEDROCK_URL):
+    if bedrock := deployment().bedrock_url:
         os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = bedrock
     if not _has_credentials():
         # The emulator takes any; a real service would refuse these, as it should.
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
         help="seconds between sweeper passes, which settle what nobody answered in time (0: never)",
     )
     args = parser.parse_args(argv)
-    if problem := _setup_problem(args.agent or os.environ.get(Env.AGENT, DEFAULT_AGENT)):
+    if problem := _setup_problem(args.agent or deployment().agent):
         sys.exit(f"interlock: {problem}")
 
     emulator = None if args.aws_endpoint else Emulator().start()
@@ -438,9 +438,8 @@ def main(argv: list[str] | None = None) -> None:
         restored = state.restore()
         if restored:
             print(f"Restored {restored} items from {args.state} (--fresh starts over)", flush=True)
-    key = (
-        bytes.fromhex(os.environ[Env.DEV_KEY]) if Env.DEV_KEY in os.environ else dev_key(args.state)
-    )
+    given = deployment().dev_key
+    key = bytes.fromhex(given) if given else dev_key(args.state)
     app = LocalApi(key, static_dir=ROOT / "web", on_write=state.save if state else None)
     # Build the agent once now: a broken agent module fails here, not on a first run.
     from interlock.api import wiring
@@ -492,7 +491,7 @@ def _setup_problem(agent: str) -> str | None:
 
 def _announce(url: str, key: bytes, roles: list[str]) -> None:
     token = devtokens.issue(key, "alice", roles)
-    agent = os.environ.get(Env.AGENT, DEFAULT_AGENT)
+    agent = deployment().agent
     body = json.dumps(
         {
             "threadId": "demo",

@@ -18,8 +18,10 @@ load pydantic.
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
@@ -66,6 +68,8 @@ class Env:
 # A global cross-region inference profile: callable from any commercial region that
 # offers it, so the default fits wherever a stack is deployed.
 DEFAULT_MODEL_ID: Final = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
+# Model calls one turn or resume may make, replayed ones included.
+MAX_MODEL_CALLS: Final = 12
 # The demo analyst: served locally and deployed unless another agent is named.
 DEFAULT_AGENT: Final = "examples.analyst:build"
 # A Bedrock model or system-defined inference profile id: ids only, so the deployed
@@ -76,6 +80,7 @@ _MODEL_ID: Final = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*
 # hosted services name models with slashes, colons and dots).
 _BASE_URL: Final = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?")
 _OPENAI_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}")
+_URL: Final = re.compile(r"https?://[^\s/?#]+(/[^\s]*)?")
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,122 @@ class ModelSpec:
         if self.provider == "openai":
             return f"openai:{self.base_url}#{self.model_id}"
         return f"{self.provider}:{self.model_id}"
+
+
+_FUNCTIONS: Final = ("run", "resume")
+_FETCHES: Final = ("http", "demo")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where a deployment's parts are and how they are reached: every `INTERLOCK_*`
+    variable that is not a behaviour setting (those are `InterlockConfig`'s), read and
+    checked in one place, each default written here once.
+
+    Plain Python on purpose: the requests handler reads its CORS origin at import, and
+    the channels function its secrets' names before it acknowledges a tap, neither of
+    which may load pydantic (`tests/unit/test_snapstart_hooks.py`). Each field is the
+    variable `INTERLOCK_<FIELD>`; an empty value counts as unset.
+
+    Attributes:
+        table, bucket: The store's DynamoDB table and S3 bucket.
+        agent: The agent factory (`module:function`) served.
+        agent_config_file, agent_config_param: The per-agent settings document, as a
+            local JSON file or the SSM parameter holding it.
+        fetch: `http` (the real transport) or `demo` (a stand-in page, for machines
+            with no network).
+        allowed_origin: The card page's origin, for CORS (same-origin when empty).
+        function: Which streaming function this process is (`run` or `resume`); both
+            when unset, as locally.
+        resume_function: The resume function that screened taps are handed to.
+        settle_queue_url: The queue the expiry finder fans overdue requests out on.
+        slack_secret, telegram_secret: The Secrets Manager secrets of the channels (a
+            channel is on when its secret is named).
+        slack_api_url, telegram_api_url: The channels' Web APIs (a local fake in tests).
+        page_url: The card page, linked from channel posts.
+        bedrock_url: Local mode only: a local Bedrock Runtime endpoint.
+        heartbeat_s: Seconds of silence after which a stream sends a heartbeat: well
+            inside the idle timeouts of API Gateway (5 minutes), CloudFront and proxies.
+        openai_api_key, openai_key_secret: The OpenAI-compatible endpoint's key, given
+            directly or as the name of the Secrets Manager secret holding it.
+        dev_key: Local mode only: the signing key of development tokens (hex).
+    """
+
+    table: str | None = None
+    bucket: str | None = None
+    agent: str = DEFAULT_AGENT
+    agent_config_file: str | None = None
+    agent_config_param: str | None = None
+    fetch: Literal["http", "demo"] = "http"
+    allowed_origin: str = ""
+    function: Literal["run", "resume"] | None = None
+    resume_function: str | None = None
+    settle_queue_url: str | None = None
+    slack_secret: str | None = None
+    telegram_secret: str | None = None
+    slack_api_url: str = "https://slack.com/api"
+    telegram_api_url: str = "https://api.telegram.org"
+    page_url: str | None = None
+    bedrock_url: str | None = None
+    heartbeat_s: float = 10.0
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_key_secret: str | None = None
+    dev_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Deployment:
+        """Read every variable of `env` this names (the others are left alone).
+
+        Raises:
+            ValueError: a value of the wrong shape, naming its variable.
+        """
+        given = {f.name: env.get(variable(f.name)) or None for f in fields(cls)}
+        values: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        if values.get("fetch", "http") not in _FETCHES:
+            raise ValueError(
+                f"{Env.FETCH} must be one of {list(_FETCHES)}, not {values['fetch']!r}"
+            )
+        if values.get("function", "run") not in _FUNCTIONS:
+            raise ValueError(
+                f"{Env.FUNCTION} must be one of {list(_FUNCTIONS)}, not {values['function']!r}"
+            )
+        for name in ("slack_api_url", "telegram_api_url", "page_url", "bedrock_url"):
+            if name in values and not _URL.fullmatch(values[name]):
+                raise ValueError(f"{variable(name)} must be an http(s) URL, not {values[name]!r}")
+        if "heartbeat_s" in values:
+            values["heartbeat_s"] = _seconds(Env.HEARTBEAT_S, values["heartbeat_s"])
+        return cls(**values)
+
+    def required(self, *names: str) -> tuple[str, ...]:
+        """The values of settings this process cannot run without, in order.
+
+        Raises:
+            ValueError: one of them is unset, naming its variable.
+        """
+        missing = [variable(n) for n in names if not getattr(self, n)]
+        if missing:
+            raise ValueError(f"{', '.join(missing)} must be set")
+        return tuple(getattr(self, n) for n in names)
+
+
+def variable(setting: str) -> str:
+    """The environment variable of a setting (`heartbeat_s` → `INTERLOCK_HEARTBEAT_S`)."""
+    return f"INTERLOCK_{setting.upper()}"
+
+
+def deployment() -> Deployment:
+    """This process's deployment settings, read from its environment now."""
+    return Deployment.from_env(os.environ)
+
+
+def _seconds(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not 0 < value <= 240:
+        raise ValueError(f"{name} must be above 0 and at most 240 seconds, not {raw!r}")
+    return value
 
 
 KNOWN_TOOLS: Final = frozenset(

@@ -15,9 +15,17 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from interlock.config import DEFAULT_MODEL_ID, KNOWN_TOOLS, Env, Kind, ModelSpec, Risk
+from interlock.config import (
+    DEFAULT_MODEL_ID,
+    KNOWN_TOOLS,
+    MAX_MODEL_CALLS,
+    Env,
+    Kind,
+    ModelSpec,
+    Risk,
+)
 from interlock.errors import InvalidInput, validation_message
-from interlock.timing import StorePolicy
+from interlock.timing import LEASE_MS, REQUEST_TTL_S, StorePolicy
 
 _TOOL: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _SECRET_KEY: Final = re.compile(r"secret|password|passwd|token|api_?key|credential", re.I)
@@ -81,9 +89,9 @@ class InterlockConfig(BaseModel):
     )
     sample_rate: float = Field(default=0.5, ge=0.0, le=1.0)
     timeouts: dict[Kind, TimeoutPolicy] = Field(default_factory=lambda: dict(_TIMEOUTS))
-    request_ttl_s: int = Field(default=86_400, ge=60, le=7 * 86_400)
-    lease_ms: int = Field(default=30_000, ge=2_000, le=300_000)
-    max_model_calls: int = Field(default=12, ge=1, le=50)
+    request_ttl_s: int = Field(default=REQUEST_TTL_S, ge=60, le=7 * 86_400)
+    lease_ms: int = Field(default=LEASE_MS, ge=2_000, le=300_000)
+    max_model_calls: int = Field(default=MAX_MODEL_CALLS, ge=1, le=50)
     max_open_requests: int = Field(default=20, ge=1, le=1000)
     asks_per_minute: int = Field(default=10, ge=1, le=1000)
 

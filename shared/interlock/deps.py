@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from strands.models.model import Model
 
 from interlock.agent import AgentFactory, load_factory
-from interlock.config import DEFAULT_AGENT, InterlockConfig
+from interlock.config import DEFAULT_AGENT, MAX_MODEL_CALLS, InterlockConfig
 from interlock.context import FetchPort
 from interlock.notify import Notifier
 from interlock.ports import Stores
@@ -28,7 +28,7 @@ class TurnLimits:
     max_concurrent: int = 4
     slot_hold_ms: int = 15 * 60_000
     daily_turns: int = 500
-    max_model_calls: int = 12
+    max_model_calls: int = MAX_MODEL_CALLS
     heartbeat_s: float = 10.0
     max_prompt_chars: int = 8000
     run_lease_ms: int = 6 * 60_000

@@ -49,6 +49,11 @@ class ManualClock:
 RECOVERY_GRACE_MS: Final = 30_000
 
 
+# The two durations a deployment may set (`InterlockConfig` takes its defaults here).
+REQUEST_TTL_S: Final = DAY_S
+LEASE_MS: Final = 30_000
+
+
 @dataclass(frozen=True, slots=True)
 class StorePolicy:
     """Durations and limits the store enforces.
@@ -77,10 +82,10 @@ class StorePolicy:
         max_snapshot_bytes: Largest compressed snapshot accepted.
     """
 
-    request_ttl_s: int = DAY_S
+    request_ttl_s: int = REQUEST_TTL_S
     retention_s: int = 3 * DAY_S
     lifecycle_margin_s: int = DAY_S
-    lease_ms: int = 30_000
+    lease_ms: int = LEASE_MS
     max_resume_ms: int = 14 * 60_000
     recovery_grace_ms: int = RECOVERY_GRACE_MS
     max_claims: int = 3

@@ -6,7 +6,7 @@ import pytest
 from strands.models.bedrock import BedrockModel
 
 from examples.analyst.script import DEMO_SCENARIOS
-from interlock.errors import IncompatibleSnapshot
+from interlock.errors import IncompatibleSnapshot, InvalidInput
 from interlock.runtime.agent import ModelConfig, build_model
 from interlock.runtime.model import ScriptedModel
 from interlock.runtime.snapshot import (
@@ -75,5 +75,5 @@ def test_the_model_is_chosen_by_configuration() -> None:
     assert isinstance(model, BedrockModel)
     assert model.get_config()["model_id"] == "amazon.nova-lite-v1:0"
     assert ModelConfig.from_env({}).provider == "bedrock", "Bedrock is the default"
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidInput, match="model"):
         ModelConfig.from_env({"INTERLOCK_MODEL": "gpt"})

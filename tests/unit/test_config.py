@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields
+from pathlib import Path
 
 import pydantic
 import pytest
 
-from interlock.config import DEFAULT_MODEL_ID, KNOWN_TOOLS, InterlockConfig, ModelSpec, assemble
+from interlock.config import (
+    DEFAULT_MODEL_ID,
+    KNOWN_TOOLS,
+    Deployment,
+    Env,
+    InterlockConfig,
+    ModelSpec,
+    assemble,
+    variable,
+)
 from interlock.errors import InvalidInput
 from tests.agent.support import analyst_agent
 
@@ -101,3 +112,70 @@ def test_an_openai_compatible_model_names_its_endpoint_and_model() -> None:
 
 def test_bedrock_alone_is_the_default_model() -> None:
     assert ModelSpec.parse("bedrock").model_id == DEFAULT_MODEL_ID
+
+
+# -- deployment settings: every variable read in one place ----------------------------------
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "interlock"
+
+
+def test_every_interlock_variable_is_read_by_exactly_one_settings_source() -> None:
+    from interlock import config_model
+
+    behaviour = set(config_model._ENV)
+    wiring = {variable(f.name) for f in fields(Deployment)}
+    named = {value for key, value in vars(Env).items() if key.isupper()}
+
+    assert behaviour | wiring == named, "a variable no settings source reads, or one not in Env"
+    assert not behaviour & wiring
+    assert set(config_model._ENV.values()) <= set(InterlockConfig.model_fields)
+
+
+def test_no_module_reads_an_interlock_variable_on_its_own() -> None:
+    # The settings sources are the only readers: a module that wants a value asks them,
+    # so each default is written once, where the variable is read.
+    readers = re.compile(r"(os\.environ|getenv)[^\n]*(Env\.|INTERLOCK_)")
+    found = [
+        f"{path.relative_to(SHARED)}:{number}"
+        for path in SHARED.rglob("*.py")
+        if path.name not in {"config.py", "config_model.py"}
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if readers.search(line)
+    ]
+    assert found == []
+
+
+def test_deployment_settings_have_their_defaults_and_an_empty_value_is_unset() -> None:
+    settings = Deployment.from_env({"INTERLOCK_TABLE": "t", "INTERLOCK_RESUME_FUNCTION": ""})
+
+    assert settings.table == "t" and settings.resume_function is None
+    assert (settings.fetch, settings.function, settings.heartbeat_s) == ("http", None, 10.0)
+    assert settings.slack_api_url.startswith("https://")
+    assert Deployment.from_env({"INTERLOCK_HEARTBEAT_S": "0.3"}).heartbeat_s == 0.3
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("INTERLOCK_FETCH", "dmeo"),
+        ("INTERLOCK_FUNCTION", "runn"),
+        ("INTERLOCK_HEARTBEAT_S", "ten"),
+        ("INTERLOCK_HEARTBEAT_S", "0"),
+        ("INTERLOCK_SLACK_API_URL", "slack.com/api"),
+        ("INTERLOCK_PAGE_URL", "ftp://example.org/"),
+    ],
+)
+def test_a_malformed_deployment_setting_fails_naming_its_variable(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        Deployment.from_env({name: value})
+
+
+def test_a_missing_required_setting_is_named_and_keys_stay_out_of_the_repr() -> None:
+    settings = Deployment.from_env(
+        {"INTERLOCK_TABLE": "t", "INTERLOCK_OPENAI_API_KEY": "sk-live-1", "INTERLOCK_DEV_KEY": "ab"}
+    )
+
+    with pytest.raises(ValueError, match="INTERLOCK_BUCKET must be set"):
+        settings.required("table", "bucket")
+    assert settings.required("table") == ("t",)
+    assert "sk-live-1" not in repr(settings) and "'ab'" not in repr(settings)

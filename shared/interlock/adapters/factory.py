@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from interlock.adapters.admission import TurnStore
@@ -13,7 +12,7 @@ from interlock.adapters.chats import ChatStore
 from interlock.adapters.limits import LimitStore
 from interlock.adapters.outbox import Outbox
 from interlock.adapters.requests import RequestStore
-from interlock.config import Env
+from interlock.config import deployment
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
@@ -46,11 +45,6 @@ def stores_from_env(policy: StorePolicy | None = None) -> Stores:
     """
     import boto3
 
+    table, bucket = deployment().required("table", "bucket")
     session = boto3.session.Session()
-    return build_stores(
-        session.client("dynamodb"),
-        session.client("s3"),
-        os.environ[Env.TABLE],
-        os.environ[Env.BUCKET],
-        policy,
-    )
+    return build_stores(session.client("dynamodb"), session.client("s3"), table, bucket, policy)

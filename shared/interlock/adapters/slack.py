@@ -35,7 +35,6 @@ from interlock.channels import (
 from interlock.interrupts import schema_fields
 from interlock.records import RequestRecord
 
-API_URL: Final = "https://slack.com/api"
 REPLY_HOST: Final = "hooks.slack.com"
 SIGNATURE_HEADER: Final = "x-slack-signature"
 TIMESTAMP_HEADER: Final = "x-slack-request-timestamp"

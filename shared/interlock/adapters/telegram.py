@@ -28,7 +28,6 @@ from interlock.channels import (
 )
 from interlock.records import RequestRecord
 
-API_URL: Final = "https://api.telegram.org"
 SECRET_HEADER: Final = "x-telegram-bot-api-secret-token"
 
 

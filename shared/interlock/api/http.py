@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -12,7 +11,7 @@ from interlock import errors
 from interlock.api.errors import NotFound, Unauthorized, error_body
 from interlock.api.routes import Function, routes_of
 from interlock.caller import Caller
-from interlock.config import Env
+from interlock.config import deployment
 
 if TYPE_CHECKING:
     # Imported where used: the streaming app shares `caller_from` and the headers but
@@ -32,7 +31,7 @@ def cors_config() -> CORSConfig:
     from aws_lambda_powertools.event_handler import CORSConfig
 
     return CORSConfig(
-        allow_origin=os.environ.get(Env.ALLOWED_ORIGIN, ""),
+        allow_origin=deployment().allowed_origin,
         allow_headers=list(ALLOWED_HEADERS),
     )
 

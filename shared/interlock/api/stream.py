@@ -17,7 +17,6 @@ it serves both.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import cache, partial
@@ -48,7 +47,7 @@ from interlock.api.live import Work, relay, respond_live, send_json
 from interlock.api.routes import Function, routes_of
 from interlock.api.wiring import lambda_client, runtime
 from interlock.caller import Caller
-from interlock.config import Env
+from interlock.config import deployment
 from interlock.outcomes import TurnResult
 
 if TYPE_CHECKING:
@@ -65,9 +64,6 @@ def metrics() -> Metrics:
 
 
 CONTEXT_HEADER: Final = "x-amzn-request-context"
-DEFAULT_HEARTBEAT_S: Final = 10.0
-"""Well inside the idle timeouts of API Gateway (which cuts a stream silent for 5
-minutes), CloudFront and common proxies."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -128,8 +124,7 @@ class Refusal(Response):
 
 def heartbeat_s() -> float:
     """Seconds of silence after which the stream sends a heartbeat."""
-    raw = os.environ.get(Env.HEARTBEAT_S)
-    return float(raw) if raw else DEFAULT_HEARTBEAT_S
+    return deployment().heartbeat_s
 
 
 def _answering(endpoint: Endpoint) -> Endpoint:
@@ -215,7 +210,7 @@ def resync_for(caller: Caller, chat_id: str, progress: Any) -> TurnResult:
 
 async def _forward(request: Request, caller: Caller, body: str) -> Response:
     """Hand a resume to the function that may claim; in one process, answer it here."""
-    if name := os.environ.get(Env.RESUME_FUNCTION):
+    if name := deployment().resume_function:
         context = _request_context(request) or {}
         accept = request.headers.get("accept", "application/json")
         event = resume_event(context, body, accept)
@@ -348,12 +343,8 @@ ENDPOINTS: Final[dict[Function, Endpoint]] = {"run": start_run, "resume": resume
 
 def serving() -> tuple[Function, ...]:
     """The functions this process is: `INTERLOCK_FUNCTION`, or both."""
-    name = os.environ.get(Env.FUNCTION)
-    if name is None:
-        return tuple(ENDPOINTS)
-    if name not in ENDPOINTS:
-        raise ValueError(f"{Env.FUNCTION} must be one of {sorted(ENDPOINTS)}, not {name!r}")
-    return (name,)
+    name = deployment().function
+    return tuple(ENDPOINTS) if name is None else (name,)
 
 
 @asynccontextmanager
@@ -374,7 +365,7 @@ def create_app() -> Starlette:
     if "resume" in serving():
         routes.append(Route(EVENTS_PATH, apply_tap_event, methods=["POST"]))
     middleware = []
-    if origin := os.environ.get(Env.ALLOWED_ORIGIN):
+    if origin := deployment().allowed_origin:
         # API Gateway answers preflights; these responses need the headers too.
         middleware.append(
             Middleware(

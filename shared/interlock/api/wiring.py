@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from interlock.adapters.factory import stores_from_env
 from interlock.adapters.parameters import load_json_parameter
 from interlock.channels import Channel, ChannelName, Tap
-from interlock.config import DEFAULT_AGENT, Env
+from interlock.config import deployment
 from interlock.notify import Notifier
 from interlock.ports import Stores
 from interlock.timing import StorePolicy
@@ -48,9 +48,10 @@ def config() -> InterlockConfig:
     from interlock.config import assemble
 
     document = None
-    if path := os.environ.get(Env.AGENT_CONFIG_FILE):
+    settings = deployment()
+    if path := settings.agent_config_file:
         document = json.loads(Path(path).read_text())
-    elif name := os.environ.get(Env.AGENT_CONFIG_PARAM):
+    elif name := settings.agent_config_param:
         import boto3
 
         document = load_json_parameter(boto3.client("ssm"), name)
@@ -64,15 +65,15 @@ def runtime() -> Runtime:
     from interlock.agent import load_factory
     from interlock.deps import Runtime, TurnLimits
     from interlock.runtime.agent import ModelConfig, build_model, check_agent
-    from interlock.runtime.transport import transport_from_env
+    from interlock.runtime.transport import transport_for
 
-    settings = config()
+    settings, where = config(), deployment()
     model = ModelConfig(settings.model_spec, os.environ.get("AWS_REGION"), openai_key)
     built = Runtime(
         stores(),
         lambda: build_model(model),
-        agent=load_factory(os.environ.get(Env.AGENT, DEFAULT_AGENT)),
-        fetch=transport_from_env(os.environ),
+        agent=load_factory(where.agent),
+        fetch=transport_for(where.fetch),
         # Renew well inside the lease so one slow beat never lets it lapse.
         limits=TurnLimits(
             heartbeat_s=max(settings.lease_ms / 3000, 0.2), max_model_calls=settings.max_model_calls
@@ -97,7 +98,8 @@ def channel_secret(channel: ChannelName) -> dict[str, str] | None:
     Slack's holds `botToken` and `signingSecret`; Telegram's `botToken` and
     `webhookSecret`. Never logged: callers keep them out of every message.
     """
-    name = os.environ.get(Env.SLACK_SECRET if channel == "slack" else Env.TELEGRAM_SECRET)
+    settings = deployment()
+    name = settings.slack_secret if channel == "slack" else settings.telegram_secret
     if not name:
         return None
     from aws_lambda_powertools.utilities import parameters
@@ -124,9 +126,10 @@ def openai_key() -> str | None:
     """The OpenAI-compatible endpoint's key: `INTERLOCK_OPENAI_API_KEY`, else the secret
     `INTERLOCK_OPENAI_KEY_SECRET` names (plain text, cached like the channels'); None
     when neither is set. Never logged."""
-    if key := os.environ.get(Env.OPENAI_API_KEY):
+    settings = deployment()
+    if key := settings.openai_api_key:
         return key
-    name = os.environ.get(Env.OPENAI_KEY_SECRET)
+    name = settings.openai_key_secret
     if not name:
         return None
     from aws_lambda_powertools.utilities import parameters
@@ -144,15 +147,13 @@ def channels() -> dict[ChannelName, Channel]:
     from interlock.adapters.webclient import JsonHttp
 
     found: dict[ChannelName, Channel] = {}
+    settings = deployment()
     # A secret not filled in yet (empty values) leaves its channel off.
     if (secret := channel_secret("slack")) and secret.get("botToken"):
-        http = JsonHttp(
-            os.environ.get(Env.SLACK_API_URL, slack.API_URL),
-            {"Authorization": f"Bearer {secret['botToken']}"},
-        )
+        http = JsonHttp(settings.slack_api_url, {"Authorization": f"Bearer {secret['botToken']}"})
         found["slack"] = slack.SlackChannel(http)
     if (secret := channel_secret("telegram")) and secret.get("botToken"):
-        http = JsonHttp(os.environ.get(Env.TELEGRAM_API_URL, telegram.API_URL))
+        http = JsonHttp(settings.telegram_api_url)
         found["telegram"] = telegram.TelegramChannel(http, secret["botToken"])
     return found
 
@@ -167,7 +168,7 @@ def notifier() -> Notifier:
         built.channels,
         channels(),
         SystemClock().now_ms,
-        os.environ.get(Env.PAGE_URL),
+        deployment().page_url,
         requests=built.requests,
     )
 
@@ -179,7 +180,8 @@ def settle_queue() -> SqsSettleQueue:
 
     from interlock.adapters.queue import SqsSettleQueue
 
-    return SqsSettleQueue(boto3.client("sqs"), os.environ[Env.SETTLE_QUEUE_URL])
+    (url,) = deployment().required("settle_queue_url")
+    return SqsSettleQueue(boto3.client("sqs"), url)
 
 
 @cache
@@ -202,7 +204,7 @@ def use_local_taps(apply: Callable[[Tap], None] | None) -> None:
 def hand_over_tap(tap: Tap) -> None:
     """Apply a screened tap asynchronously: an `Event` invoke of the resume function
     (only its role may claim), or, locally, the server's own worker thread."""
-    if name := os.environ.get(Env.RESUME_FUNCTION):
+    if name := deployment().resume_function:
         from interlock.api.forward import tap_event
 
         lambda_client().invoke(

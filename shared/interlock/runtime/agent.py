@@ -16,7 +16,7 @@ from strands.tools.executors import SequentialToolExecutor
 
 from interlock import errors
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
-from interlock.config import Env, ModelSpec
+from interlock.config import ModelSpec
 from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
 from interlock.runtime.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
 from interlock.runtime.model import Scenario, ScriptedModel
@@ -118,8 +118,15 @@ class ModelConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ModelConfig:
-        """Read `INTERLOCK_MODEL` and `AWS_REGION`."""
-        return cls(ModelSpec.parse(env.get(Env.MODEL, "bedrock")), env.get("AWS_REGION"))
+        """The model the settings name (`INTERLOCK_MODEL`, through the validated
+        configuration and its one default), in `AWS_REGION`.
+
+        Raises:
+            InvalidInput: the model setting is malformed.
+        """
+        from interlock.config import assemble
+
+        return cls(assemble(env).model_spec, env.get("AWS_REGION"))
 
 
 def build_model(config: ModelConfig, scripted: Sequence[Scenario] = ()) -> Model:
@@ -240,7 +247,7 @@ def compose(
     *,
     model: Model,
     messages: list[Any] | None = None,
-    max_model_calls: int = 12,
+    max_model_calls: int,
     journal: Journal | None = None,
     progress: ProgressRelay | None = None,
 ) -> BuiltAgent:

@@ -27,12 +27,11 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 from urllib.parse import urljoin, urlsplit
 
-from interlock.config import Env
 from interlock.context import FetchPort
 from interlock.egress import safe_url
 from interlock.errors import InvalidInput
@@ -272,6 +271,7 @@ def demo_fetch(url: str) -> str:
     return f"id,name,value\n1,alpha,42\n2,beta,17\n(demo content for {url})"
 
 
-def transport_from_env(env: Mapping[str, str]) -> FetchPort:
-    """`INTERLOCK_FETCH=demo` selects the stand-in; anything else the real transport."""
-    return demo_fetch if env.get(Env.FETCH) == "demo" else HttpFetch()
+def transport_for(fetch: Literal["http", "demo"]) -> FetchPort:
+    """The fetch transport a deployment names (`Deployment.fetch`): the real one, or the
+    stand-in for machines with no network."""
+    return demo_fetch if fetch == "demo" else HttpFetch()
