@@ -1,15 +1,18 @@
 """Resuming a paused run exactly once, under faults.
 
-The checks run in a fixed order and nothing before the claim takes ownership; a failed
-check refuses, or expires the request when the world has changed under it:
+The checks run in this order (`resume_turn`, then `_claimed`) and nothing before the
+claim takes ownership; a failed check refuses, or expires the request when the world
+has changed under it:
 
-1. validate the answer        (refuse, request untouched)
-2. pointer, id, hashed secret (refuse; a done request replays its stored answer)
-3. the chat is unchanged      (a newer turn: expire)
-4. slots and budget           (refuse, request still answerable)
+1. owner, pointer, id, hashed secret (refuse; a done request replays its stored answer)
+2. the answer fits the cards        (refuse, request untouched)
+3. it does not undo an answer that was acted on (`DecisionBinding`, untouched)
+4. the chat is unchanged            (a newer turn: expire)
 5. roles still allow the paused batch's tools (lost: expire)
-6. claim                      (the loser hears "in progress"; one tried too often
-                                 expires, `records.given_up`)
+6. not given up                     (too many claims or failures: expire,
+                                       `records.given_up`)
+7. slots and budget                 (refuse, request still answerable)
+8. claim                            (the loser hears "in progress")
 
 The first claim records the answer; a takeover (the same request claimed again after
 its worker died) continues with that recorded answer and the run's journal, so it
@@ -26,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -189,152 +192,6 @@ def resume_turn(
         return replay(rt, done.current)
 
 
-def _other_answer(done: RequestRecord, replies: Sequence[Reply]) -> errors.InterlockError | None:
-    """The refusal of an answer to a finished request that is not the one it finished
-    with (None for the same answer again, which replays): the recorded one stands, and
-    the client is told so instead of being handed it as if it were its own."""
-    if done.response is None:
-        return None  # finished without a recorded answer (an old record): replay it
-    if done.decision == "timed_out":
-        # Cancelling what timed out is AG-UI's way past it: it is told how it ended.
-        if all(r.status == "cancelled" for r in replies):
-            return None
-        return errors.RequestTimedOut("nobody answered this request in time; it has ended")
-    try:
-        given = _recordable(decide_all(done, list(replies)))[1]
-    except errors.InterlockError as unfit:
-        return unfit
-    return None if given == done.response else binding_refusal(done)
-
-
-def binding_conflict(record: RequestRecord, answers: Answers) -> errors.DecisionBinding | None:
-    """The refusal of `answers` when `record` holds another answer that was acted on
-    (`records.answer_rule`); None when they may be carried out."""
-    if answer_rule(record, _recordable(answers)[1]) is AnswerRule.BINDING:
-        return binding_refusal(record)
-    return None
-
-
-@dataclass(frozen=True)
-class _Claimed:
-    claim: RequestRecord
-    answers: Answers  # as the claim recorded them
-    held: Held
-    granted: bool  # the approval rows were written with the claim
-
-
-# A transaction holds 100 entries: the claim, a slot, the budget and the events (one
-# per interrupt) leave room for the rest of them as granted rows; a card with more has
-# them written after the claim.
-_TRANSACTION_ENTRIES: Final = 96
-
-
-@contextmanager
-def _claimed(
-    rt: Runtime,
-    caller: Caller,
-    record: RequestRecord,
-    secret: str,
-    answers: Answers,
-    decisions: Callable[[Answers], list[dict[str, Any]]],
-    source: str,
-) -> Iterator[_Claimed]:
-    """Claim `record` holding a concurrency slot and a unit of daily budget.
-
-    A pending request is claimed in one transaction with its slot, budget, `decision`
-    events and the rows its approvals grant. A takeover (the request is still claimed by
-    a worker whose lease lapsed) reads back what the earlier claim recorded, so it takes
-    its slot first and claims with a single conditional update; when it brings another
-    answer and nothing was acted on, its answer replaces the recorded one and what the
-    earlier answer granted is withdrawn under the new claim.
-    """
-    stores, recordable = rt.stores, _recordable(answers)
-    by = dict(by=caller.user_id, via=source)
-    _check_not_given_up(rt, record)
-    if record.state is RequestState.PENDING and record.journal_id is None:
-        granted = {"with_the_claim": False}
-
-        def write(reservation: list[Entry]) -> RequestRecord:
-            def also(claimed: RequestRecord) -> list[Entry]:
-                recorded = _recorded(claimed, answers)
-                events = [
-                    audit_entry(rt, caller, record.chat_id, "decision", **detail)
-                    for detail in decisions(recorded)
-                ]
-                room = _TRANSACTION_ENTRIES - len(reservation) - len(events)
-                rows = _grant_entries(rt, claimed, recorded, room)
-                granted["with_the_claim"] = rows is not None
-                return [*reservation, *events, *(rows or [])]
-
-            now = rt.clock.now_ms()
-            return stores.requests.claim_with(
-                record, secret, rt.worker_id, now, recordable, also, **by
-            )
-
-        try:
-            with reserved_in(rt, caller, write) as (claim, held):
-                recorded = _recorded(claim, answers)
-                granted_rows = granted["with_the_claim"]
-                yield _Claimed(claim, recorded, held, granted=granted_rows)
-            return
-        except NotPending as changed:
-            # Raised by the claim's own write, before anything was held or yielded: the
-            # request was claimed meanwhile and that claim lapsed. Take it over instead.
-            record = changed.current
-            _check_not_given_up(rt, record)
-    with reserved(rt, caller) as held:
-        replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
-        withdrawn = _withdrawals(rt, record) if replacing else []
-        claim = stores.requests.claim(
-            record,
-            secret,
-            rt.worker_id,
-            rt.clock.now_ms(),
-            answer=recordable,
-            replaces=withdrawn,
-            **by,
-        )
-        recorded = _recorded(claim, answers)
-        for detail in decisions(recorded):
-            audit(rt, caller, record.chat_id, "decision", **detail)
-        yield _Claimed(claim, recorded, held, granted=False)
-
-
-def _withdrawals(rt: Runtime, record: RequestRecord) -> list[Entry]:
-    """The deletes of what the recorded answer granted, to commit with the claim that
-    replaces it (the new answer's own grants follow in `continue_claimed`)."""
-    if record.response is None:
-        return []
-    earlier = recorded_answers(record, json.loads(record.response))
-    return [
-        entry
-        for asked in _approved_downloads(record, earlier)
-        for entry in rt.stores.approvals.withdraw_entries(
-            record.chat_id, record.user_id, asked.card["card_id"]
-        )
-    ]
-
-
-def _grant_entries(
-    rt: Runtime, claim: RequestRecord, answers: Answers, room: int
-) -> list[Entry] | None:
-    """The rows the approved download cards grant the chat's owner, as claim entries;
-    None when there are more than `room` for the claim's transaction."""
-    now = rt.clock.now_ms()
-    rows = [
-        row
-        for asked in _approved_downloads(claim, answers)
-        for row in rt.stores.approvals.grant_entries(
-            claim.chat_id,
-            claim.user_id,
-            card_subjects(asked.card, answers.decisions[asked.interrupt_id]),
-            asked.card["card_id"],
-            now,
-        )
-    ]
-    return rows if len(rows) <= room else None
-
-
 def resume_replies(
     rt: Runtime,
     caller: Caller,
@@ -359,12 +216,6 @@ def resume_replies(
         more=more,
         progress=progress,
     )
-
-
-def _abandons(problem: errors.InterlockError | None, status: str, more: Sequence[Reply]) -> bool:
-    """A cancel of every interrupt of a request that expired or was cancelled."""
-    ended = isinstance(problem, errors.RequestExpired | errors.RequestCancelled)
-    return ended and status == "cancelled" and all(r.status == "cancelled" for r in more)
 
 
 def replay(rt: Runtime, done: RequestRecord) -> TurnResult:
@@ -463,20 +314,247 @@ def continue_claimed(
         raise errors.RunFailed(_failed_text(claim, released)) from failure
 
 
-def _failed_text(claim: RequestRecord, released: RequestRecord | None) -> str:
-    """What a person is told when the run failed after their answer: the truth about
-    what happens to that answer next."""
-    if released is None:
-        return (
-            "the run failed after it was answered; it will be picked up again shortly, "
-            "with your answer unless nothing was acted on yet"
+def binding_conflict(record: RequestRecord, answers: Answers) -> errors.DecisionBinding | None:
+    """The refusal of `answers` when `record` holds another answer that was acted on
+    (`records.answer_rule`); None when they may be carried out."""
+    if answer_rule(record, _recordable(answers)[1]) is AnswerRule.BINDING:
+        return binding_refusal(record)
+    return None
+
+
+def _other_answer(done: RequestRecord, replies: Sequence[Reply]) -> errors.InterlockError | None:
+    """The refusal of an answer to a finished request that is not the one it finished
+    with (None for the same answer again, which replays): the recorded one stands, and
+    the client is told so instead of being handed it as if it were its own."""
+    if done.response is None:
+        return None  # finished without a recorded answer (an old record): replay it
+    if done.decision == "timed_out":
+        # Cancelling what timed out is AG-UI's way past it: it is told how it ended.
+        if all(r.status == "cancelled" for r in replies):
+            return None
+        return errors.RequestTimedOut("nobody answered this request in time; it has ended")
+    try:
+        given = _recordable(decide_all(done, list(replies)))[1]
+    except errors.InterlockError as unfit:
+        return unfit
+    return None if given == done.response else binding_refusal(done)
+
+
+def _abandons(problem: errors.InterlockError | None, status: str, more: Sequence[Reply]) -> bool:
+    """A cancel of every interrupt of a request that expired or was cancelled."""
+    ended = isinstance(problem, errors.RequestExpired | errors.RequestCancelled)
+    return ended and status == "cancelled" and all(r.status == "cancelled" for r in more)
+
+
+def _check_chat(rt: Runtime, record: RequestRecord, meta: ChatMeta, now: int) -> None:
+    if meta.last_turn != record.turn_seq:
+        reason = "a newer turn was saved in this chat since this was asked"
+        expire_and_release(rt, record, reason, now)
+        raise errors.RequestExpired(reason)
+
+
+def _check_roles(rt: Runtime, caller: Caller, record: RequestRecord, now: int) -> None:
+    owner = Caller(record.user_id, _owner_roles(caller, record), trace_id=caller.trace_id)
+    inputs = inputs_for(rt, owner, record.chat_id)
+    then = frozenset(record.owner_roles)
+    lost = lost_tools(rt.agent, inputs, record.card.get("batch_tools", []), then)
+    if lost:
+        expire_and_release(rt, record, f"the user may no longer use {', '.join(lost)}", now)
+        raise errors.RequestExpired("your roles changed since this was asked")
+
+
+def _owner_roles(caller: Caller, record: RequestRecord) -> frozenset[str]:
+    """The roles the run continues with: the owner's live ones when the owner answers;
+    otherwise (an operator answering a rerouted request) the owner's roles as they were
+    when the run paused, never the operator's."""
+    if caller.user_id == record.user_id:
+        return caller.roles
+    return frozenset(record.owner_roles)
+
+
+def _check_not_given_up(rt: Runtime, record: RequestRecord) -> None:
+    policy = rt.stores.policy
+    reason = given_up(record, policy.max_claims, policy.max_failures)
+    if reason:
+        expire_and_release(rt, record, reason, rt.clock.now_ms())
+        raise errors.RequestExpired(reason)
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    claim: RequestRecord
+    answers: Answers  # as the claim recorded them
+    held: Held
+    granted: bool  # the approval rows were written with the claim
+
+
+# A transaction holds 100 entries: the claim, a slot, the budget and the events (one
+# per interrupt) leave room for the rest of them as granted rows; a card with more has
+# them written after the claim.
+_TRANSACTION_ENTRIES: Final = 96
+_RESERVATION_ENTRIES: Final = 2  # the slot and the budget unit (`reserved_in`)
+
+
+@contextmanager
+def _claimed(
+    rt: Runtime,
+    caller: Caller,
+    record: RequestRecord,
+    secret: str,
+    answers: Answers,
+    decisions: Callable[[Answers], list[dict[str, Any]]],
+    source: str,
+) -> Iterator[_Claimed]:
+    """Claim `record` holding a concurrency slot and a unit of daily budget.
+
+    A pending request is claimed in one transaction with everything that belongs with
+    the claim (`_claim_pending`). One still claimed by a worker whose lease lapsed, or
+    found so by that transaction, is taken over (`_take_over`).
+    """
+    _check_not_given_up(rt, record)
+    with ExitStack() as held:
+        claimed = None
+        if record.state is RequestState.PENDING and record.journal_id is None:
+            try:
+                claimed = held.enter_context(
+                    _claim_pending(rt, caller, record, secret, answers, decisions, source)
+                )
+            except NotPending as changed:
+                # Raised by the claim's own write, before anything was held: the request
+                # was claimed meanwhile and that claim lapsed. Take it over instead.
+                record = changed.current
+                _check_not_given_up(rt, record)
+        if claimed is None:
+            claimed = held.enter_context(
+                _take_over(rt, caller, record, secret, answers, decisions, source)
+            )
+        yield claimed
+
+
+@contextmanager
+def _claim_pending(
+    rt: Runtime,
+    caller: Caller,
+    record: RequestRecord,
+    secret: str,
+    answers: Answers,
+    decisions: Callable[[Answers], list[dict[str, Any]]],
+    source: str,
+) -> Iterator[_Claimed]:
+    """Claim a pending request in one transaction with its slot, budget, `decision`
+    events and the rows its approvals grant (when they fit beside the rest)."""
+
+    def write(reservation: list[Entry]) -> RequestRecord:
+        riders = partial(_claim_riders, rt, caller, record, answers, decisions, reservation)
+        return rt.stores.requests.claim_with(
+            record,
+            secret,
+            rt.worker_id,
+            rt.clock.now_ms(),
+            _recordable(answers),
+            riders,
+            by=caller.user_id,
+            via=source,
         )
-    if released.state is RequestState.PENDING:
-        return "the run failed before it acted on your answer; the request can be answered again"
-    return (
-        f"the run failed after acting on the answer ({decided_text(released)}); "
-        "it will be continued with that answer, which can no longer be changed"
-    )
+
+    with reserved_in(rt, caller, write) as (claim, slot):
+        recorded = _recorded(claim, answers)
+        granted = _grant_entries(rt, claim, recorded, _room(record)) is not None
+        yield _Claimed(claim, recorded, slot, granted=granted)
+
+
+def _claim_riders(
+    rt: Runtime,
+    caller: Caller,
+    record: RequestRecord,
+    answers: Answers,
+    decisions: Callable[[Answers], list[dict[str, Any]]],
+    reservation: list[Entry],
+    claimed: RequestRecord,
+) -> list[Entry]:
+    """What commits with the claim of a pending request: the slot and budget, a
+    `decision` event per interrupt, and the granted rows unless there are too many."""
+    recorded = _recorded(claimed, answers)
+    events = [
+        audit_entry(rt, caller, record.chat_id, "decision", **detail)
+        for detail in decisions(recorded)
+    ]
+    rows = _grant_entries(rt, claimed, recorded, _room(record)) or []
+    return [*reservation, *events, *rows]
+
+
+def _room(record: RequestRecord) -> int:
+    """How many granted rows fit in the claim's transaction beside the claim itself, the
+    slot, the budget and one `decision` event per interrupt."""
+    return _TRANSACTION_ENTRIES - _RESERVATION_ENTRIES - len(record.asked)
+
+
+@contextmanager
+def _take_over(
+    rt: Runtime,
+    caller: Caller,
+    record: RequestRecord,
+    secret: str,
+    answers: Answers,
+    decisions: Callable[[Answers], list[dict[str, Any]]],
+    source: str,
+) -> Iterator[_Claimed]:
+    """Claim a request whose earlier claim lapsed: take the slot first, then claim with
+    one conditional update that reads back what the earlier claim recorded. When this
+    answer differs and nothing was acted on, it replaces the recorded one, and what the
+    earlier answer granted is withdrawn in the same write."""
+    recordable = _recordable(answers)
+    with reserved(rt, caller) as slot:
+        replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
+        claim = rt.stores.requests.claim(
+            record,
+            secret,
+            rt.worker_id,
+            rt.clock.now_ms(),
+            answer=recordable,
+            replaces=_withdrawals(rt, record) if replacing else [],
+            by=caller.user_id,
+            via=source,
+        )
+        recorded = _recorded(claim, answers)
+        for detail in decisions(recorded):
+            audit(rt, caller, record.chat_id, "decision", **detail)
+        yield _Claimed(claim, recorded, slot, granted=False)
+
+
+def _withdrawals(rt: Runtime, record: RequestRecord) -> list[Entry]:
+    """The deletes of what the recorded answer granted, to commit with the claim that
+    replaces it (the new answer's own grants follow in `continue_claimed`)."""
+    if record.response is None:
+        return []
+    earlier = recorded_answers(record, json.loads(record.response))
+    return [
+        entry
+        for asked in _approved_downloads(record, earlier)
+        for entry in rt.stores.approvals.withdraw_entries(
+            record.chat_id, record.user_id, asked.card["card_id"]
+        )
+    ]
+
+
+def _grant_entries(
+    rt: Runtime, claim: RequestRecord, answers: Answers, room: int
+) -> list[Entry] | None:
+    """The rows the approved download cards grant the chat's owner, as claim entries;
+    None when there are more than `room` for the claim's transaction."""
+    now = rt.clock.now_ms()
+    rows = [
+        row
+        for asked in _approved_downloads(claim, answers)
+        for row in rt.stores.approvals.grant_entries(
+            claim.chat_id,
+            claim.user_id,
+            card_subjects(asked.card, answers.decisions[asked.interrupt_id]),
+            asked.card["card_id"],
+            now,
+        )
+    ]
+    return rows if len(rows) <= room else None
 
 
 def _run(
@@ -584,6 +662,22 @@ def _released(
     return released
 
 
+def _failed_text(claim: RequestRecord, released: RequestRecord | None) -> str:
+    """What a person is told when the run failed after their answer: the truth about
+    what happens to that answer next."""
+    if released is None:
+        return (
+            "the run failed after it was answered; it will be picked up again shortly, "
+            "with your answer unless nothing was acted on yet"
+        )
+    if released.state is RequestState.PENDING:
+        return "the run failed before it acted on your answer; the request can be answered again"
+    return (
+        f"the run failed after acting on the answer ({decided_text(released)}); "
+        "it will be continued with that answer, which can no longer be changed"
+    )
+
+
 def _answered_by_card(claim: RequestRecord) -> frozenset[str]:
     """The calls of Interlock's asking tools that this claim answers. Each re-runs its
     answer branch from its card and the answer the claim recorded, so its result is
@@ -655,37 +749,3 @@ def _recorded(claim: RequestRecord, answers: Answers) -> Answers:
     if claim.response is None:
         return answers
     return recorded_answers(claim, json.loads(claim.response))
-
-
-def _owner_roles(caller: Caller, record: RequestRecord) -> frozenset[str]:
-    """The roles the run continues with: the owner's live ones when the owner answers;
-    otherwise (an operator answering a rerouted request) the owner's roles as they were
-    when the run paused, never the operator's."""
-    if caller.user_id == record.user_id:
-        return caller.roles
-    return frozenset(record.owner_roles)
-
-
-def _check_roles(rt: Runtime, caller: Caller, record: RequestRecord, now: int) -> None:
-    owner = Caller(record.user_id, _owner_roles(caller, record), trace_id=caller.trace_id)
-    inputs = inputs_for(rt, owner, record.chat_id)
-    then = frozenset(record.owner_roles)
-    lost = lost_tools(rt.agent, inputs, record.card.get("batch_tools", []), then)
-    if lost:
-        expire_and_release(rt, record, f"the user may no longer use {', '.join(lost)}", now)
-        raise errors.RequestExpired("your roles changed since this was asked")
-
-
-def _check_not_given_up(rt: Runtime, record: RequestRecord) -> None:
-    policy = rt.stores.policy
-    reason = given_up(record, policy.max_claims, policy.max_failures)
-    if reason:
-        expire_and_release(rt, record, reason, rt.clock.now_ms())
-        raise errors.RequestExpired(reason)
-
-
-def _check_chat(rt: Runtime, record: RequestRecord, meta: ChatMeta, now: int) -> None:
-    if meta.last_turn != record.turn_seq:
-        reason = "a newer turn was saved in this chat since this was asked"
-        expire_and_release(rt, record, reason, now)
-        raise errors.RequestExpired(reason)
