@@ -13,7 +13,7 @@ from typing import Any
 
 import boto3
 
-from interlock.adapters.dynamo import to_item, transact
+from interlock.adapters.dynamo import to_item, transact, writes
 from interlock.adapters.factory import Stores, build_stores
 from interlock.timing import SystemClock
 
@@ -29,12 +29,12 @@ def writers(stores: Stores, client: Any, table: str, chat: str) -> dict[str, Cal
     def with_a_change(n: int) -> int:
         change = {"Put": {"TableName": table, "Item": to_item({"pk": f"X#{chat}", "sk": str(n)})}}
         event = chats.event_entry(chat, "resume", "w1", clock.now_ms(), n=n)
-        transact(client, [change, event], "change with its event")
+        transact(client, [change, *writes([event])], "change with its event")
         return 1
 
     def two_at_once(n: int) -> int:
         events = [chats.event_entry(chat, "cancel", "w2", clock.now_ms(), n=n + i) for i in (0, 1)]
-        transact(client, events, "two events", read_back=())
+        transact(client, writes(events), "two events", read_back=())
         return 2
 
     def sweeper(n: int) -> int:
