@@ -97,3 +97,48 @@ def test_the_check_catches_a_name_that_drifted() -> None:
     assert _missing("adapters/fencing.no_such_function", code) == "no no_such_function in it"
     assert _missing("shared/interlock/nothing.py", code) == "no such file"
     assert _missing("interlock.api.live.IN_BAND", code) is None
+
+
+# The layout of docs/architecture.md names every module, and README.md's tier table every
+# test tier: a module or tier added without a word about it fails here.
+_PACKAGES: Final = (
+    "shared/interlock",
+    "shared/interlock/adapters",
+    "shared/interlock/api",
+    "shared/interlock/runtime",
+    "infra",
+    "local",
+)
+
+
+def _layout() -> str:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    return text.split("## Layout", 1)[1].split("```", 2)[1]
+
+
+def _tiers() -> list[str]:
+    return sorted(
+        p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and any(p.glob("test_*.py"))
+    )
+
+
+def test_the_layout_names_every_module() -> None:
+    words = set(re.findall(r"[A-Za-z_][\w-]*", _layout()))
+    unnamed = [
+        f"{package}/{path.name}"
+        for package in _PACKAGES
+        for path in sorted((ROOT / package).glob("*.py"))
+        if path.stem != "__init__" and path.stem not in words
+    ]
+    functions = [p.name for p in (ROOT / "functions").iterdir() if p.is_dir()]
+    assert unnamed == []
+    assert all(name in words for name in functions)
+
+
+def test_the_layout_and_the_readme_name_every_test_tier() -> None:
+    layout = _layout()
+    listed = layout[layout.index("\ntests/ ") : layout.index("\nbench/ ")]
+    readme = (ROOT / "README.md").read_text()
+
+    assert [t for t in _tiers() if f" {t}/" not in listed] == []
+    assert [t for t in _tiers() if f"| `tests/{t}` |" not in readme] == []
