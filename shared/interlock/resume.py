@@ -80,7 +80,7 @@ from interlock.runtime.progress import ProgressRelay
 from interlock.runtime.snapshot import load_snapshot
 from interlock.runtime.tools import ASKING_KINDS, ASKING_TOOLS
 from interlock.transcript import answer_message_id, text_message_id
-from interlock.turns import request_context, settle
+from interlock.turns import conclude, request_context
 
 logger = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def continue_claimed(
         built = build_agent(rt, caller, claim.chat_id, journal=journal, progress=relay)
         load_snapshot(built.agent, snapshot)
         result, started = _run(rt, caller, claim, built, answers, journal)
-        return settle(
+        return conclude(
             rt,
             caller,
             claim.chat_id,
@@ -306,7 +306,7 @@ def continue_claimed(
             raise lost from failure  # someone else holds it now: touch nothing
         outgrown = _cause(failure, errors.TooLarge)
         if outgrown is not None:
-            # Every retry would fail at the same step: settle it rather than loop.
+            # Every retry would fail at the same step: end it rather than loop.
             reason = f"the run could not be recorded: {outgrown}"
             _end_unusable(rt, caller, claim, answers, reason, event="journal_full")
             raise errors.RequestExpired(reason) from failure

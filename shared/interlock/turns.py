@@ -38,7 +38,7 @@ from interlock.transcript import (
     text_message_id,
 )
 
-__all__ = ["PAUSE_FAILED", "Caller", "Runtime", "TurnLimits", "run_turn", "settle"]
+__all__ = ["PAUSE_FAILED", "Caller", "Runtime", "TurnLimits", "conclude", "run_turn"]
 
 
 def run_turn(
@@ -81,7 +81,7 @@ def run_turn(
             started = len(built.agent.messages)
             with request_scope(context):
                 result = built.agent(prompt)
-            ended = settle(
+            ended = conclude(
                 rt,
                 caller,
                 chat_id,
@@ -146,7 +146,7 @@ def request_context(
     )
 
 
-def settle(
+def conclude(
     rt: Runtime,
     caller: Caller,
     chat_id: str,
