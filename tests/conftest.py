@@ -139,14 +139,14 @@ def server_stores(server_aws: dict[str, Any], policy: StorePolicy) -> Stores:
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_secret_in_logs() -> Iterator[SecretWatch]:
-    import interlock.adapters.requests as pointer_store
     import interlock.cards as cards
+    import interlock.records as records
     import interlock.tokens as tokens
     from local import devtokens
 
     originals = (
         tokens.new_secret,
-        pointer_store.new_secret,
+        records.new_secret,
         devtokens.issue,
         cards.redact,
         logging.Logger.handle,
@@ -170,7 +170,7 @@ def _no_secret_in_logs() -> Iterator[SecretWatch]:
             WATCH.record(record)
         originals[4](self, record)
 
-    tokens.new_secret = pointer_store.new_secret = new_secret  # type: ignore[assignment]
+    tokens.new_secret = records.new_secret = new_secret  # type: ignore[assignment]
     devtokens.issue = issue  # type: ignore[assignment]
     cards.redact = redact  # type: ignore[assignment]
     logging.Logger.handle = handle  # type: ignore[method-assign]
@@ -179,7 +179,7 @@ def _no_secret_in_logs() -> Iterator[SecretWatch]:
     finally:
         (
             tokens.new_secret,
-            pointer_store.new_secret,
+            records.new_secret,
             devtokens.issue,
             cards.redact,
             logging.Logger.handle,

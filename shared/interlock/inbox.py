@@ -15,7 +15,14 @@ from interlock.channels import CHANNELS, ChannelName, Link
 from interlock.egress import safe_package, safe_site
 from interlock.keys import checked_id
 from interlock.ports import Stores
-from interlock.records import Approval, AuditEvent, InboxEntry, RequestRecord, Subject
+from interlock.records import (
+    Approval,
+    AuditEvent,
+    InboxEntry,
+    RequestRecord,
+    Subject,
+    fresh_secret,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +49,8 @@ def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> O
     request = _request(stores, caller, chat_id, now_ms)
     if not request.claimable(now_ms):
         return OpenRequest(request, None)
-    rotated, secret = stores.requests.rotate_secret(request, now_ms)
+    secret, secret_hash = fresh_secret()
+    rotated = stores.requests.rotate_secret(request, secret_hash, now_ms)
     return OpenRequest(rotated, secret)
 
 

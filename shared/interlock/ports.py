@@ -86,7 +86,9 @@ class RequestPort(Protocol):
         self, request: RequestRecord, now_ms: int, also: list[Entry] | None = None
     ) -> None: ...
 
-    def rotate_secret(self, request: RequestRecord, now_ms: int) -> tuple[RequestRecord, str]: ...
+    def rotate_secret(
+        self, request: RequestRecord, secret_hash: str, now_ms: int
+    ) -> RequestRecord: ...
 
     def claim(
         self,

@@ -359,6 +359,13 @@ def given_up(request: RequestRecord, max_claims: int, max_failures: int) -> str 
     return None
 
 
+def fresh_secret() -> tuple[str, str]:
+    """A new answer secret and its hash: the secret goes to whoever may answer, and only
+    the hash is ever stored."""
+    secret = new_secret()
+    return secret, hash_secret(secret)
+
+
 def new_request(
     policy: StorePolicy,
     *,
@@ -384,14 +391,14 @@ def new_request(
     it (`open`) or puts it in place of a claimed one (`chain`). With `notify_due_ms`,
     its channel posts are owed from then until they are reserved.
     """
-    secret = new_secret()
+    secret, secret_hash = fresh_secret()
     expires_at, ttl = policy.expiry(now_ms, ttl_s)
     request = RequestRecord(
         chat_id=chat_id,
         interrupt_id=interrupt_id,
         kind=kind,
         card=card,
-        secret_hash=hash_secret(secret),
+        secret_hash=secret_hash,
         snapshot_key=snapshot.key,
         snapshot_digest=snapshot.digest,
         user_id=keys.checked_id(user_id, "user id"),

@@ -35,7 +35,7 @@ from interlock.channels import (
     outcome_text,
 )
 from interlock.ports import Stores
-from interlock.records import RequestRecord, unanswerable
+from interlock.records import RequestRecord, fresh_secret, unanswerable
 
 if TYPE_CHECKING:  # the Strands side: only `apply_tap` runs an agent
     from interlock.answers import Reply
@@ -118,7 +118,8 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
         conflict = binding_conflict(request, decide_all(request, [first, *more]))
         if conflict is not None:
             raise conflict
-        _, secret = rt.stores.requests.rotate_secret(request, now)
+        secret, secret_hash = fresh_secret()
+        rt.stores.requests.rotate_secret(request, secret_hash, now)
         result = resume_turn(
             rt,
             Caller(link.user_id, link.roles),

@@ -12,7 +12,7 @@ from interlock import errors
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.outcomes import Offer, TurnResult
-from interlock.records import RequestState
+from interlock.records import RequestState, fresh_secret
 
 RESYNC_TURNS = 200
 """The most turns a resync restores (the newest)."""
@@ -31,5 +31,6 @@ def resync(rt: Runtime, caller: Caller, chat_id: str) -> TurnResult:
     turns = rt.stores.chats.latest_turns(chat_id, RESYNC_TURNS)
     if request is None or request.status(now) is not RequestState.PENDING:
         return TurnResult(chat_id, "resynced", turns=turns)
-    request, secret = rt.stores.requests.rotate_secret(request, now)
+    secret, secret_hash = fresh_secret()
+    request = rt.stores.requests.rotate_secret(request, secret_hash, now)
     return TurnResult(chat_id, "resynced", offer=Offer(request, secret), turns=turns)

@@ -13,7 +13,7 @@ from interlock.adapters.factory import Stores
 from interlock.outcomes import Offer
 from interlock.pause import persist_pause
 from interlock.ports import EntryRefused, NotPending, Role
-from interlock.records import RequestState, StoredSnapshot, Subject, new_request
+from interlock.records import RequestState, StoredSnapshot, Subject, fresh_secret, new_request
 from interlock.timing import DAY_S, ManualClock
 
 CHAT = "chat-1"
@@ -243,9 +243,10 @@ def test_reading_issues_a_fresh_secret_and_the_old_one_stops_working(
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None
 
-    _, fresh = stores.requests.rotate_secret(current, clock.now_ms())
+    fresh, fresh_hash = fresh_secret()
+    rotated = stores.requests.rotate_secret(current, fresh_hash, clock.now_ms())
     reread = stores.requests.get(CHAT, clock.now_ms())
-    assert reread is not None
+    assert reread is not None and reread == rotated
 
     with pytest.raises(errors.SecretRefused):
         stores.requests.claim(reread, opened.secret, "w1", clock.now_ms())
@@ -264,7 +265,7 @@ def test_an_expired_request_reads_as_expired_not_unknown(
     with pytest.raises(errors.RequestExpired):
         stores.requests.claim(stored, opened.secret, "w1", clock.now_ms())
     with pytest.raises(errors.RequestExpired):
-        stores.requests.rotate_secret(opened.request, clock.now_ms())
+        stores.requests.rotate_secret(opened.request, fresh_secret()[1], clock.now_ms())
 
 
 def test_a_record_past_its_ttl_reads_as_absent(stores: Stores, clock: ManualClock) -> None:
@@ -444,11 +445,10 @@ def test_finish_marks_done_and_a_later_claim_replays(
 
 def test_replay_does_not_need_the_latest_secret(stores: Stores, clock: ManualClock) -> None:
     opened = pause(stores, clock)
-    _, fresh = stores.requests.rotate_secret(opened.request, clock.now_ms())
+    fresh, fresh_hash = fresh_secret()
+    stores.requests.rotate_secret(opened.request, fresh_hash, clock.now_ms())
     claim = stores.requests.claim(
-        opened.request.with_changes(
-            secret_hash=__import__("interlock.tokens").tokens.hash_secret(fresh)
-        ),
+        opened.request.with_changes(secret_hash=fresh_hash),
         fresh,
         "w",
         clock.now_ms(),

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Route, expect
 
 from interlock.adapters.factory import Stores
-from interlock.records import RequestRecord, RequestState
+from interlock.records import RequestRecord, RequestState, fresh_secret
 from tests.browser.pages import ChatPage
 
 pytestmark = pytest.mark.server
@@ -448,7 +448,8 @@ def _claimed_by_a_dead_worker(stores: Stores, chat: str, user: str, acted: bool)
     (and, with `acted`, after it started the report): its lease already ran out."""
     request = pointer(stores, chat)
     long_ago = now_ms() - stores.policy.lease_ms - 60_000
-    _, secret = stores.requests.rotate_secret(request, now_ms())
+    secret, secret_hash = fresh_secret()
+    stores.requests.rotate_secret(request, secret_hash, now_ms())
     answer = json.dumps({request.interrupt_id: {"decision": "approve"}}, separators=(",", ":"))
     claim = stores.requests.claim(
         pointer(stores, chat), secret, "dead", long_ago, ("approved", answer), by=user

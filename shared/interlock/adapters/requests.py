@@ -66,7 +66,7 @@ from interlock.records import (
     unanswerable,
 )
 from interlock.timing import StorePolicy
-from interlock.tokens import hash_secret, new_secret, new_token
+from interlock.tokens import new_token
 
 # Named parts of the conditions. `:now_s` / `:now_ms` are the caller's clock.
 ID_MATCHES: Final = "#interrupt_id = :interrupt_id"
@@ -255,16 +255,16 @@ class RequestStore:
 
     # -- the secret ----------------------------------------------------------------
 
-    def rotate_secret(self, request: RequestRecord, now_ms: int) -> tuple[RequestRecord, str]:
-        """Issue a fresh secret for an answerable request; older copies stop working."""
-        secret = new_secret()
+    def rotate_secret(self, request: RequestRecord, secret_hash: str, now_ms: int) -> RequestRecord:
+        """Store a fresh secret's hash (`records.fresh_secret`) on an answerable request;
+        older copies of the secret stop working."""
         values = {
             **_STATES,
             **_clock(now_ms),
             ":interrupt_id": request.interrupt_id,
-            ":secret_hash": hash_secret(secret),
+            ":secret_hash": secret_hash,
         }
-        updated = self._update(
+        return self._update(
             request.chat_id,
             "rotate secret",
             ROTATE,
@@ -272,7 +272,6 @@ class RequestStore:
             values,
             lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
         )
-        return updated, secret
 
     # -- claim, lease, finish ---------------------------------------------------------
 
