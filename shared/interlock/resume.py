@@ -146,34 +146,7 @@ def resume_turn(
         _check_chat(rt, record, meta, now)
         _check_roles(rt, caller, record, now)
 
-        def decisions(recorded: Answers) -> list[dict[str, Any]]:
-            """One `decision` event's detail per interrupt, for the answers the claim
-            recorded: each with its own answer, source and answerer."""
-            takeover = record.state is RequestState.CLAIMED
-            replaced = (
-                takeover and record.response is not None and recorded.label != record.decision
-            )
-            return [
-                {
-                    "interrupt_id": asked.interrupt_id,
-                    "kind": kind_of(asked.card),
-                    "card_id": asked.card.get("card_id"),
-                    "decision": recorded.decisions[asked.interrupt_id].label,
-                    "interrupts": len(record.asked),
-                    "reason": recorded.decisions[asked.interrupt_id].reason,
-                    "suggestion": recorded.decisions[asked.interrupt_id].suggestion,
-                    "args_hash": args_hash(asked.card),
-                    "waited_ms": waited_ms,
-                    "worker": rt.worker_id,
-                    "takeover": takeover,
-                    **({"replaced": record.decision} if replaced else {}),
-                    "source": source,
-                    # What was answered, for the history (sensitive fields masked).
-                    "answer": _answer_summary(recorded.responses[asked.interrupt_id]),
-                }
-                for asked in record.asked
-            ]
-
+        decisions = partial(_decision_details, rt, record, waited_ms, source)
         with _claimed(rt, caller, record, secret, answers, decisions, source) as claimed:
             progress(Started())
             claim, answers = claimed.claim, claimed.answers
@@ -378,6 +351,35 @@ def _check_not_given_up(rt: Runtime, record: RequestRecord) -> None:
     if reason:
         expire_and_release(rt, record, reason, rt.clock.now_ms())
         raise errors.RequestExpired(reason)
+
+
+def _decision_details(
+    rt: Runtime, record: RequestRecord, waited_ms: int, source: str, recorded: Answers
+) -> list[dict[str, Any]]:
+    """One `decision` event's detail per interrupt of `record`, for the answers the claim
+    recorded: each with its own answer, source and answerer."""
+    takeover = record.state is RequestState.CLAIMED
+    replaced = takeover and record.response is not None and recorded.label != record.decision
+    return [
+        {
+            "interrupt_id": asked.interrupt_id,
+            "kind": kind_of(asked.card),
+            "card_id": asked.card.get("card_id"),
+            "decision": recorded.decisions[asked.interrupt_id].label,
+            "interrupts": len(record.asked),
+            "reason": recorded.decisions[asked.interrupt_id].reason,
+            "suggestion": recorded.decisions[asked.interrupt_id].suggestion,
+            "args_hash": args_hash(asked.card),
+            "waited_ms": waited_ms,
+            "worker": rt.worker_id,
+            "takeover": takeover,
+            **({"replaced": record.decision} if replaced else {}),
+            "source": source,
+            # What was answered, for the history (sensitive fields masked).
+            "answer": _answer_summary(recorded.responses[asked.interrupt_id]),
+        }
+        for asked in record.asked
+    ]
 
 
 @dataclass(frozen=True)
