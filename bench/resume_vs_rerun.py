@@ -40,7 +40,7 @@ from examples.doorstep.script import SCRIPT as DOORSTEP_SCRIPT  # noqa: E402
 from examples.mcp import SCENARIOS  # noqa: E402
 from interlock.agent import load_factory  # noqa: E402
 from interlock.answers import Reply  # noqa: E402
-from interlock.inbox import cancel_request  # noqa: E402
+from interlock.manage import cancel_request  # noqa: E402
 from interlock.outcomes import Offer, TurnResult  # noqa: E402
 from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402

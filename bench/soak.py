@@ -96,7 +96,7 @@ def _act(where: Where, chat: str, action: str, surface: str, log: str) -> None:
     from interlock.answers import Reply
     from interlock.caller import Caller
     from interlock.channels import APPROVE, REJECT, Link, Tap, fingerprint
-    from interlock.inbox import cancel_request, open_request
+    from interlock.manage import cancel_request, open_request
     from interlock.respond import apply_tap
     from interlock.resume import resume_replies
     from interlock.turns import run_turn

@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from interlock import inbox
+from interlock import manage
 from interlock.api.bodies import parse_body
 from interlock.api.http import bind, caller_from, cors_config, json_response
 from interlock.api.wiring import stores
@@ -38,7 +38,7 @@ def _caller() -> Caller:
 def preapprove(kind: str, name: str) -> Response[str]:
     from interlock.api import schemas
 
-    subject = inbox.preapprove(stores(), _caller(), kind, name, clock.now_ms())
+    subject = manage.preapprove(stores(), _caller(), kind, name, clock.now_ms())
     body = {"preapproved": {"kind": subject.kind, "name": subject.name}}
     return json_response(schemas.Preapproved.model_validate(body).wire())
 
@@ -46,7 +46,7 @@ def preapprove(kind: str, name: str) -> Response[str]:
 def remove_preapproval(kind: str, name: str) -> Response[str]:
     from interlock.api import schemas
 
-    subject = inbox.remove_preapproval(stores(), _caller(), kind, name)
+    subject = manage.remove_preapproval(stores(), _caller(), kind, name)
     body = {"revoked": {"kind": subject.kind, "name": subject.name}}
     return json_response(schemas.Revoked.model_validate(body).wire())
 
@@ -56,14 +56,14 @@ def link_account(channel: str, external_id: str) -> Response[str]:
 
     body = parse_body(schemas.LinkInput, app.current_event.body)
     wanted = Link(channel, external_id, body.userId, frozenset(body.roles), body.address)  # type: ignore[arg-type]
-    linked = inbox.link_account(stores(), _caller(), channel, external_id, wanted, clock.now_ms())
+    linked = manage.link_account(stores(), _caller(), channel, external_id, wanted, clock.now_ms())
     return json_response(schemas.Linked(linked=_link(linked)).wire())
 
 
 def unlink_account(channel: str, external_id: str) -> Response[str]:
     from interlock.api import schemas
 
-    removed = inbox.unlink_account(stores(), _caller(), channel, external_id)
+    removed = manage.unlink_account(stores(), _caller(), channel, external_id)
     return json_response(schemas.Unlinked(unlinked=_link(removed)).wire())
 
 

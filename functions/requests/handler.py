@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from interlock import inbox
+from interlock import manage
 from interlock.api import snapstart
 from interlock.api.bodies import query_number
 from interlock.api.http import bind, caller_from, cors_config, json_response
@@ -51,14 +51,14 @@ def _after() -> int:
 
 def get_request(chat_id: str) -> Response[str]:
     now = clock.now_ms()
-    found = inbox.open_request(stores(), _caller(), chat_id, now)
+    found = manage.open_request(stores(), _caller(), chat_id, now)
     return json_response(request_view(found.request, now, found.secret))
 
 
 def cancel_request(chat_id: str) -> Response[str]:
     now = clock.now_ms()
     caller = _caller()
-    cancelled = inbox.cancel_request(stores(), caller, chat_id, now, config().version)
+    cancelled = manage.cancel_request(stores(), caller, chat_id, now, config().version)
     metrics.add_metric(name="Cancellations", unit=MetricUnit.Count, value=1)
     notifier().settled(chat_id, cancelled.interrupt_ids, "cancelled", caller.user_id, "api")
     return json_response(request_view(cancelled, now, None))
@@ -67,14 +67,14 @@ def cancel_request(chat_id: str) -> Response[str]:
 def list_turns(chat_id: str) -> Response[str]:
     from interlock.api import schemas
 
-    turns = inbox.turns(stores(), _caller(), chat_id, _after())
+    turns = manage.turns(stores(), _caller(), chat_id, _after())
     return json_response(schemas.Turns.model_validate({"turns": turns}).wire())
 
 
 def list_approvals(chat_id: str) -> Response[str]:
     from interlock.api import schemas
 
-    found = inbox.approvals(stores(), _caller(), chat_id, clock.now_ms())
+    found = manage.approvals(stores(), _caller(), chat_id, clock.now_ms())
     views = {key: [_approval(a) for a in rows] for key, rows in found.items()}
     return json_response(schemas.Approvals.model_validate(views).wire())
 
@@ -94,7 +94,7 @@ def _approval(approval: Approval) -> schemas.ApprovalView:
 def revoke_approval(chat_id: str, kind: str, name: str) -> Response[str]:
     from interlock.api import schemas
 
-    inbox.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms(), config().version)
+    manage.revoke(stores(), _caller(), chat_id, kind, name, clock.now_ms(), config().version)
     revoked = schemas.Revoked.model_validate({"revoked": {"kind": kind, "name": name}})
     return json_response(revoked.wire())
 
@@ -117,7 +117,7 @@ def list_inbox() -> Response[str]:
             expiresAt=iso(e.expires_at),
             questions=e.questions,
         )
-        for e in inbox.inbox(stores(), _caller(), now)
+        for e in manage.inbox(stores(), _caller(), now)
     ]
     return json_response(schemas.Inbox(requests=items).wire())
 
@@ -125,7 +125,7 @@ def list_inbox() -> Response[str]:
 def list_events(chat_id: str) -> Response[str]:
     from interlock.api import schemas
 
-    events = inbox.trail(stores(), _caller(), chat_id, _after(), limit=200)
+    events = manage.trail(stores(), _caller(), chat_id, _after(), limit=200)
     body = schemas.Events.model_validate({"events": [asdict(e) for e in events]})
     return json_response(body.wire())
 

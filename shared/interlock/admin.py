@@ -18,7 +18,7 @@ import sys
 
 from interlock import errors
 from interlock.adapters.factory import stores_from_env
-from interlock.inbox import subject_of
+from interlock.manage import subject_of
 from interlock.timing import SystemClock
 
 

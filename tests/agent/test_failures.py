@@ -20,7 +20,7 @@ import pytest
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock import errors, keys
 from interlock.api.errors import STATUS
-from interlock.inbox import cancel_request
+from interlock.manage import cancel_request
 from interlock.ports import Stores
 from interlock.records import RequestRecord, RequestState, Subject
 from interlock.resume import resume_turn

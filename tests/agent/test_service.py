@@ -432,7 +432,7 @@ def test_unattended_questions_use_their_default_or_continue_without(
 def test_backpressure_caps_open_requests_per_user_and_frees_them(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
-    from interlock import inbox
+    from interlock import manage
     from interlock.admission import TOO_MANY_OPEN
     from interlock.config import assemble
 
@@ -445,14 +445,14 @@ def test_backpressure_caps_open_requests_per_user_and_frees_them(
     assert stores.requests.get("c-b", clock.now_ms()) is None
     assert "pause_refused" in [e.type for e in stores.chats.events("c-b")]
 
-    inbox.cancel_request(stores, alice, "c-a", clock.now_ms())
+    manage.cancel_request(stores, alice, "c-a", clock.now_ms())
     assert run_turn(rt, alice, "c-c", "download the table").outcome == "interrupted"
     resume_turn(
         rt,
         alice,
         "c-c",
         interrupt_id=pointer_of(stores, clock, "c-c").interrupt_id,
-        secret=inbox.open_request(stores, alice, "c-c", clock.now_ms()).secret or "",
+        secret=manage.open_request(stores, alice, "c-c", clock.now_ms()).secret or "",
         status="resolved",
         payload={"decision": "approve"},
     )

@@ -96,12 +96,12 @@ def test_a_request_is_rerouted_once_then_timed_out(
 def test_an_operator_of_the_routed_role_can_answer(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
-    from interlock import inbox
+    from interlock import manage
 
     rt = rerouted(runtime, alice, "download the table", clock)
     bob = Caller("bob", frozenset({"supervisor"}))
 
-    opened = inbox.open_request(stores, bob, "c1", clock.now_ms())
+    opened = manage.open_request(stores, bob, "c1", clock.now_ms())
     done = resume_turn(
         rt,
         bob,
@@ -160,13 +160,15 @@ def test_an_operator_may_answer_a_rerouted_request_but_not_cancel_it(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
 
-    from interlock import errors, inbox
+    from interlock import errors, manage
 
     rerouted(runtime, alice, "download the table", clock)
 
     with pytest.raises(errors.Forbidden, match="only the chat's user"):
-        inbox.cancel_request(stores, Caller("bob", frozenset({"supervisor"})), "c1", clock.now_ms())
-    assert inbox.cancel_request(stores, alice, "c1", clock.now_ms()).state is (
+        manage.cancel_request(
+            stores, Caller("bob", frozenset({"supervisor"})), "c1", clock.now_ms()
+        )
+    assert manage.cancel_request(stores, alice, "c1", clock.now_ms()).state is (
         RequestState.CANCELLED
     )
 
@@ -174,12 +176,12 @@ def test_an_operator_may_answer_a_rerouted_request_but_not_cancel_it(
 def test_an_operator_approves_a_rerouted_action_with_the_owners_roles(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
-    from interlock import inbox
+    from interlock import manage
 
     rt = rerouted(runtime, alice, "send the report", clock)
     bob = Caller("bob", frozenset({"supervisor"}))  # may answer, cannot send reports himself
 
-    opened = inbox.open_request(stores, bob, "c1", clock.now_ms())
+    opened = manage.open_request(stores, bob, "c1", clock.now_ms())
     done = resume_turn(
         rt,
         bob,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from interlock import errors, inbox
+from interlock import errors, manage
 from interlock.adapters.factory import Stores, build_stores
 from interlock.answers import Reply
 from interlock.api.views import request_view
@@ -69,7 +69,7 @@ def _deny(surface: str, stores: Stores, chat: str, offer: dict[str, Any]) -> str
     rt = runtime(stores, f"deny-{surface}")
     now = SystemClock().now_ms()
     if surface == "page":
-        opened = inbox.open_request(stores, ALICE, chat, now)
+        opened = manage.open_request(stores, ALICE, chat, now)
         view = request_view(opened.request, now, opened.secret)
         # The page offers the buttons again, and says the approve was not acted on
         assert view["secret"] and view["binding"] is False and view["interrupted"] is True

@@ -39,7 +39,7 @@ from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.caller import Caller
 from interlock.config import InterlockConfig
 from interlock.deps import Runtime, TurnLimits
-from interlock.inbox import open_request
+from interlock.manage import open_request
 from interlock.pause import PAUSE_FAILED
 from interlock.records import RequestState
 from interlock.resume import resume_turn

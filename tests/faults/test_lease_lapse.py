@@ -19,7 +19,7 @@ import pytest
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock import errors
-from interlock.inbox import cancel_request
+from interlock.manage import cancel_request
 from interlock.ports import Stores
 from interlock.records import RequestState, Subject
 from interlock.resume import resume_turn
