@@ -40,13 +40,13 @@ from examples.doorstep.script import SCRIPT as DOORSTEP_SCRIPT  # noqa: E402
 from examples.mcp import SCENARIOS  # noqa: E402
 from interlock.agent import load_factory  # noqa: E402
 from interlock.answers import Reply  # noqa: E402
+from interlock.harness.model import Block, Scenario, ScriptedModel  # noqa: E402
+from interlock.harness.tools import ASKING_TOOLS  # noqa: E402
 from interlock.manage import cancel_request  # noqa: E402
 from interlock.outcomes import Offer, TurnResult  # noqa: E402
 from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_replies, resume_turn  # noqa: E402
-from interlock.runtime.model import Block, Scenario, ScriptedModel  # noqa: E402
-from interlock.runtime.tools import ASKING_TOOLS  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 from local.emulator import Emulator  # noqa: E402

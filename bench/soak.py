@@ -72,7 +72,7 @@ def _runtime(where: Where, worker: str, offset_ms: int = 0) -> Any:
 
     from examples.analyst.script import DEMO_SCENARIOS
     from interlock.adapters.factory import build_stores
-    from interlock.runtime.model import ScriptedModel
+    from interlock.harness.model import ScriptedModel
     from interlock.timing import StorePolicy
     from interlock.turns import Runtime, TurnLimits
 

@@ -17,8 +17,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from interlock.harness.journal import Journal  # noqa: E402
 from interlock.pause import persist_pause  # noqa: E402
-from interlock.runtime.journal import Journal  # noqa: E402
 from interlock.steps import recorder  # noqa: E402
 from interlock.timing import SystemClock  # noqa: E402
 from local.emulator import Emulator  # noqa: E402

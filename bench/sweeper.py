@@ -49,8 +49,8 @@ from interlock.adapters.queue import (  # noqa: E402
 )
 from interlock.adapters.schema import SWEEP_SHARDS  # noqa: E402
 from interlock.fanout import find_overdue  # noqa: E402
+from interlock.harness.model import ScriptedModel  # noqa: E402
 from interlock.pause import persist_pause  # noqa: E402
-from interlock.runtime.model import ScriptedModel  # noqa: E402
 from interlock.settling import settle_batch  # noqa: E402
 from interlock.sweeper import SweepReport  # noqa: E402
 from interlock.timing import ManualClock  # noqa: E402

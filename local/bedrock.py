@@ -6,7 +6,7 @@ body, answered with AWS event-stream frames (`application/vnd.amazon.eventstream
 prelude, headers, payload and CRC32s) carrying `messageStart`, `contentBlockStart`,
 `contentBlockDelta` (text, or a tool's input as JSON text), `contentBlockStop`,
 `messageStop` with the stop reason, and `metadata` with token usage. What the model says
-is what the scripted model (`interlock.runtime.model.ScriptedModel`) would say for the
+is what the scripted model (`interlock.harness.model.ScriptedModel`) would say for the
 same messages, so the analyst demo plays through it; the requests it was sent are kept.
 
 Failures come as Bedrock sends them, chosen by the model id:
@@ -39,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import unquote
 
-from interlock.runtime.model import Scenario, ScriptedModel
+from interlock.harness.model import Scenario, ScriptedModel
 
 EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
 _STRING: Final = 7  # the event-stream header value type of a UTF-8 string

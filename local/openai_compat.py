@@ -6,7 +6,7 @@ service does: server-sent events of `chat.completion.chunk` objects (text deltas
 calls with their arguments in pieces, a `finish_reason`, a last chunk with `usage`), then
 `data: [DONE]`. Strands' own `OpenAIModel` and the `openai` SDK run against it
 unchanged. What the model says is what the scripted model
-(`interlock.runtime.model.ScriptedModel`) says for the same conversation: the OpenAI
+(`interlock.harness.model.ScriptedModel`) says for the same conversation: the OpenAI
 messages are read back into Strands' shape, so the analyst demo plays through it.
 
 Failures come as such endpoints send them, chosen by the model name:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
-from interlock.runtime.model import Scenario, ScriptedModel
+from interlock.harness.model import Scenario, ScriptedModel
 from local.bedrock import Hold, QuietServer, Recorded, load_scenarios
 
 _MAX_BODY: Final = 16 * 1024 * 1024

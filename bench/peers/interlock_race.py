@@ -33,7 +33,7 @@ def race(emulator: Emulator) -> dict[str, Any]:
 
 
 def _race(emulator: Emulator) -> dict[str, Any]:
-    from interlock.runtime import transport
+    from interlock.harness import transport
 
     downloads = Downloads(transport.demo_fetch, racers=2)
     chat = f"race-{uuid.uuid4().hex[:12]}"  # its own table and chat: moto's state is per process
@@ -64,8 +64,8 @@ def _counted(downloads: Downloads) -> Iterator[Counter[str]]:
     """The demo transport replaced by the counted one, and model calls counted, while
     inside. Both are read when the runtime is built, so this wraps the server's start."""
     from interlock.api import wiring
-    from interlock.runtime import transport
-    from interlock.runtime.model import ScriptedModel
+    from interlock.harness import transport
+    from interlock.harness.model import ScriptedModel
 
     calls: Counter[str] = Counter()
     stream = ScriptedModel.stream

@@ -76,7 +76,7 @@ def measure(emulator: Emulator) -> dict[str, Any]:
     from langgraph.types import Command
 
     from bench.peers import langgraph_agent as agent
-    from interlock.runtime.transport import demo_fetch
+    from interlock.harness.transport import demo_fetch
 
     new_saver = _storage(emulator)
     pausing, resuming = agent.Tally(Downloads(demo_fetch)), agent.Tally(Downloads(demo_fetch))
@@ -107,7 +107,7 @@ def race(emulator: Emulator) -> dict[str, Any]:
     from langgraph.types import Command
 
     from bench.peers import langgraph_agent as agent
-    from interlock.runtime.transport import demo_fetch
+    from interlock.harness.transport import demo_fetch
 
     downloads = Downloads(demo_fetch, racers=2)
     new_saver = _storage(emulator)

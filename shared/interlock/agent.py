@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.config import Risk
 from interlock.context import RequestContext, current_request
-from interlock.runtime.hooks import AdmissionGate, AdmissionRule, ApprovalAlone
-from interlock.runtime.model import Block, Scenario, ScriptedModel
-from interlock.runtime.tools import ask_user, fetch_url, request_approval, request_info
+from interlock.harness.hooks import AdmissionGate, AdmissionRule, ApprovalAlone
+from interlock.harness.model import Block, Scenario, ScriptedModel
+from interlock.harness.tools import ask_user, fetch_url, request_approval, request_info
 
 if TYPE_CHECKING:
     from strands.hooks import HookProvider
@@ -173,8 +173,8 @@ def durable_mcp_tools(client: Any) -> list[Any]:
     """The tools of an MCP server (a Strands `MCPClient`, streamable HTTP or stdio) whose
     questions become durable cards: a server's `input_required` pauses the run, and the
     answer retries the call exactly once, in any process. Imported on first use, so an
-    agent without MCP never loads `mcp`; see `interlock.runtime.mcp`."""
-    from interlock.runtime.mcp import durable_mcp_tools as tools
+    agent without MCP never loads `mcp`; see `interlock.harness.mcp`."""
+    from interlock.harness.mcp import durable_mcp_tools as tools
 
     return tools(client)
 

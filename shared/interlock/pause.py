@@ -22,13 +22,13 @@ from interlock.answers import kind_of
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
+from interlock.harness.agent import BuiltAgent
+from interlock.harness.snapshot import paused_batch, paused_batch_tools, take_snapshot
 from interlock.interrupts import foreign_card, guards_call, is_own, tool_use_id_of
 from interlock.notify import NOTIFY_HOLD_MS
 from interlock.outcomes import Offer
 from interlock.ports import Entry, EntryRefused, Role, Stores
 from interlock.records import Asked, Kind, RequestRecord, TurnFence, new_request
-from interlock.runtime.agent import BuiltAgent
-from interlock.runtime.snapshot import paused_batch, paused_batch_tools, take_snapshot
 
 logger = logging.getLogger(__name__)
 

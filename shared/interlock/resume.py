@@ -58,6 +58,11 @@ from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, redact
 from interlock.context import request_scope
 from interlock.deps import Runtime
+from interlock.harness.agent import BuiltAgent, build_agent, inputs_for, lost_tools
+from interlock.harness.journal import Journal
+from interlock.harness.progress import ProgressRelay
+from interlock.harness.snapshot import load_snapshot
+from interlock.harness.tools import ASKING_KINDS, ASKING_TOOLS
 from interlock.heartbeat import Heartbeat
 from interlock.interrupts import guards_call, is_own, tool_use_id_of
 from interlock.outcomes import TurnResult
@@ -74,11 +79,6 @@ from interlock.records import (
     given_up,
     refusal,
 )
-from interlock.runtime.agent import BuiltAgent, build_agent, inputs_for, lost_tools
-from interlock.runtime.journal import Journal
-from interlock.runtime.progress import ProgressRelay
-from interlock.runtime.snapshot import load_snapshot
-from interlock.runtime.tools import ASKING_KINDS, ASKING_TOOLS
 from interlock.transcript import answer_message_id, text_message_id
 from interlock.turns import conclude, request_context
 

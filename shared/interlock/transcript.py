@@ -7,10 +7,10 @@ from typing import Any, Final
 
 from strands.agent.agent_result import AgentResult
 
+from interlock.harness.agent import BuiltAgent
+from interlock.harness.progress import result_text
 from interlock.outcomes import Usage
 from interlock.ports import Stores
-from interlock.runtime.agent import BuiltAgent
-from interlock.runtime.progress import result_text
 
 HISTORY_TURNS: Final = 50
 

@@ -21,14 +21,14 @@ from interlock.caller import Caller as Caller  # re-exported beside run_turn
 from interlock.context import RequestContext, request_scope
 from interlock.deps import Runtime as Runtime  # re-exported beside run_turn
 from interlock.deps import TurnLimits as TurnLimits
+from interlock.harness.agent import BuiltAgent, build_agent, model_failure
+from interlock.harness.progress import ProgressRelay
 from interlock.outcomes import TurnResult
 from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
 from interlock.ports import OutboxStore
 from interlock.progress import Progress, Started, ignore
 from interlock.records import Fence, RequestRecord, Subject, TurnFence
-from interlock.runtime.agent import BuiltAgent, build_agent, model_failure
-from interlock.runtime.progress import ProgressRelay
 from interlock.transcript import (
     answer_message_id,
     answer_turn,

@@ -11,9 +11,9 @@ from examples import analyst
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.agent import AgentInputs
 from interlock.config import InterlockConfig
-from interlock.runtime.agent import BuiltAgent, compose
-from interlock.runtime.journal import Journal
-from interlock.runtime.model import Scenario, ScriptedModel, Step
+from interlock.harness.agent import BuiltAgent, compose
+from interlock.harness.journal import Journal
+from interlock.harness.model import Scenario, ScriptedModel, Step
 
 
 class Transport:

@@ -304,7 +304,7 @@ def test_a_failure_after_an_effect_keeps_the_answer_and_a_takeover_finishes_it(
 def test_a_run_with_a_runaway_step_is_settled_not_retried_forever(
     rt: Runtime, alice: Caller, stores: Stores, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import interlock.runtime.journal as journal
+    import interlock.harness.journal as journal
 
     # Given a bound on one step that even the first step is over
     interrupt_id, secret = _pause(rt, alice, "please download the table")

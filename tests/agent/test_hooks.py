@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from interlock.context import RequestContext
-from interlock.runtime.hooks import MERGED, ONE_AT_A_TIME, RUN_ALONE, decide_batch
-from interlock.runtime.model import ScriptedModel
-from interlock.runtime.snapshot import load_snapshot, take_snapshot
+from interlock.harness.hooks import MERGED, ONE_AT_A_TIME, RUN_ALONE, decide_batch
+from interlock.harness.model import ScriptedModel
+from interlock.harness.snapshot import load_snapshot, take_snapshot
 from tests.agent.support import Transport, analyst_agent, scenario
 from tests.agent.test_tools import done, run
 
@@ -213,7 +213,7 @@ def test_the_model_call_limit_stops_a_runaway_invocation() -> None:
 
 
 def gated(risk_floor: str, rate: float = 0.5) -> Any:
-    from interlock.runtime.hooks import AdmissionGate, AdmissionRule
+    from interlock.harness.hooks import AdmissionGate, AdmissionRule
 
     return AdmissionGate({"send_report": AdmissionRule("send_report", risk_floor, "x")}, rate)
 

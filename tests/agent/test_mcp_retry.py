@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from interlock.context import RequestContext, request_scope
-from interlock.runtime.mcp import DurableMCPTool, _Told
+from interlock.harness.mcp import DurableMCPTool, _Told
 
 
 class RecordingOutbox:

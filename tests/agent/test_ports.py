@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from interlock.context import RequestContext, request_scope
+from interlock.harness.tools import fetch_url
 from interlock.records import Subject
-from interlock.runtime.tools import fetch_url
 from tests.agent.support import Transport
 
 

@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 from interlock.api.agui import encode, run_events
+from interlock.harness.scrub import SCRUBBED_NOTE, scrub
 from interlock.ports import Stores
 from interlock.resume import resume_turn
-from interlock.runtime.scrub import SCRUBBED_NOTE, scrub
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
 from tests.agent.support import Models, Transport, scenario

@@ -7,9 +7,9 @@ from strands.models.bedrock import BedrockModel
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.errors import IncompatibleSnapshot, InvalidInput
-from interlock.runtime.agent import ModelConfig, build_model
-from interlock.runtime.model import ScriptedModel
-from interlock.runtime.snapshot import (
+from interlock.harness.agent import ModelConfig, build_model
+from interlock.harness.model import ScriptedModel
+from interlock.harness.snapshot import (
     SCHEMA_VERSION,
     load_snapshot,
     paused_batch_tools,

@@ -8,10 +8,10 @@ from strands.agent.agent_result import AgentResult
 
 from interlock.cards import parse_decision
 from interlock.context import RequestContext, request_scope
+from interlock.harness.agent import BuiltAgent
+from interlock.harness.model import ScriptedModel
+from interlock.harness.snapshot import load_snapshot, take_snapshot
 from interlock.records import Subject
-from interlock.runtime.agent import BuiltAgent
-from interlock.runtime.model import ScriptedModel
-from interlock.runtime.snapshot import load_snapshot, take_snapshot
 from tests.agent.support import Transport, analyst_agent, scenario
 
 URL = "https://data.example.org/table.csv?token=s3cr3t#top"

@@ -38,9 +38,9 @@ from interlock.agent import load_factory  # noqa: E402
 from interlock.answers import Reply  # noqa: E402
 from interlock.config import InterlockConfig  # noqa: E402
 from interlock.deps import default_agent  # noqa: E402
+from interlock.harness.model import ScriptedModel  # noqa: E402
 from interlock.outcomes import TurnResult  # noqa: E402
 from interlock.resume import resume_replies  # noqa: E402
-from interlock.runtime.model import ScriptedModel  # noqa: E402
 from interlock.timing import StorePolicy  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 
@@ -160,7 +160,7 @@ class HangAfterWrite:
 
 
 class HangAroundMcpRetry:
-    """An outbox that stops dead at one point of an MCP retry (`runtime/mcp.py`):
+    """An outbox that stops dead at one point of an MCP retry (`harness/mcp.py`):
     `mcp-reserved` once the retry's reservation landed (nothing sent yet),
     `mcp-unrecorded` once the server's reply arrived, before it is recorded, and
     `mcp-recorded` once it is recorded, before the journal records the result."""

@@ -9,10 +9,10 @@ from typing import Any, Final
 
 from examples.analyst.script import DEMO_SCENARIOS, DOWNLOAD, REPORT
 from interlock.adapters.factory import Stores
+from interlock.harness.model import Scenario, ScriptedModel
 from interlock.outcomes import TurnResult
 from interlock.records import RequestRecord
 from interlock.resume import resume_turn
-from interlock.runtime.model import Scenario, ScriptedModel
 from interlock.timing import SystemClock
 from interlock.turns import Caller, Runtime, TurnLimits
 

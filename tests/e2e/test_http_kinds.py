@@ -23,7 +23,7 @@ from ag_ui.core import Interrupt, ResumeEntry
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.adapters.factory import build_stores
 from interlock.config import assemble
-from interlock.runtime.model import ScriptedModel
+from interlock.harness.model import ScriptedModel
 from interlock.sweeper import SweepReport, sweep
 from interlock.timing import StorePolicy, SystemClock
 from interlock.turns import Runtime

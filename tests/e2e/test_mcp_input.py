@@ -331,8 +331,8 @@ def test_over_stdio_the_same_tools_pause_and_retry_once(
     from interlock.agent import AgentInputs, AgentSpec, durable_mcp_tools
     from interlock.answers import Reply
     from interlock.config import InterlockConfig
+    from interlock.harness.model import ScriptedModel
     from interlock.resume import resume_replies
-    from interlock.runtime.model import ScriptedModel
     from interlock.turns import Caller, Runtime, run_turn
 
     ledger = tmp_path / "ledger.jsonl"

@@ -39,11 +39,11 @@ from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.caller import Caller
 from interlock.config import InterlockConfig
 from interlock.deps import Runtime, TurnLimits
+from interlock.harness.model import Scenario, ScriptedModel
 from interlock.manage import open_request
 from interlock.pause import PAUSE_FAILED
 from interlock.records import RequestState
 from interlock.resume import resume_turn
-from interlock.runtime.model import Scenario, ScriptedModel
 from interlock.sweeper import sweep
 from interlock.timing import DAY_S, StorePolicy, SystemClock
 from interlock.turns import run_turn

@@ -36,10 +36,10 @@ import pytest
 from interlock import keys
 from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import SWEEP_SHARDS, create_storage
+from interlock.harness.mcp import idempotency_key
+from interlock.harness.tools import ASKING_TOOLS
 from interlock.interrupts import tool_use_id_of
 from interlock.records import RequestState
-from interlock.runtime.mcp import idempotency_key
-from interlock.runtime.tools import ASKING_TOOLS
 from interlock.timing import StorePolicy, SystemClock
 from tests.e2e.test_mcp_input import Bank, serve_bank
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines

@@ -19,11 +19,11 @@ import pytest
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock import errors
+from interlock.harness.model import ScriptedModel
 from interlock.manage import cancel_request
 from interlock.ports import Stores
 from interlock.records import RequestState, Subject
 from interlock.resume import resume_turn
-from interlock.runtime.model import ScriptedModel
 from interlock.sweeper import sweep
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn

@@ -31,9 +31,9 @@ from interlock.adapters.queue import (
     create_settle_queues,
 )
 from interlock.fanout import find_overdue
+from interlock.harness.model import ScriptedModel
 from interlock.ports import Stores
 from interlock.records import RequestState
-from interlock.runtime.model import ScriptedModel
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
 from local.emulator import Emulator

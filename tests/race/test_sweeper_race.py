@@ -9,7 +9,7 @@ import pytest
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.adapters.factory import Stores
-from interlock.runtime.model import ScriptedModel
+from interlock.harness.model import ScriptedModel
 from interlock.sweeper import SweepReport, sweep
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn

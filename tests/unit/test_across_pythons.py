@@ -47,7 +47,7 @@ BODIES: Final = [
 # Run in each interpreter, with only the standard library and Interlock's own modules.
 PROBE: Final = """
 import ipaddress, json, sys
-from interlock.runtime.transport import refusal
+from interlock.harness.transport import refusal
 from interlock.egress import safe_url
 from interlock.api.bodies import bounded_json
 cases = json.loads(sys.stdin.read())

@@ -105,7 +105,7 @@ _PACKAGES: Final = (
     "shared/interlock",
     "shared/interlock/adapters",
     "shared/interlock/api",
-    "shared/interlock/runtime",
+    "shared/interlock/harness",
     "infra",
     "local",
 )

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from interlock.runtime import transport
-from interlock.runtime.transport import HttpFetch
+from interlock.harness import transport
+from interlock.harness.transport import HttpFetch
 
 CLASSES = {
     "loopback": "127.0.0.1",

@@ -64,8 +64,8 @@ def runtime() -> Runtime:
     configured model, the fetch transport."""
     from interlock.agent import load_factory
     from interlock.deps import Runtime, TurnLimits
-    from interlock.runtime.agent import ModelConfig, build_model, check_agent
-    from interlock.runtime.transport import transport_for
+    from interlock.harness.agent import ModelConfig, build_model, check_agent
+    from interlock.harness.transport import transport_for
 
     settings, where = config(), deployment()
     model = ModelConfig(settings.model_spec, os.environ.get("AWS_REGION"), openai_key)

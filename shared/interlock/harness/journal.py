@@ -25,7 +25,7 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 
 from interlock.errors import LeaseLost, StoreError, TooLarge
-from interlock.runtime.wrapped import WrappedModel
+from interlock.harness.wrapped import WrappedModel
 
 MODEL: Final = "model"
 TOOL: Final = "tool"

@@ -25,8 +25,8 @@ from strands.hooks import (
 from interlock.cards import ACTION, action_card, outcome_text, parse_decision, unattended_denial
 from interlock.config import Risk
 from interlock.context import current_request
-from interlock.runtime.journal import ReplayedTool
-from interlock.runtime.tools import own_resume_card
+from interlock.harness.journal import ReplayedTool
+from interlock.harness.tools import own_resume_card
 
 logger = logging.getLogger(__name__)
 

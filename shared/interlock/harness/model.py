@@ -4,7 +4,7 @@ It is a real Strands `Model`: the agent loop, tools, hooks and interrupts all ru
 real; only the model's choices come from a script. Which step to play is derived from
 the conversation itself (assistant messages since the turn's user prompt), so a fresh
 process that loads a snapshot continues the script exactly where the paused one was.
-Deployed agents use Bedrock; see `interlock.runtime.agent.build_model`.
+Deployed agents use Bedrock; see `interlock.harness.agent.build_model`.
 """
 
 from __future__ import annotations

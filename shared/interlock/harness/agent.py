@@ -17,11 +17,11 @@ from strands.tools.executors import SequentialToolExecutor
 from interlock import errors
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.config import ModelSpec
-from interlock.runtime.hooks import ModelCallLimit, RunMeter, UnavailableTools
-from interlock.runtime.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
-from interlock.runtime.model import Scenario, ScriptedModel
-from interlock.runtime.progress import ProgressRelay
-from interlock.runtime.scrub import UrlScrubbedModel
+from interlock.harness.hooks import ModelCallLimit, RunMeter, UnavailableTools
+from interlock.harness.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
+from interlock.harness.model import Scenario, ScriptedModel
+from interlock.harness.progress import ProgressRelay
+from interlock.harness.scrub import UrlScrubbedModel
 
 if TYPE_CHECKING:
     from interlock.caller import Caller

@@ -22,7 +22,7 @@ from strands.types.tools import ToolSpec
 
 from interlock.context import current_request
 from interlock.egress import scrub_text
-from interlock.runtime.wrapped import WrappedModel
+from interlock.harness.wrapped import WrappedModel
 
 SCRUBBED_NOTE = (
     "Note: the query string and fragment were removed from the URL; they are never "

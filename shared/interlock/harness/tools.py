@@ -22,6 +22,7 @@ from interlock.cards import (
 from interlock.context import current_request
 from interlock.egress import safe_url
 from interlock.errors import InvalidInput
+from interlock.harness.scrub import SCRUBBED_NOTE
 from interlock.questions import (
     INFO,
     QUESTION,
@@ -32,7 +33,6 @@ from interlock.questions import (
     question_card,
 )
 from interlock.records import Subject
-from interlock.runtime.scrub import SCRUBBED_NOTE
 
 APPROVAL_INTERRUPT: Final = "interlock.approval"
 MAX_FETCHED_CHARS: Final = 4000
