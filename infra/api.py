@@ -43,7 +43,7 @@ from infra.hosting import SiteRefs
 from infra.layer import InterlockLayer
 from infra.monitoring import Monitoring
 from infra.regions import plan_region
-from infra.settings import Settings, check_model_region
+from infra.settings import ANY_ORIGIN, Settings, check_model_region
 from infra.settle import Settle
 from infra.storage import StorageRefs
 from infra.sweeper import Sweeper
@@ -180,7 +180,7 @@ class InterlockApiStack(Stack):
         ).layer_version
         self.channel_secrets = _channel_secrets(self, settings)
         self.model_secret = _model_secret(self, settings)
-        page_url = settings.allowed_origin or site.url
+        page_url = page_url_for(settings.allowed_origin, site.url)
         self.functions: dict[Function, InterlockFunction] = {}
         # Resume first: the run function hands it the resumes posted to the one endpoint,
         # and the channels function the taps it screened.
@@ -589,3 +589,11 @@ def _acknowledge(stack: InterlockApiStack, *, logged: bool) -> None:
             ),
         )
     )
+
+
+def page_url_for(allowed_origin: str | None, site_url: str) -> str:
+    """The card page's URL that channel posts link to: the configured origin, unless it
+    is `*` (any origin may call the API, which names no page), then the stack's own."""
+    if allowed_origin and allowed_origin != ANY_ORIGIN:
+        return allowed_origin
+    return site_url

@@ -105,7 +105,8 @@ def reserved_in(
                 raise errors.LimitExceeded(
                     f"the daily budget of {limits.daily_turns} is spent"
                 ) from None
-            raise
+            # No other entry of these writes has a condition of its own: say which one.
+            raise errors.StoreError(f"the write was refused by its {refused.role} entry") from None
         held = Held(user, holder, index)
         try:
             yield written, held

@@ -508,13 +508,14 @@ def _take_over(
     recordable = _recordable(answers)
     with reserved(rt, caller) as slot:
         replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
+        withdrawn = _withdrawals(rt, record) if replacing else []
         claim = rt.stores.requests.claim(
             record,
             secret,
             rt.worker_id,
             rt.clock.now_ms(),
             answer=recordable,
-            replaces=_withdrawals(rt, record) if replacing else [],
+            replaces=withdrawn,
             by=caller.user_id,
             via=source,
         )

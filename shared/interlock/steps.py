@@ -1,6 +1,6 @@
 """Where a resumed run's journal steps are kept: one item per step, fenced by the claim.
 
-A step is a model response or a tool result as JSON text (`runtime.journal`). Each is
+A step is a model response or a tool result as JSON text (`harness.journal`). Each is
 written on its own, so recording step 20 costs what step 2 did, and a step too large for
 a DynamoDB item (a big tool result) is stored as an object first, its item then pointing
 at it by key and digest: the same order as a snapshot and its pointer, so an item never

@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Template
 from cfnlint.api import lint_file
 
+from infra.api import page_url_for
 from infra.wiring import Stacks
 from tests.infra.support import (
     ALL_FUNCTIONS,
@@ -130,3 +132,31 @@ def test_the_configured_templates_pass_cfn_lint(configured_stacks: Stacks) -> No
         if match.rule.id not in IGNORED_RULES
     ]
     assert findings == []
+
+
+def test_every_functions_environment_is_one_the_runtime_accepts(
+    api_template: Template, configured_api_template: Template
+) -> None:
+    # Each function reads its settings at start: a value the stack writes that the
+    # runtime would refuse (a page URL of '*', say) fails here, not at a cold start.
+    from interlock.config import Deployment, assemble
+
+    for template in (api_template, configured_api_template):
+        for function in template.find_resources("AWS::Lambda::Function").values():
+            variables = function["Properties"].get("Environment", {}).get("Variables", {})
+            # Names of resources are references, resolved at deploy; the rest is literal.
+            literal = {k: v for k, v in variables.items() if isinstance(v, str)}
+            Deployment.from_env(literal)
+            assemble(literal)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [
+        ("https://cards.example.com", "https://cards.example.com"),
+        ("*", "https://d1.cloudfront.net"),
+        (None, "https://d1.cloudfront.net"),
+    ],
+)
+def test_posts_link_to_the_page_and_never_to_any_origin(allowed: str | None, expected: str) -> None:
+    assert page_url_for(allowed, "https://d1.cloudfront.net") == expected
