@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 if TYPE_CHECKING:
     from interlock.config_model import InterlockConfig as InterlockConfig
@@ -157,8 +157,11 @@ class ModelSpec:
         return f"{self.provider}:{self.model_id}"
 
 
-_FUNCTIONS: Final = ("run", "resume")
-_FETCHES: Final = ("http", "demo")
+# The streaming functions a process may be, and the fetch transports it may use.
+StreamFunction = Literal["run", "resume"]
+Fetch = Literal["http", "demo"]
+_FUNCTIONS: Final = get_args(StreamFunction)
+_FETCHES: Final = get_args(Fetch)
 
 
 @dataclass(frozen=True)
@@ -201,9 +204,9 @@ class Deployment:
     agent: str = DEFAULT_AGENT
     agent_config_file: str | None = None
     agent_config_param: str | None = None
-    fetch: Literal["http", "demo"] = "http"
+    fetch: Fetch = "http"
     allowed_origin: str = ""
-    function: Literal["run", "resume"] | None = None
+    function: StreamFunction | None = None
     resume_function: str | None = None
     settle_queue_url: str | None = None
     slack_secret: str | None = None

@@ -147,7 +147,8 @@ def resume_turn(
         _check_roles(rt, caller, record, now)
 
         decisions = partial(_decision_details, rt, record, waited_ms, source)
-        with _claimed(rt, caller, record, secret, answers, decisions, source) as claimed:
+        ask = _Answering(rt, caller, secret, answers, decisions, source)
+        with _claimed(ask, record) as claimed:
             progress(Started())
             claim, answers = claimed.claim, claimed.answers
             result = continue_claimed(
@@ -383,6 +384,19 @@ def _decision_details(
 
 
 @dataclass(frozen=True)
+class _Answering:
+    """Who answers, with what, and how their `decision` events read: what every way of
+    claiming a request needs besides the request itself."""
+
+    rt: Runtime
+    caller: Caller
+    secret: str
+    answers: Answers
+    decisions: Callable[[Answers], list[dict[str, Any]]]
+    source: str
+
+
+@dataclass(frozen=True)
 class _Claimed:
     claim: RequestRecord
     answers: Answers  # as the claim recorded them
@@ -398,90 +412,64 @@ _RESERVATION_ENTRIES: Final = 2  # the slot and the budget unit (`reserved_in`)
 
 
 @contextmanager
-def _claimed(
-    rt: Runtime,
-    caller: Caller,
-    record: RequestRecord,
-    secret: str,
-    answers: Answers,
-    decisions: Callable[[Answers], list[dict[str, Any]]],
-    source: str,
-) -> Iterator[_Claimed]:
+def _claimed(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
     """Claim `record` holding a concurrency slot and a unit of daily budget.
 
     A pending request is claimed in one transaction with everything that belongs with
     the claim (`_claim_pending`). One still claimed by a worker whose lease lapsed, or
     found so by that transaction, is taken over (`_take_over`).
     """
-    _check_not_given_up(rt, record)
+    _check_not_given_up(ask.rt, record)
     with ExitStack() as held:
         claimed = None
         if record.state is RequestState.PENDING and record.journal_id is None:
             try:
-                claimed = held.enter_context(
-                    _claim_pending(rt, caller, record, secret, answers, decisions, source)
-                )
+                claimed = held.enter_context(_claim_pending(ask, record))
             except NotPending as changed:
                 # Raised by the claim's own write, before anything was held: the request
                 # was claimed meanwhile and that claim lapsed. Take it over instead.
                 record = changed.current
-                _check_not_given_up(rt, record)
+                _check_not_given_up(ask.rt, record)
         if claimed is None:
-            claimed = held.enter_context(
-                _take_over(rt, caller, record, secret, answers, decisions, source)
-            )
+            claimed = held.enter_context(_take_over(ask, record))
         yield claimed
 
 
 @contextmanager
-def _claim_pending(
-    rt: Runtime,
-    caller: Caller,
-    record: RequestRecord,
-    secret: str,
-    answers: Answers,
-    decisions: Callable[[Answers], list[dict[str, Any]]],
-    source: str,
-) -> Iterator[_Claimed]:
+def _claim_pending(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
     """Claim a pending request in one transaction with its slot, budget, `decision`
     events and the rows its approvals grant (when they fit beside the rest)."""
+    rt = ask.rt
 
     def write(reservation: list[Entry]) -> RequestRecord:
-        riders = partial(_claim_riders, rt, caller, record, answers, decisions, reservation)
         return rt.stores.requests.claim_with(
             record,
-            secret,
+            ask.secret,
             rt.worker_id,
             rt.clock.now_ms(),
-            _recordable(answers),
-            riders,
-            by=caller.user_id,
-            via=source,
+            _recordable(ask.answers),
+            partial(_claim_riders, ask, record, reservation),
+            by=ask.caller.user_id,
+            via=ask.source,
         )
 
-    with reserved_in(rt, caller, write) as (claim, slot):
-        recorded = _recorded(claim, answers)
+    with reserved_in(rt, ask.caller, write) as (claim, slot):
+        recorded = _recorded(claim, ask.answers)
         granted = _grant_entries(rt, claim, recorded, _room(record)) is not None
         yield _Claimed(claim, recorded, slot, granted=granted)
 
 
 def _claim_riders(
-    rt: Runtime,
-    caller: Caller,
-    record: RequestRecord,
-    answers: Answers,
-    decisions: Callable[[Answers], list[dict[str, Any]]],
-    reservation: list[Entry],
-    claimed: RequestRecord,
+    ask: _Answering, record: RequestRecord, reservation: list[Entry], claimed: RequestRecord
 ) -> list[Entry]:
     """What commits with the claim of a pending request: the slot and budget, a
     `decision` event per interrupt, and the granted rows unless there are too many."""
-    recorded = _recorded(claimed, answers)
+    recorded = _recorded(claimed, ask.answers)
     events = [
-        audit_entry(rt, caller, record.chat_id, "decision", **detail)
-        for detail in decisions(recorded)
+        audit_entry(ask.rt, ask.caller, record.chat_id, "decision", **detail)
+        for detail in ask.decisions(recorded)
     ]
-    rows = _grant_entries(rt, claimed, recorded, _room(record)) or []
+    rows = _grant_entries(ask.rt, claimed, recorded, _room(record)) or []
     return [*reservation, *events, *rows]
 
 
@@ -492,36 +480,28 @@ def _room(record: RequestRecord) -> int:
 
 
 @contextmanager
-def _take_over(
-    rt: Runtime,
-    caller: Caller,
-    record: RequestRecord,
-    secret: str,
-    answers: Answers,
-    decisions: Callable[[Answers], list[dict[str, Any]]],
-    source: str,
-) -> Iterator[_Claimed]:
+def _take_over(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
     """Claim a request whose earlier claim lapsed: take the slot first, then claim with
     one conditional update that reads back what the earlier claim recorded. When this
     answer differs and nothing was acted on, it replaces the recorded one, and what the
     earlier answer granted is withdrawn in the same write."""
-    recordable = _recordable(answers)
-    with reserved(rt, caller) as slot:
+    rt, recordable = ask.rt, _recordable(ask.answers)
+    with reserved(rt, ask.caller) as slot:
         replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
         withdrawn = _withdrawals(rt, record) if replacing else []
         claim = rt.stores.requests.claim(
             record,
-            secret,
+            ask.secret,
             rt.worker_id,
             rt.clock.now_ms(),
             answer=recordable,
             replaces=withdrawn,
-            by=caller.user_id,
-            via=source,
+            by=ask.caller.user_id,
+            via=ask.source,
         )
-        recorded = _recorded(claim, answers)
-        for detail in decisions(recorded):
-            audit(rt, caller, record.chat_id, "decision", **detail)
+        recorded = _recorded(claim, ask.answers)
+        for detail in ask.decisions(recorded):
+            audit(rt, ask.caller, record.chat_id, "decision", **detail)
         yield _Claimed(claim, recorded, slot, granted=False)
 
 

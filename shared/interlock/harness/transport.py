@@ -29,9 +29,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
 from urllib.parse import urljoin, urlsplit
 
+from interlock.config import Fetch
 from interlock.context import FetchPort
 from interlock.egress import safe_url
 from interlock.errors import InvalidInput
@@ -271,7 +272,7 @@ def demo_fetch(url: str) -> str:
     return f"id,name,value\n1,alpha,42\n2,beta,17\n(demo content for {url})"
 
 
-def transport_for(fetch: Literal["http", "demo"]) -> FetchPort:
+def transport_for(fetch: Fetch) -> FetchPort:
     """The fetch transport a deployment names (`Deployment.fetch`): the real one, or the
     stand-in for machines with no network."""
     return demo_fetch if fetch == "demo" else HttpFetch()
