@@ -13,9 +13,12 @@ def test_the_import_times_ratios_and_targets_are_reported() -> None:
         assert 0 < timed["median_cpu_ms"] < 60_000, name
         assert 0 < timed["median_ms"] < 60_000, name
     times = {name: timed["median_cpu_ms"] for name, timed in figures["import"].items()}
-    # A handler imports what it stands next to, and more
-    assert times["run"] > times["boto3"] and times["requests"] > times["boto3"]
-    assert times["strands"] > times["boto3"], "strands imports boto3"
+    # A handler imports what it stands next to, and more: counted in modules, which one
+    # busy machine cannot reorder as it can two timings of a single run
+    loaded = {name: timed["modules"] for name, timed in figures["import"].items()}
+    assert loaded["run"] > loaded["strands"] and loaded["resume"] > loaded["strands"]
+    assert loaded["requests"] > loaded["boto3"]
+    assert loaded["strands"] > loaded["boto3"], "strands imports boto3"
     assert set(figures["ratios"]) == {"run_to_strands", "resume_to_strands", "requests_to_boto3"}
     assert figures["ratios"]["run_to_strands"] == round(times["run"] / times["strands"], 2)
     assert all(isinstance(met, bool) for met in figures["targets"].values())
