@@ -38,7 +38,9 @@ from langgraph.types import Command, interrupt
 from langgraph_checkpoint_aws import DynamoDBSaver
 from pydantic import ConfigDict
 
+from bench.long_agent import SCRIPT, big_result
 from examples.analyst.script import DOWNLOAD
+from interlock.agent import Scenario
 
 REGION = "us-east-1"
 TTL_S = 7 * 24 * 3600  # the README's production example: a week
@@ -90,15 +92,17 @@ class State(TypedDict):
 
 
 class ScriptedChat(BaseChatModel):
-    """A scripted stand-in chat model: the demo's DOWNLOAD scenario, one step per call.
+    """A scripted stand-in chat model: one step of a script per call.
 
-    The step is derived from the conversation (assistant messages since the last user
-    message), as Interlock's `ScriptedModel` derives it, so any process continues the
-    script where a checkpoint left it.
+    It plays the scenario whose keyword is in the turn's prompt (else the first), and
+    derives the step from the conversation (assistant messages since the last user
+    message), as Interlock's `ScriptedModel` does, so any process continues the script
+    where a checkpoint left it. The demo's DOWNLOAD scenario unless told otherwise.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     tally: Tally
+    script: tuple[Scenario, ...] = (DOWNLOAD,)
 
     @property
     def _llm_type(self) -> str:
@@ -115,11 +119,18 @@ class ScriptedChat(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         asked = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+        said = str(messages[asked].content).lower()
+        scenario = next((s for s in self.script if any(k in said for k in s.keywords)), None)
+        steps = (scenario or self.script[0]).steps
         step = sum(1 for m in messages[asked:] if isinstance(m, AIMessage))
         last_ai = max(i for i, m in enumerate(messages) if i == asked or isinstance(m, AIMessage))
         results = [str(m.content) for m in messages[last_ai:] if isinstance(m, ToolMessage)]
         self.tally.model_call(step)
-        blocks = DOWNLOAD.steps[step](results)
+        blocks = (
+            steps[step](results)
+            if step < len(steps)
+            else [{"text": "That is all I had planned for this request."}]
+        )
         text = " ".join(b["text"] for b in blocks if "text" in b)
         calls = [
             {"name": b["tool"], "args": b["input"], "id": f"call_{uuid.uuid4().hex[:24]}"}
@@ -177,11 +188,14 @@ def build_tools(tally: Tally) -> list[BaseTool]:
 
 def build_graph(tally: Tally, checkpointer: DynamoDBSaver) -> Any:
     """The agent loop: model, then tools while the model asks for them."""
-    tools = build_tools(tally)
-    model = ScriptedChat(tally=tally).bind_tools(tools)
+    return _loop(build_tools(tally), ScriptedChat(tally=tally), checkpointer)
+
+
+def _loop(tools: list[BaseTool], model: ScriptedChat, checkpointer: DynamoDBSaver) -> Any:
+    bound = model.bind_tools(tools)
 
     def agent(state: State) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
+        return {"messages": [bound.invoke(state["messages"])]}
 
     builder = StateGraph(State)
     builder.add_node("agent", agent)
@@ -232,3 +246,31 @@ def saver(endpoint: str, table: str, bucket: str) -> DynamoDBSaver:
         enable_checkpoint_compression=True,
         s3_offload_config={"bucket_name": bucket, "endpoint_url": endpoint},
     )
+
+
+def build_long_tools(tally: Tally) -> list[BaseTool]:
+    """`bench/long_agent.py`'s tools: `start_build` pauses for a person's go-ahead,
+    `build_part` returns a line or the same 30 KB build log."""
+
+    @tool
+    def start_build(tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Start building the parts, once a person agrees."""
+        tally.tool_body("start_build", tool_call_id)
+        answer = interrupt({"message": "Build the parts?"})
+        return f"The person answered {answer}."
+
+    @tool
+    def build_part(
+        n: int, tool_call_id: Annotated[str, InjectedToolCallId], big: bool = False
+    ) -> str:
+        """Build part n; returns its build log."""
+        tally.tool_body("build_part", tool_call_id)
+        return big_result(n) if big else f"part {n} built"
+
+    return [start_build, build_part]
+
+
+def build_long_graph(tally: Tally, checkpointer: DynamoDBSaver) -> Any:
+    """The same loop with the long-run agent's tools and script (`bench/long_agent.py`)."""
+    model = ScriptedChat(tally=tally, script=tuple(SCRIPT))
+    return _loop(build_long_tools(tally), model, checkpointer)

@@ -1,10 +1,11 @@
 """Where a resumed run's journal steps are kept: one item per step, fenced by the claim.
 
 A step is a model response or a tool result as JSON text (`harness.journal`). Each is
-written on its own, so recording step 20 costs what step 2 did, and a step too large for
-a DynamoDB item (a big tool result) is stored as an object first, its item then pointing
-at it by key and digest: the same order as a snapshot and its pointer, so an item never
-names an object that was not confirmed.
+written on its own, so recording step 20 costs what step 2 did, and a step larger than
+`StorePolicy.inline_bytes` (a big tool result) is stored as an object first, its item
+then pointing at it by key and digest: the same order as a snapshot and its pointer, so
+an item never names an object that was not confirmed. Past that size one PUT costs less
+than the step's bytes in its fenced transaction, and no step is too large for an item.
 
 A claim that began the journal (its token is the journal's id) has nothing to read; only
 a takeover queries the steps its predecessors recorded.
@@ -19,9 +20,6 @@ from typing import Final
 from interlock.ports import Stores
 from interlock.records import RequestRecord
 
-# Larger steps go to S3: under DynamoDB's 400 KB item, with room for the key and the
-# request's own fence check in the same transaction.
-ITEM_STEP_BYTES: Final = 256 * 1024
 OBJECT: Final = "object"
 
 
@@ -31,9 +29,10 @@ def recorder(stores: Stores, claim: RequestRecord) -> Callable[[int, str, bool],
     if journal_id is None:
         raise ValueError("only a claim that recorded its answer keeps a journal")
     version = claim.fence.lease_token  # each writer's objects are its own
+    inline = stores.policy.inline_bytes
 
     def record(seq: int, entry: str, acting: bool) -> None:
-        if len(entry.encode()) > ITEM_STEP_BYTES:
+        if len(entry.encode()) > inline:
             key, digest = stores.blobs.put_step(claim.chat_id, journal_id, seq, entry, version)
             entry = json.dumps({"k": OBJECT, "key": key, "digest": digest})
         stores.requests.record_step(claim, seq, entry, acting=acting)

@@ -74,10 +74,10 @@ class StorePolicy:
         max_failures: Failed runs of an answered request (released, or reset to be
             answered afresh when nothing was acted on) before it is given up.
         max_item_bytes: Budget for one pointer item, well under DynamoDB's 400 KB.
-        inline_answer_bytes: Largest final answer (its text, tool calls and results)
-            kept in the request's own item; a larger one is an S3 object. The finish
-            is a transaction, billed 2 WRU per KB of the item: past about 4 KB one S3
-            PUT costs less than carrying the answer in it.
+        inline_bytes: Largest final answer (its text, tool calls and results) kept in
+            the request's own item, and largest journal step kept in its own item; a
+            larger one is an S3 object. Both are written in transactions, billed 2 WRU
+            per KB: past about 4 KB one S3 PUT (the price of 8 WRU) costs less.
         approval_ttl_s: How long an approval row lives (it covers the rest of the chat).
         max_snapshot_bytes: Largest compressed snapshot accepted.
     """
@@ -91,7 +91,7 @@ class StorePolicy:
     max_claims: int = 3
     max_failures: int = 5
     max_item_bytes: int = 300_000
-    inline_answer_bytes: int = 4 * 1024
+    inline_bytes: int = 4 * 1024
     approval_ttl_s: int = 30 * DAY_S
     max_snapshot_bytes: int = 5 * 1024 * 1024
     snapshot_lifecycle_days: int = SNAPSHOT_LIFECYCLE_DAYS

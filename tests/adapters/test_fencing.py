@@ -307,16 +307,16 @@ def test_an_expiry_withdraws_a_dead_claims_grants_with_it_or_not_at_all(
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
 
 
-def test_a_step_too_big_for_its_item_is_an_object_of_its_writers_own(
+def test_a_step_over_the_inline_size_is_an_object_of_its_writers_own(
     stores: Stores, clock: ManualClock, aws: dict[str, Any]
 ) -> None:
     from interlock import steps
 
     # Given a worker whose lease lapsed before it recorded its first step, and the
-    # takeover that recorded that step: a tool result over the item bound (so in S3)
+    # takeover that recorded that step: a tool result over the inline size (so in S3)
     first, opened = _claimed(stores, clock)
     second = _taken_over(stores, clock, opened)
-    big = '{"k":"tool","id":"t1","result":"' + "x" * (steps.ITEM_STEP_BYTES + 1) + '"}'
+    big = '{"k":"tool","id":"t1","result":"' + "x" * stores.policy.inline_bytes + '"}'
     steps.recorder(stores, second)(0, big, False)
 
     # When the first worker, still running, records its own step 0
@@ -339,7 +339,7 @@ def test_a_step_object_that_is_not_the_one_recorded_stops_the_takeover(
     from interlock import steps
 
     first, opened = _claimed(stores, clock)
-    big = '{"k":"tool","id":"t1","result":"' + "x" * (steps.ITEM_STEP_BYTES + 1) + '"}'
+    big = '{"k":"tool","id":"t1","result":"' + "x" * stores.policy.inline_bytes + '"}'
     steps.recorder(stores, first)(0, big, False)
     (found,) = aws["s3"].list_objects_v2(Bucket=aws["bucket"], Prefix="steps/")["Contents"]
     aws["s3"].put_object(Bucket=aws["bucket"], Key=found["Key"], Body=b"not the step")
@@ -347,3 +347,18 @@ def test_a_step_object_that_is_not_the_one_recorded_stops_the_takeover(
     second = _taken_over(stores, clock, opened)
     with pytest.raises(errors.StoreError, match="not the one recorded"):
         steps.recorded(stores, second)
+
+
+def test_a_step_of_the_inline_size_stays_in_its_item(
+    stores: Stores, clock: ManualClock, aws: dict[str, Any]
+) -> None:
+    from interlock import steps
+
+    first, opened = _claimed(stores, clock)
+    wrapper = '{"k":"tool","id":"t1","result":""}'
+    small = wrapper[:-2] + "x" * (stores.policy.inline_bytes - len(wrapper)) + '"}'
+    assert len(small.encode()) == stores.policy.inline_bytes
+    steps.recorder(stores, first)(0, small, False)
+
+    assert "Contents" not in aws["s3"].list_objects_v2(Bucket=aws["bucket"], Prefix="steps/")
+    assert steps.recorded(stores, _taken_over(stores, clock, opened)) == [small]

@@ -951,14 +951,14 @@ class RequestStore:
     def answer_fits(self, claim: RequestRecord, text: str, answer: dict[str, Any]) -> bool:
         """Whether the answer can be stored inline in the request's own item (`finish`
         without an S3 object): its text and the rest small enough to be cheaper there
-        (`StorePolicy.inline_answer_bytes`), and within the item budget."""
+        (`StorePolicy.inline_bytes`), and within the item budget."""
         rest = json.dumps(answer, separators=(",", ":"), default=str)
         extra = len("final_text") + len(text.encode()) + len("answer")
         return self._fits_with(claim, rest, extra)
 
     def _fits_with(self, claim: RequestRecord, final_text: str, extra: int = 0) -> bool:
         added = len("final_text") + len(final_text.encode()) + extra
-        if added > self._policy.inline_answer_bytes:
+        if added > self._policy.inline_bytes:
             return False
         return item_size(_to_item(claim)) + added <= self._policy.max_item_bytes
 
