@@ -53,6 +53,10 @@ REGION: Final = "us-east-1"
 LATER_MS: Final = 10 * 60_000  # past a resume lease (30 s) and a turn's lease (6 min)
 OVERDUE_MS: Final = (DAY_S + 600) * 1000  # past a card's expiry
 ROLE: dict[str, str] = {"now": "run"}  # which half of the chat's life is running
+# What a download fetches: a table over `StorePolicy.inline_bytes`, so the resumed run
+# records its result as an object first and the put and the read of that object are
+# cells of the matrix too.
+TABLE: Final = "a,b\n" + "\n".join(f"{i},{i * i}" for i in range(600))
 
 
 def _ask(prompt: str) -> dict[str, Any]:
@@ -270,7 +274,7 @@ def child_main(spec: CellSpec) -> None:
         stores,
         lambda: LoggedModel(work / "models.log"),
         clock=ShiftedClock(spec.offset_ms),
-        fetch=lambda url: "a,b\n1,2",
+        fetch=lambda url: TABLE,
         limits=TurnLimits(heartbeat_s=120),
         # Named by the phase and its time, not the pid: the slot a worker tries first
         # follows from its name, so a cell makes the same calls as its trace

@@ -120,10 +120,14 @@ def is_write(op: str) -> bool:
     }
 
 
-def in_flight(op: str) -> bool:
+def in_flight(op: str, mode: str) -> bool:
     """Whether a fault here can catch a finished model call or tool body before its
-    journal record: the one step such a fault may legitimately repeat."""
-    return "Put STEP" in op or "OUTBOX" in op
+    journal record: the one step such a fault may legitimately repeat. Killed after the
+    record's own write, nothing was lost; a step's object comes before its record, so
+    a fault there in any mode loses the step."""
+    if op.startswith("PutObject steps"):
+        return True
+    return ("Put STEP" in op or "OUTBOX" in op) and mode != "kill_after"
 
 
 def _sk(body: dict[str, Any]) -> str:

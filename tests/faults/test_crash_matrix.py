@@ -237,7 +237,7 @@ class Lab:
         self.run(spec)
         for phase, offset in _recovery(cell):
             assert self.run(self.spec(work, cell.story, phase, offset_ms=offset)) == 0
-        allowance = 1 if in_flight(cell.op) and cell.mode != "kill_after" else 0
+        allowance = 1 if in_flight(cell.op, cell.mode) else 0
         story = STORIES[cell.story]
         broken = verdict(self.stores(work), self.storage(work), work, story, allowance)
         if story.agent == "payments" and self.bank is not None:
