@@ -244,13 +244,17 @@ def test_a_long_run_killed_at_step_ten_is_taken_over_repeating_no_model_call_or_
         [f"model {k}" for k in range(STEPS + 2)] + [f"tool {n}" for n in range(1, STEPS + 1)]
     )
     # Each step is an item of its own (the question tool's result, 21 responses and 20
-    # results; the big ones well under an item's limit), so the 150 KB of results never
-    # met a journal cap
+    # results), so the 150 KB of results never met a journal cap; each big result is an
+    # S3 object its item points at (read back whole by the takeover), the rest inline
     steps = _step_items(server_aws)
     assert len(steps) == 2 * STEPS + 2
-    sizes = sorted(len(item["entry"]["S"]) for item in steps)
-    assert all(30_000 < size < 40_000 for size in sizes[-len(BIG) :])
-    assert sizes[-len(BIG) - 1] < 10_000, "only the five big results are big"
+    entries = [json.loads(item["entry"]["S"]) for item in steps]
+    pointers = [e for e in entries if e.get("k") == "object"]
+    assert len(pointers) == len(BIG)
+    assert all(len(item["entry"]["S"]) < 4096 for item in steps)
+    listed = server_aws["s3"].list_objects_v2(Bucket=server_aws["bucket"], Prefix="steps/")
+    objects = {o["Key"]: o["Size"] for o in listed["Contents"]}
+    assert {p["key"] for p in pointers} <= set(objects)
     # And answering again replays the same end
     assert again[-1]["type"] == "RUN_FINISHED"
     assert again[-1]["result"]["outcome"] == "replayed"
