@@ -14,12 +14,16 @@ from interlock import keys
 from interlock.adapters.chats import record_item, turn_body
 from interlock.adapters.dynamo import from_item, to_item
 from interlock.adapters.factory import Stores
+from interlock.records import ChatMeta
+from local.memory import MemoryChats
 
 
 def append_turn(stores: Stores, chat_id: str, turn: dict[str, Any], now_ms: int) -> int:
     """Save `turn` under the chat's next turn number (an atomic `ADD` on its meta item,
     as admission numbers turns); returns that number."""
     chats: Any = stores.chats
+    if isinstance(chats, MemoryChats):
+        return _append_in_memory(chats, chat_id, turn, now_ms)
     client, table = chats._client, chats._table
     counted = client.update_item(
         TableName=table,
@@ -33,4 +37,16 @@ def append_turn(stores: Stores, chat_id: str, turn: dict[str, Any], now_ms: int)
     body = turn_body(seq, turn, now_ms)
     item = record_item(chat_id, keys.turn_sk(seq), body, now_ms, chats._retention_s)
     client.put_item(TableName=table, Item=item)
+    return seq
+
+
+def _append_in_memory(chats: Any, chat_id: str, turn: dict[str, Any], now_ms: int) -> int:
+    memory = chats._m
+    with memory.lock:
+        meta = memory.metas.get(chat_id, ChatMeta(chat_id))
+        seq = meta.last_turn + 1
+        memory.metas[chat_id] = ChatMeta(
+            chat_id, meta.owner, seq, meta.run_token, meta.run_until_ms
+        )
+        memory.turns.setdefault(chat_id, {})[seq] = {"seq": seq, "at_ms": now_ms, **turn}
     return seq

@@ -1,9 +1,10 @@
 """The store ports the service functions depend on; adapters implement them.
 
 Services (`turns`, `resume`, `sweeper`, `inbox`, ...) see only these Protocols, so any
-implementation with the same semantics can stand in: the moto-backed adapters in
-`interlock.adapters`, or a wrapper that fails or stalls chosen calls in the fault tests.
-`tests/adapters` is the contract suite every implementation must pass.
+implementation with the same semantics can stand in: the DynamoDB and S3 adapters in
+`interlock.adapters`, the in-memory stores of `local.memory`, or a wrapper that fails or
+stalls chosen calls in the fault tests. `tests/adapters` is the contract suite both
+implementations pass.
 
 `Entry` is a write that one store prepares and another commits in its own transaction (a
 transcript turn riding on a claim's finish, a turn's release riding on its pause), so

@@ -1,13 +1,26 @@
-"""Fixtures for the Strands tier: real agents, the scripted model, moto in-process."""
+"""Fixtures for the Strands tier: real agents, the scripted model, the in-memory stores
+(held to the moto adapters by the contract suite); a test that looks at what DynamoDB or
+S3 hold (it takes `aws`) runs on moto in-process."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from interlock.adapters.factory import Stores
-from interlock.timing import ManualClock
+from interlock.adapters.factory import Stores, build_stores
+from interlock.timing import ManualClock, StorePolicy
 from interlock.turns import Caller, Runtime, TurnLimits
+from local.memory import memory_stores
 from tests.agent.support import Models, Transport
+
+
+@pytest.fixture
+def stores(policy: StorePolicy, request: pytest.FixtureRequest) -> Stores:
+    if "aws" in request.fixturenames:
+        aws: dict[str, Any] = request.getfixturevalue("aws")
+        return build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], policy)
+    return memory_stores(policy)
 
 
 @pytest.fixture

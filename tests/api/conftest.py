@@ -1,4 +1,5 @@
-"""Fixtures for the handler tier: the local API over in-process moto."""
+"""Fixtures for the handler tier: the local API on the in-memory stores, or over
+in-process moto where a test reaches into DynamoDB itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from moto import mock_aws
 from werkzeug.test import Client
 
+from local.memory import Memory, memory_stores
 from local.server import LocalApi
 from tests.conftest import _clients
 
@@ -23,8 +25,7 @@ class BufferedClient(Client):
         return super().open(*args, **kwargs)
 
 
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
+def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {
         "INTERLOCK_TABLE": "api-table",
         "INTERLOCK_BUCKET": "api-bucket",
@@ -36,6 +37,31 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
         "POWERTOOLS_TRACE_DISABLED": "true",
     }.items():
         monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
+    """The local API on the in-memory stores (`local.memory`); any other AWS call (a
+    queue, a metric) still meets moto, never a real account."""
+    from interlock import admin
+    from interlock.api import wiring
+
+    _environment(monkeypatch)
+    memory = Memory()
+    for module in (wiring, admin):  # the two that build the stores from the environment
+        monkeypatch.setattr(
+            module, "stores_from_env", lambda policy=None: memory_stores(policy, memory)
+        )
+    with mock_aws():
+        key = secrets.token_bytes(32)
+        yield BufferedClient(LocalApi(key)), key
+
+
+@pytest.fixture
+def moto_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Client, bytes]]:
+    """The local API over in-process moto: for a test that changes what DynamoDB holds
+    behind the API's back."""
+    _environment(monkeypatch)
     with mock_aws():
         from interlock.adapters.schema import create_storage
 

@@ -18,11 +18,11 @@ CHAT = "c-overdue"
 
 
 def test_the_local_sweeper_settles_an_expired_card_and_the_agent_goes_on(
-    api: tuple[Client, bytes],
+    moto_api: tuple[Client, bytes],
 ) -> None:
     from interlock.api import wiring
 
-    client, key = api
+    client, key = moto_api
     events = stream(
         client.post(
             "/runs", data=run_body(CHAT, "please send the weekly report"), headers=auth(key)

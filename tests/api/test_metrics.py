@@ -58,7 +58,7 @@ def test_cancelling_publishes_a_cancellation(api: Any, published: Any) -> None:
 
 
 def test_the_sweeper_queues_an_overdue_request_and_the_settle_lambda_settles_it(
-    api: Any, published: Any, monkeypatch: pytest.MonkeyPatch
+    moto_api: Any, published: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import boto3
 
@@ -67,7 +67,7 @@ def test_the_sweeper_queues_an_overdue_request_and_the_settle_lambda_settles_it(
     from local.sqs_poller import LambdaSqsPoller
 
     # Given an overdue request, and the settle queue the two functions share
-    client, key = api
+    client, key = moto_api
     stream(client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key)))
     boto3.client("dynamodb").update_item(
         TableName="api-table",

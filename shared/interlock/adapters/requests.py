@@ -941,26 +941,45 @@ class RequestStore:
         return _from_item(from_item(response["Attributes"]))
 
     def _sized(self, item: dict[str, Any]) -> dict[str, Any]:
-        size = item_size(item)
-        if size > self._policy.max_item_bytes:
-            raise errors.TooLarge(
-                f"request record of {size} bytes exceeds {self._policy.max_item_bytes}"
-            )
+        check_size(self._policy, item_size(item))
         return item
 
     def answer_fits(self, claim: RequestRecord, text: str, answer: dict[str, Any]) -> bool:
         """Whether the answer can be stored inline in the request's own item (`finish`
         without an S3 object): its text and the rest small enough to be cheaper there
         (`StorePolicy.inline_bytes`), and within the item budget."""
-        rest = json.dumps(answer, separators=(",", ":"), default=str)
-        extra = len("final_text") + len(text.encode()) + len("answer")
-        return self._fits_with(claim, rest, extra)
+        return answer_fits(self._policy, claim, text, answer)
 
-    def _fits_with(self, claim: RequestRecord, final_text: str, extra: int = 0) -> bool:
-        added = len("final_text") + len(final_text.encode()) + extra
-        if added > self._policy.inline_bytes:
-            return False
-        return item_size(_to_item(claim)) + added <= self._policy.max_item_bytes
+    def _fits_with(self, claim: RequestRecord, final_text: str) -> bool:
+        return text_fits(self._policy, claim, final_text)
+
+
+def stored_size(request: RequestRecord) -> int:
+    """The bytes `request`'s pointer item takes, by DynamoDB's rule."""
+    return item_size(_to_item(request))
+
+
+def check_size(policy: StorePolicy, size: int) -> None:
+    """Refuse (`TooLarge`) a pointer item over the policy's budget."""
+    if size > policy.max_item_bytes:
+        raise errors.TooLarge(f"request record of {size} bytes exceeds {policy.max_item_bytes}")
+
+
+def answer_fits(
+    policy: StorePolicy, claim: RequestRecord, text: str, answer: dict[str, Any]
+) -> bool:
+    """`RequestStore.answer_fits`, for any store that keeps the same item."""
+    rest = json.dumps(answer, separators=(",", ":"), default=str)
+    extra = len("final_text") + len(text.encode()) + len("answer")
+    return text_fits(policy, claim, rest, extra)
+
+
+def text_fits(policy: StorePolicy, claim: RequestRecord, final_text: str, extra: int = 0) -> bool:
+    """Whether `final_text` (and `extra` bytes) may ride inline in the claim's item."""
+    added = len("final_text") + len(final_text.encode()) + extra
+    if added > policy.inline_bytes:
+        return False
+    return stored_size(claim) + added <= policy.max_item_bytes
 
 
 def _answer_json(answer: dict[str, Any] | None) -> str | None:
