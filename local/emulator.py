@@ -4,7 +4,8 @@ moto evaluates a conditional write in several Python steps without a lock, so tw
 threads could both pass the same condition. DynamoDB applies each write atomically;
 serializing requests here restores that guarantee, so races observed through this
 server are races in our code, not in the emulator. Connections are still accepted
-concurrently, so clients really do contend.
+concurrently, so clients really do contend. moto's whole-table costs per call are taken
+out (`local.moto_at_scale`), so a long session does not slow down as its tables grow.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import BaseWSGIServer, make_server
+
+from local import moto_at_scale
+
+moto_at_scale.install()
 
 
 class Traffic:

@@ -1,27 +1,27 @@
-"""moto's DynamoDB at benchmark scale: two costs DynamoDB does not have, taken out.
+"""moto's DynamoDB at scale: two costs DynamoDB does not have, taken out.
 
-With a thousand chats in one table, two things moto does grow with the whole table on
-every call, so the emulator (which serves one request at a time) rather than the code
-under test sets the pace, and the process grows by gigabytes:
+Two things moto does on a call grow with the whole table, so the longer a local session,
+a test or a benchmark runs, the slower each call gets and the larger the process grows:
 
-- before applying a TransactWriteItems, moto deep-copies every table it names, whole,
-  to put the copy back if an entry fails;
+- before applying a TransactWriteItems, moto deep-copies every table it names, whole
+  (once per entry), to put the copy back if an entry fails;
 - a Query on the table (not an index) sorts every item of the table, then keeps the
   partition's.
 
-`at_scale` keeps moto's own code and semantics but backs up only the items a
+`install()` keeps moto's own code and semantics but backs up only the items a
 transaction names (restoring those on failure), and hands a table Query only its
-partition's items. It patches moto for the whole process while it is active: use it
-where the emulator serializes requests (`local.emulator`), around a run that does not
-otherwise use moto.
+partition's items. It patches moto for the whole process, once: the emulator installs
+it (`local.emulator`), and so does the test session for in-process moto. Each patch acts
+only on the thread making the call, so concurrent callers never see each other's.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
@@ -29,17 +29,32 @@ from moto.dynamodb.models.table import Table
 # (table, hash key, range key, the item as it was, or None if there was none)
 _Backup = tuple[Table, Any, Any, Any]
 
+# What this thread's call is doing: rolling back by items (moto's whole-table copy of a
+# table is then the table itself), or querying one partition of one table.
+_call = threading.local()
+_lock = threading.Lock()
+_installed = False
+
+
+def install() -> None:
+    """Both patches, for the rest of the process (idempotent)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _patch_transactions()
+        _patch_queries()
+        _installed = True
+
 
 @contextmanager
 def at_scale() -> Iterator[None]:
-    """Both patches, for a benchmark's whole run."""
-    with item_level_rollback(), partition_queries():
-        yield
+    """`install()` for a block (a benchmark's run): the patches then stay."""
+    install()
+    yield
 
 
-@contextmanager
-def item_level_rollback() -> Iterator[None]:
-    """While active, TransactWriteItems backs up only the items it names."""
+def _patch_transactions() -> None:
     original = DynamoDBBackend.transact_write_items
 
     def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
@@ -48,58 +63,77 @@ def item_level_rollback() -> Iterator[None]:
         except Exception:
             # Malformed: moto's own path refuses it as DynamoDB would.
             return original(self, transact_items)
+        if backups is None:
+            return original(self, transact_items)  # a streamed table: moto's own backup
         # moto's whole-table "copy" becomes the table itself, so its own rollback (putting
         # the copy back) changes nothing; the items named are restored here instead.
-        Table.__deepcopy__ = _same  # type: ignore[attr-defined]
+        _call.rollback = True
         try:
             original(self, transact_items)
         except Exception:
             _restore(backups)
             raise
         finally:
-            del Table.__deepcopy__  # type: ignore[attr-defined]
+            _call.rollback = False
+
+    plain = getattr(Table, "__deepcopy__", None)
+
+    def __deepcopy__(table: Table, memo: dict[int, Any]) -> Table:
+        if getattr(_call, "rollback", False):
+            return table
+        if plain is not None:
+            return plain(table, memo)  # type: ignore[no-any-return]
+        return _copied(table, memo)
 
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
+    Table.__deepcopy__ = __deepcopy__  # type: ignore[attr-defined]
 
 
-@contextmanager
-def partition_queries() -> Iterator[None]:
-    """While active, a Query on a table's key looks at its partition's items only."""
-    original = Table.query
+def _copied(table: Table, memo: dict[int, Any]) -> Table:
+    """A deep copy as `copy.deepcopy` makes one of an object without `__deepcopy__`."""
+    cls = table.__class__
+    clone = cast(Table, cls.__new__(cls))
+    memo[id(table)] = clone
+    for name, value in table.__dict__.items():
+        setattr(clone, name, copy.deepcopy(value, memo))
+    return clone
+
+
+def _patch_queries() -> None:
+    original_query = Table.query
+    original_all_items: Callable[[Table], Any] = Table.all_items
 
     def query(self: Table, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         # The backend passes the index name eighth, after the projection.
         index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
         if index_name is not None or hash_key is None or self.range_key_attr is None:
-            return original(self, hash_key, *args, **kwargs)
-        partition = list(self.items.get(hash_key, {}).values())
+            return original_query(self, hash_key, *args, **kwargs)
         # moto keeps the items of `all_items()` whose hash key matches: give it only those.
-        self.all_items = lambda: partition  # type: ignore[method-assign]
+        _call.partition = (self, list(self.items.get(hash_key, {}).values()))
         try:
-            return original(self, hash_key, *args, **kwargs)
+            return original_query(self, hash_key, *args, **kwargs)
         finally:
-            del self.all_items
+            _call.partition = None
+
+    def all_items(self: Table) -> Any:
+        partition = getattr(_call, "partition", None)
+        if partition is not None and partition[0] is self:
+            return partition[1]
+        return original_all_items(self)
 
     Table.query = query  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Table.query = original  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
 
 
-def _same(table: Table, memo: dict[int, Any]) -> Table:
-    return table
-
-
-def _backups(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[_Backup]:
+def _backups(
+    backend: DynamoDBBackend, transact_items: list[dict[str, Any]]
+) -> list[_Backup] | None:
     backups = []
     for entry in transact_items:
         ((_, op),) = entry.items()
         table = backend.get_table(op["TableName"])
+        if table.stream_shard is not None:
+            return None  # its stream's records would need rolling back too
         key = op.get("Key") or {
             name: op["Item"][name]
             for name in (table.hash_key_attr, table.range_key_attr)

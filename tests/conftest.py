@@ -17,6 +17,7 @@ from moto.core.botocore_stubber import BotocoreStubber
 from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import create_storage
 from interlock.timing import ManualClock, StorePolicy
+from local import moto_at_scale
 from local.emulator import Emulator
 from tests.secret_watch import WATCH, SecretWatch
 
@@ -36,6 +37,8 @@ def _serialized(self: BotocoreStubber, event_name: str, request: Any, **kwargs: 
 
 
 BotocoreStubber.__call__ = _serialized  # type: ignore[method-assign]
+# In-process moto without its whole-table costs per call, as the emulator runs it.
+moto_at_scale.install()
 
 
 # Files whose tests are independent runs of one long check: under `./dev test` (two
