@@ -157,6 +157,17 @@ def test_daily_budget(stores: Stores) -> None:
 # -- outbox and blobs ----------------------------------------------------------------------------
 
 
+def test_a_refund_gives_back_a_spend_and_a_day_never_spent_has_nothing_to_give(
+    stores: Stores,
+) -> None:
+    stores.limits.spend("alice", "2026-12-03", 3, cap=5, ttl=1)
+    stores.limits.refund("alice", "2026-12-03", 3)
+    assert stores.limits.spend("alice", "2026-12-03", 5, cap=5, ttl=1) == 5
+
+    stores.limits.refund("alice", "2026-12-04", 1)
+    assert stores.limits.spend("alice", "2026-12-04", 5, cap=5, ttl=1) == 5
+
+
 def test_outbox_puts_once(stores: Stores, clock: ManualClock) -> None:
     assert stores.outbox.put_once("v1:before_tool_call:t1:x", {"to": "tom"}, clock.now_ms())
     assert not stores.outbox.put_once("v1:before_tool_call:t1:x", {"to": "eve"}, clock.now_ms())

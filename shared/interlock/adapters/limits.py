@@ -160,17 +160,21 @@ class LimitStore:
         }
 
     def refund(self, user_id: str, day: str, amount: int) -> None:
-        """Give back `amount` of a day's spend for a request refused before it ran."""
-        with translated("refund budget"):
-            self._client.update_item(
-                TableName=self._table,
-                Key=_key(user_id, keys.budget_sk(day)),
-                **expression(
-                    condition="attribute_exists(#used)",
-                    update="ADD #used :minus",
-                    values={":minus": -amount},
-                ),
-            )
+        """Give back `amount` of a day's spend for a request refused before it ran (a day
+        with nothing spent has nothing to give back)."""
+        try:
+            with translated("refund budget"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(user_id, keys.budget_sk(day)),
+                    **expression(
+                        condition="attribute_exists(#used)",
+                        update="ADD #used :minus",
+                        values={":minus": -amount},
+                    ),
+                )
+        except ConditionFailed:
+            return
 
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
