@@ -796,23 +796,22 @@ class MemoryChats:
         fence: Fence | None = None,
         **detail: Any,
     ) -> AuditEvent:
-        made = self.event_entry(chat_id, type, actor, now_ms, **detail)
-        write = _write_of(made)
+        write = _write_of(self.event_entry(chat_id, type, actor, now_ms, **detail))
         self._m.fenced(fence, [write], "write audit event")
-        return write.written  # type: ignore[attr-defined, no-any-return]
+        assert isinstance(write, _Event) and write.written is not None
+        return write.written
 
     def event_entry(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> Entry:
         events = self._m.events
         _chat(chat_id)
         # Details are stored as JSON text by the DynamoDB adapter: read back the same.
         stored = json.loads(json.dumps(detail, sort_keys=True, default=str))
-        write = Write(lambda: True, lambda: None)
+        write = _Event(lambda: True, lambda: None)
 
         def append() -> None:
             chat = events.setdefault(chat_id, {})
             seq = max(chat, default=0) + 1
-            chat[seq] = AuditEvent(chat_id, seq, type, now_ms, actor, stored)
-            write.written = chat[seq]  # type: ignore[attr-defined]
+            chat[seq] = write.written = AuditEvent(chat_id, seq, type, now_ms, actor, stored)
 
         write.apply = append
         return entry(Role.EVENT, write)
@@ -821,6 +820,13 @@ class MemoryChats:
         with self._m.lock:
             chat = self._m.events.get(_chat(chat_id), {})
             return [chat[n] for n in sorted(chat) if n > after][:limit]
+
+
+@dataclass
+class _Event(Write):
+    """An audit event's write: numbered after the chat's last event as it commits."""
+
+    written: AuditEvent | None = None
 
 
 def _turn_write(memory: Memory, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int) -> Write:
