@@ -1,18 +1,23 @@
-"""moto's DynamoDB at scale: two costs DynamoDB does not have, taken out.
+"""moto at scale: costs DynamoDB does not have, taken out.
 
-Two things moto does on a call grow with the whole table, so the longer a local session,
-a test or a benchmark runs, the slower each call gets and the larger the process grows:
+Some things moto does on a call grow with the whole table, so the longer a local
+session, a test or a benchmark runs, the slower each call gets and the larger the
+process grows:
 
 - before applying a TransactWriteItems, moto deep-copies every table it names, whole
   (once per entry), to put the copy back if an entry fails;
-- a Query on the table (not an index) sorts every item of the table, then keeps the
-  partition's.
+- a Query on the table (not an index) sorts every item of the table, then walks the
+  partition from its first item, sizing each, to the first one in the key condition's
+  range (DynamoDB seeks to it): a reader paging `after=N` pays for the N before;
+- and its server lists its own package directory on every request, to tell a service's
+  name from a host's.
 
 `install()` keeps moto's own code and semantics but backs up only the items a
-transaction names (restoring those on failure), and hands a table Query only its
-partition's items. It patches moto for the whole process, once: the emulator installs
-it (`local.emulator`), and so does the test session for in-process moto. Each patch acts
-only on the thread making the call, so concurrent callers never see each other's.
+transaction names (restoring those on failure), hands a table Query only its
+partition's items within the key condition's range, and lists the directory once. It
+patches moto for the whole process, once: the emulator installs it (`local.emulator`),
+and so does the test session for in-process moto. Each patch acts only on the thread
+making the call, so concurrent callers never see each other's.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ def install() -> None:
             return
         _patch_transactions()
         _patch_queries()
+        _patch_module_listing()
         _installed = True
 
 
@@ -108,8 +114,13 @@ def _patch_queries() -> None:
         index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
         if index_name is not None or hash_key is None or self.range_key_attr is None:
             return original_query(self, hash_key, *args, **kwargs)
-        # moto keeps the items of `all_items()` whose hash key matches: give it only those.
-        _call.partition = (self, list(self.items.get(hash_key, {}).values()))
+        # moto keeps the items of `all_items()` whose hash key matches, then those whose
+        # range key meets the condition: give it only those (it checks them again).
+        partition = list(self.items.get(hash_key, {}).values())
+        range_comparison, range_objs = args[0], args[1]
+        if range_comparison:
+            partition = [i for i in partition if i.range_key.compare(range_comparison, range_objs)]
+        _call.partition = (self, partition)
         try:
             return original_query(self, hash_key, *args, **kwargs)
         finally:
@@ -123,6 +134,13 @@ def _patch_queries() -> None:
 
     Table.query = query  # type: ignore[method-assign]
     Table.all_items = all_items  # type: ignore[method-assign]
+
+
+def _patch_module_listing() -> None:
+    from moto import backends
+
+    listed = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: listed
 
 
 def _backups(
