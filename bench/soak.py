@@ -264,7 +264,6 @@ def main() -> None:
 
     from interlock.adapters.schema import create_storage
     from local.emulator import Emulator
-    from local.moto_at_scale import at_scale
 
     emulator = Emulator().start()
     session = boto3.session.Session(region_name="us-east-1")
@@ -273,7 +272,7 @@ def main() -> None:
     where = Where(emulator.endpoint, "soak", "soak-data")
     chats = [f"soak-{n:04d}" for n in range(args.chats)]
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as work, at_scale():
+    with tempfile.TemporaryDirectory() as work:
         soak = Soak(where, Path(work), seed, args.parallel)
         soak.run(chats)
         result = check(where, soak.log, chats)

@@ -56,7 +56,6 @@ from interlock.sweeper import SweepReport  # noqa: E402
 from interlock.timing import ManualClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
-from local.moto_at_scale import at_scale  # noqa: E402
 from local.sqs_poller import LambdaSqsPoller  # noqa: E402
 from local.storage import local_storage  # noqa: E402
 from tests.turns import append_turn  # noqa: E402
@@ -251,8 +250,7 @@ def _running(consumers: int) -> Iterator[tuple[Emulator, Consumers]]:
     emulator = Emulator().start()
     pool = Consumers(consumers)
     try:
-        with at_scale():
-            yield emulator, pool
+        yield emulator, pool
     finally:
         pool.stop()
         emulator.stop()

@@ -20,7 +20,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from interlock import errors, keys
@@ -50,17 +50,20 @@ from interlock.records import (
 from interlock.timing import StorePolicy
 from interlock.tokens import new_token
 
+MAX_TRANSACTION = 100  # DynamoDB's entries per transaction
 ENDED = frozenset({RequestState.DONE, RequestState.EXPIRED, RequestState.CANCELLED})
 DELIVERY_MEMORY_S = 24 * 3600
 
 
 @dataclass
 class Write:
-    """One entry of a transaction: whether its condition holds, and what it changes."""
+    """One entry of a transaction: whether its condition holds, what it changes, and
+    the item it is about (DynamoDB refuses two entries on one item in a transaction)."""
 
     check: Callable[[], bool]
     apply: Callable[[], None]
     optional: bool = False  # rides along: when it loses, only it is dropped
+    item: tuple[Any, ...] | None = None
 
 
 class Refused(Exception):
@@ -108,6 +111,10 @@ class Memory:
         """Check every entry, then apply them all, or raise `Refused` naming the first
         that lost (not counting those that only ride along) and change nothing."""
         writes = [*own, *(_write_of(e) for e in also or ())]
+        items = [w.item for w in writes if w.item is not None]
+        if len(writes) > MAX_TRANSACTION or len(items) != len(set(items)):
+            # DynamoDB refuses it whole (a ValidationException), as the adapters report it
+            raise StoreError("write failed: ValidationException")
         with self.lock:
             lost = [i for i, w in enumerate(writes) if not w.check()]
             required = [i for i in lost if not writes[i].optional]
@@ -132,7 +139,8 @@ class Memory:
                 current = self.requests[fence.chat_id]
                 self.requests[fence.chat_id] = current.with_changes(acted=True)
 
-        return Write(lambda: self.fence_holds(fence), mark)
+        item = ("REQUEST", fence.chat_id) if isinstance(fence, ClaimFence) else None
+        return Write(lambda: self.fence_holds(fence), mark, item=item or ("META", fence.chat_id))
 
     def fenced(
         self, fence: Fence | None, writes: Sequence[Write], action: str, effect: bool = False
@@ -231,7 +239,7 @@ class MemoryRequests:
 
     def get(self, chat_id: str, now_ms: int) -> RequestRecord | None:
         with self._m.lock:
-            found = self._m.requests.get(_chat(chat_id))
+            found = copy.deepcopy(self._m.requests.get(_chat(chat_id)))
         return found if found is not None and found.ttl > now_ms // 1000 else None
 
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]:
@@ -246,21 +254,30 @@ class MemoryRequests:
         check_size(self._policy, stored_size(request))
         m = self._m
 
-        def put() -> None:
-            m.requests[request.chat_id] = request
+        stored = copy.deepcopy(request)
 
-        own = Write(lambda: no_open_request(m.requests.get(request.chat_id), now_ms), put)
-        try:
-            m.commit([own], also)
-        except Refused as refused:
-            if refused.index == 0:
-                current = m.requests.get(request.chat_id)
-                raise errors.ChatBusy("this chat already has an open request", current) from None
-            raise EntryRefused((also or [])[refused.index - 1].role) from None
+        def put() -> None:
+            m.requests[request.chat_id] = stored
+
+        own = Write(
+            lambda: no_open_request(m.requests.get(request.chat_id), now_ms),
+            put,
+            item=("REQUEST", request.chat_id),
+        )
+        with m.lock:  # a refusal names the record as it stood when the condition failed
+            try:
+                m.commit([own], also)
+            except Refused as refused:
+                if refused.index == 0:
+                    current = copy.deepcopy(m.requests.get(request.chat_id))
+                    raise errors.ChatBusy(
+                        "this chat already has an open request", current
+                    ) from None
+                raise EntryRefused((also or [])[refused.index - 1].role) from None
 
     def notified(self, chat_id: str, interrupt_id: str) -> None:
         with self._m.lock:
-            current = self._m.requests.get(chat_id)
+            current = self._m.requests.get(_chat(chat_id))
             if current is not None and current.interrupt_id == interrupt_id:
                 self._m.requests[chat_id] = current.with_changes(notify_due_ms=None)
 
@@ -268,7 +285,11 @@ class MemoryRequests:
         iid = request.interrupt_id
         return self._updated(
             request.chat_id,
-            lambda r: r.interrupt_id == iid and r.claimable(now_ms),
+            lambda r: (
+                r.interrupt_id == iid
+                and _pending_or_lapsed(r, now_ms)
+                and r.expires_at > now_ms // 1000
+            ),
             lambda r: r.with_changes(secret_hash=secret_hash),
             lost=lambda cur: _changed(cur, iid, now_ms),
         )
@@ -327,7 +348,8 @@ class MemoryRequests:
         problem = refusal(request, request.interrupt_id, secret, now_ms)
         if problem is not None:
             raise problem
-        claimed = self._claimed_by(worker, now_ms, answer, by, via)(request)
+        change = self._claimed_by(worker, now_ms, answer, by, via)
+        claimed = change(request)
 
         def holds() -> bool:
             r = self._m.requests.get(request.chat_id)
@@ -342,20 +364,23 @@ class MemoryRequests:
             )
 
         def put() -> None:
-            self._m.requests[request.chat_id] = claimed
+            # The claim's own fields, on the record as it stands (a cleared notice mark
+            # stays cleared), as the adapter's update sets only those.
+            self._m.requests[request.chat_id] = change(self._m.requests[request.chat_id])
 
         riders = also(claimed)
-        try:
-            self._m.commit([Write(holds, put)], riders)
-        except Refused as refused:
-            if refused.index > 0:
-                raise EntryRefused(riders[refused.index - 1].role) from None
-            current = self._m.requests.get(request.chat_id)
-            problem = refusal(current, request.interrupt_id, secret, now_ms)
-            if problem is None and current is not None and current.state is RequestState.CLAIMED:
-                raise NotPending(current) from None
-            raise problem or _changed(current, request.interrupt_id, now_ms) from None
-        return claimed
+        with self._m.lock:
+            try:
+                self._m.commit([Write(holds, put, item=("REQUEST", request.chat_id))], riders)
+                return claimed
+            except Refused as refused:
+                if refused.index > 0:
+                    raise EntryRefused(riders[refused.index - 1].role) from None
+                current = copy.deepcopy(self._m.requests.get(request.chat_id))
+        problem = refusal(current, request.interrupt_id, secret, now_ms)
+        if problem is None and current is not None and current.state is RequestState.CLAIMED:
+            raise NotPending(current) from None
+        raise problem or _changed(current, request.interrupt_id, now_ms) from None
 
     def renew(self, claim: RequestRecord, now_ms: int) -> int:
         if claim.resume_deadline_ms is None:
@@ -383,7 +408,11 @@ class MemoryRequests:
         def put() -> None:
             steps.setdefault((claim.chat_id, journal_id), {})[seq] = entry
 
-        fresh = Write(lambda: seq not in steps.get((claim.chat_id, journal_id), {}), put)
+        fresh = Write(
+            lambda: seq not in steps.get((claim.chat_id, journal_id), {}),
+            put,
+            item=("STEP", claim.chat_id, journal_id, seq),
+        )
         try:
             self._m.fenced(claim.fence, [fresh], "record step", effect=acting)
         except Refused:
@@ -454,7 +483,7 @@ class MemoryRequests:
     def chain(
         self, claim: RequestRecord, successor: RequestRecord, also: list[Entry] | None = None
     ) -> None:
-        placed = successor.with_changes(claim_count=0)
+        placed = copy.deepcopy(successor.with_changes(claim_count=0))
         check_size(self._policy, stored_size(placed))
         fence = claim.fence
         try:
@@ -564,10 +593,10 @@ class MemoryRequests:
             open_ones = [
                 r
                 for r in self._m.requests.values()
-                if r.state in OPEN_STATES and r.user_id == user_id
+                # The inbox index's sort key: a record without one is not in it.
+                if r.state in OPEN_STATES and r.user_id == user_id and r.created_ms
             ]
-        # The inbox index sorts by the pointer's key (the chat), newest first.
-        open_ones.sort(key=lambda r: keys.chat_pk(r.chat_id), reverse=True)
+        open_ones.sort(key=lambda r: r.created_ms, reverse=True)  # newest first
         return [
             InboxEntry(
                 chat_id=r.chat_id,
@@ -742,13 +771,14 @@ class MemoryRequests:
             m.requests[chat_id] = written[0]
 
         riders = list(also or ())
-        try:
-            m.commit([Write(check, apply)], riders)
-        except Refused as refused:
-            if refused.index > 0:
-                raise EntryRefused(riders[refused.index - 1].role) from None
-            raise lost(m.requests.get(chat_id)) from None
-        return written[0]
+        with m.lock:  # a refusal names the record as it stood when the condition failed
+            try:
+                m.commit([Write(check, apply, item=("REQUEST", chat_id))], riders)
+            except Refused as refused:
+                if refused.index > 0:
+                    raise EntryRefused(riders[refused.index - 1].role) from None
+                raise lost(copy.deepcopy(m.requests.get(chat_id))) from None
+            return copy.deepcopy(written[0])
 
 
 class _Kept(Exception):
@@ -760,7 +790,7 @@ def _lost() -> errors.LeaseLost:
 
 
 def _optional(write: Write) -> Write:
-    return Write(write.check, write.apply, optional=True)
+    return Write(write.check, write.apply, optional=True, item=write.item)
 
 
 # -- chats, turns and events ---------------------------------------------------------------
@@ -799,7 +829,8 @@ class MemoryChats:
         write = _write_of(self.event_entry(chat_id, type, actor, now_ms, **detail))
         self._m.fenced(fence, [write], "write audit event")
         assert isinstance(write, _Event) and write.written is not None
-        return write.written
+        # Numbered as stored; its detail as given, as the adapter answers.
+        return replace(write.written, detail=detail)
 
     def event_entry(self, chat_id: str, type: str, actor: str, now_ms: int, **detail: Any) -> Entry:
         events = self._m.events
@@ -819,7 +850,7 @@ class MemoryChats:
     def events(self, chat_id: str, after: int = 0, limit: int = 100) -> list[AuditEvent]:
         with self._m.lock:
             chat = self._m.events.get(_chat(chat_id), {})
-            return [chat[n] for n in sorted(chat) if n > after][:limit]
+            return [copy.deepcopy(chat[n]) for n in sorted(chat) if n > after][:limit]
 
 
 @dataclass
@@ -835,7 +866,7 @@ def _turn_write(memory: Memory, chat_id: str, seq: int, turn: dict[str, Any], no
     def put() -> None:
         memory.turns.setdefault(chat_id, {})[seq] = saved
 
-    return Write(lambda: seq not in memory.turns.get(chat_id, {}), put)
+    return Write(lambda: seq not in memory.turns.get(chat_id, {}), put, item=("TURN", chat_id, seq))
 
 
 class MemoryTurns:
@@ -876,8 +907,12 @@ class MemoryTurns:
             )
 
         own = [
-            Write(lambda: no_open_request(m.requests.get(chat_id), now_ms), lambda: None),
-            Write(admissible, take),
+            Write(
+                lambda: no_open_request(m.requests.get(chat_id), now_ms),
+                lambda: None,
+                item=("REQUEST", chat_id),
+            ),
+            Write(admissible, take, item=("META", chat_id)),
             _turn_write(m, chat_id, seq, turn, now_ms),
         ]
         try:
@@ -908,7 +943,7 @@ class MemoryTurns:
         now_ms: int,
         also: list[Entry] | None = None,
     ) -> int:
-        m, chat_id = self._m, fence.chat_id
+        m, chat_id = self._m, _chat(fence.chat_id)
 
         def holds() -> bool:
             found = m.metas.get(chat_id)
@@ -923,7 +958,13 @@ class MemoryTurns:
             m.metas[chat_id] = ChatMeta(chat_id, found.owner, seq + 1)
 
         try:
-            m.commit([Write(holds, advance), _turn_write(m, chat_id, seq + 1, turn, now_ms)], also)
+            m.commit(
+                [
+                    Write(holds, advance, item=("META", chat_id)),
+                    _turn_write(m, chat_id, seq + 1, turn, now_ms),
+                ],
+                also,
+            )
         except Refused:
             raise errors.LeaseLost("the turn's lease was lost; its answer was not saved") from None
         return seq + 1
@@ -935,7 +976,9 @@ class MemoryTurns:
             found = m.metas[chat_id]
             m.metas[chat_id] = ChatMeta(chat_id, found.owner, found.last_turn)
 
-        return entry(Role.TURN, Write(lambda: m.fence_holds(fence), release))
+        return entry(
+            Role.TURN, Write(lambda: m.fence_holds(fence), release, item=("META", chat_id))
+        )
 
     def abandon(self, fence: TurnFence) -> None:
         try:
@@ -947,6 +990,7 @@ class MemoryTurns:
         self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int
     ) -> list[Entry]:
         m = self._m
+        _chat(chat_id)
 
         def at_seq() -> bool:
             return chat_id not in m.metas or m.metas[chat_id].last_turn == seq
@@ -958,7 +1002,7 @@ class MemoryTurns:
             )
 
         return [
-            entry(Role.TRANSCRIPT, Write(at_seq, advance)),
+            entry(Role.TRANSCRIPT, Write(at_seq, advance, item=("META", chat_id))),
             entry(Role.TRANSCRIPT, _turn_write(m, chat_id, seq + 1, turn, now_ms)),
         ]
 
@@ -979,6 +1023,7 @@ class MemoryApprovals:
     def _puts(
         self, chat_id: str, user_id: str, subjects: Iterable[Subject], card_id: str, now_ms: int
     ) -> list[Write]:
+        _chat(chat_id), _user(user_id)
         now_s = now_ms // 1000
         made = []
         for subject in sorted(set(subjects), key=lambda s: (s.kind, s.name)):
@@ -987,7 +1032,7 @@ class MemoryApprovals:
             def put(approval: Approval = approval) -> None:
                 self._rows(chat_id, user_id)[approval.subject] = approval
 
-            made.append(Write(lambda: True, put))
+            made.append(Write(lambda: True, put, item=("APPROVAL", chat_id, user_id, subject)))
         return made
 
     def grant(
@@ -999,12 +1044,14 @@ class MemoryApprovals:
         now_ms: int,
         fence: Fence | None = None,
     ) -> list[Approval]:
-        keys.checked_id(user_id, "user id")
-        wanted = set(subjects)
-        self._m.fenced(fence, self._puts(chat_id, user_id, wanted, card_id, now_ms), "grant")
-        with self._m.lock:
-            rows = self._rows(chat_id, user_id)
-            return sorted((rows[s] for s in wanted), key=lambda a: (a.subject.kind, a.subject.name))
+        now_s = now_ms // 1000
+        puts = self._puts(chat_id, user_id, subjects, card_id, now_ms)
+        if puts:
+            self._m.fenced(fence, puts, "grant")
+        return sorted(
+            (Approval(s, card_id, user_id, now_s, now_s + self._ttl_s) for s in set(subjects)),
+            key=lambda a: (a.subject.kind, a.subject.name),
+        )
 
     def grant_entries(
         self, chat_id: str, user_id: str, subjects: Iterable[Subject], card_id: str, now_ms: int
@@ -1024,9 +1071,11 @@ class MemoryApprovals:
     def approved_among(
         self, chat_id: str, user_id: str, subjects: Collection[Subject], now_ms: int
     ) -> frozenset[Subject]:
+        if not subjects:
+            return frozenset()
         with self._m.lock:
             rows = self._m.approvals.get((_chat(chat_id), _user(user_id)), {})
-            found = [rows.get(s) or self._m.admin.get(s) for s in set(subjects)]
+            found = [row for s in set(subjects) for row in (rows.get(s), self._m.admin.get(s))]
         return frozenset(
             a.subject for a in found if a is not None and (a.ttl is None or a.ttl > now_ms // 1000)
         )
@@ -1039,17 +1088,17 @@ class MemoryApprovals:
     def withdraw_card(
         self, chat_id: str, user_id: str, card_id: str, fence: Fence | None = None
     ) -> int:
-        deletes = self.withdraw_entries(chat_id, user_id, card_id)
-        if fence is None:
-            with self._m.lock:
-                done = [w for w in map(_write_of, deletes) if w.check()]
-                for write in done:
+        with self._m.lock:  # the rows read and deleted at one moment: none re-stamped between
+            deletes = [_write_of(d) for d in self.withdraw_entries(chat_id, user_id, card_id)]
+            if fence is None or not deletes:
+                for write in deletes:
                     write.apply()
-            return len(done)
-        self._m.fenced(fence, [_write_of(d) for d in deletes], "withdraw approvals")
-        return len(deletes)
+                return len(deletes)
+            self._m.fenced(fence, deletes, "withdraw approvals")
+            return len(deletes)
 
     def withdraw_entries(self, chat_id: str, user_id: str, card_id: str) -> list[Entry]:
+        _chat(chat_id), _user(user_id)
         with self._m.lock:
             stamped = [
                 a.subject
@@ -1066,7 +1115,12 @@ class MemoryApprovals:
             def delete(subject: Subject = subject) -> None:
                 self._rows(chat_id, user_id).pop(subject, None)
 
-            made.append(entry(Role.GRANT, Write(still, delete)))
+            made.append(
+                entry(
+                    Role.GRANT,
+                    Write(still, delete, item=("APPROVAL", chat_id, user_id, subject)),
+                )
+            )
         return made
 
     def admin_list(self) -> list[Approval]:
@@ -1101,7 +1155,7 @@ class MemoryLimits:
         def take() -> None:
             slots[key] = (holder, now_ms + hold_ms)
 
-        return Write(free, take)
+        return Write(free, take, item=("SLOT", *key))
 
     def reserve_slot(
         self,
@@ -1129,6 +1183,7 @@ class MemoryLimits:
             lambda: key in slots and slots[key][0] == holder,
             lambda: slots.pop(key, None) and None,
             optional=True,
+            item=("SLOT", *key),
         )
 
     def release_slot(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> None:
@@ -1155,7 +1210,7 @@ class MemoryLimits:
         def add() -> None:
             budgets[key] = budgets.get(key, 0) + amount
 
-        return Write(lambda: budgets.get(key, 0) <= cap - amount, add)
+        return Write(lambda: budgets.get(key, 0) <= cap - amount, add, item=("BUDGET", *key))
 
     def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> Entry:
         if amount > cap:
@@ -1196,12 +1251,14 @@ class MemoryOutbox:
             rows[key] = stored
 
         try:
-            self._m.fenced(fence, [Write(lambda: key not in rows, put)], "outbox put", effect=True)
+            fresh = Write(lambda: key not in rows, put, item=("OUTBOX", key))
+            self._m.fenced(fence, [fresh], "outbox put", effect=True)
         except Refused:
             return False
         return True
 
     def get(self, key: str) -> dict[str, Any] | None:
+        keys.outbox_pk(key)
         with self._m.lock:
             found = self._m.outbox.get(key)
         return copy.deepcopy(found) if found is not None else None
@@ -1279,6 +1336,7 @@ class MemoryChannels:
             return self._m.links.get((channel, _external(external_id)))
 
     def links_of(self, user_id: str) -> list[Link]:
+        keys.user_links_pk(user_id)
         with self._m.lock:
             found = [link for link in self._m.links.values() if link.user_id == user_id]
         return sorted(found, key=lambda link: link.channel)
@@ -1292,7 +1350,7 @@ class MemoryChannels:
             return True
 
     def reserve_notice(self, chat_id: str, notice: Notice, now_ms: int, until_ms: int) -> bool:
-        key = (chat_id, notice.interrupt_id, notice.channel)
+        key = (_chat(chat_id), notice.interrupt_id, notice.channel)
         with self._m.lock:
             if key in self._m.notices:
                 return False
@@ -1309,13 +1367,14 @@ class MemoryChannels:
             return True
 
     def notices(self, chat_id: str, interrupt_id: str | None = None) -> list[Notice]:
+        _chat(chat_id)
         with self._m.lock:
             found = [
                 (f"NOTICE#{iid}#{channel}", n)
                 for (chat, iid, channel), n in self._m.notices.items()
                 if chat == chat_id and (interrupt_id is None or iid == interrupt_id)
             ]
-        return [n for _, n in sorted(found, key=lambda pair: pair[0])]
+        return [copy.deepcopy(n) for _, n in sorted(found, key=lambda pair: pair[0])]
 
     def due_notices(self, shard: str, now_ms: int, limit: int) -> list[str]:
         with self._m.lock:
@@ -1340,13 +1399,13 @@ class MemoryChannels:
         holds: Callable[[Notice], bool],
         change: Callable[[Notice], Notice],
     ) -> Notice | None:
-        key = (chat_id, notice.interrupt_id, notice.channel)
+        key = (_chat(chat_id), notice.interrupt_id, notice.channel)
         with self._m.lock:
             current = self._m.notices.get(key)
             if current is None or not holds(current):
                 return None
             self._m.notices[key] = changed = change(current)
-            return changed
+            return copy.deepcopy(changed)
 
     def begin_notice(
         self, chat_id: str, notice: Notice, now_ms: int, until_ms: int
@@ -1406,6 +1465,4 @@ class MemoryChannels:
 
 
 def _notice(notice: Notice, **changes: Any) -> Notice:
-    from dataclasses import replace
-
     return replace(notice, **changes)

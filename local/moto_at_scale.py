@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, cast
 
 from moto.dynamodb.models import DynamoDBBackend
@@ -51,13 +50,6 @@ def install() -> None:
         _patch_queries()
         _patch_module_listing()
         _installed = True
-
-
-@contextmanager
-def at_scale() -> Iterator[None]:
-    """`install()` for a block (a benchmark's run): the patches then stay."""
-    install()
-    yield
 
 
 def _patch_transactions() -> None:

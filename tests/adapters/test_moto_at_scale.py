@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local.moto_at_scale import at_scale
+from local import moto_at_scale
 from tests.conftest import REGION
 
 TABLE = "rollback"
@@ -19,7 +19,8 @@ TABLE = "rollback"
 
 @pytest.fixture
 def dynamodb() -> Iterator[Any]:
-    with mock_aws(), at_scale():
+    moto_at_scale.install()  # as the emulator and the test session do (idempotent)
+    with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         client.create_table(
             TableName=TABLE,

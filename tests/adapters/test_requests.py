@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from interlock import errors
+from interlock import errors, keys
 from interlock.adapters import requests as pointer
 from interlock.adapters.factory import Stores
 from interlock.outcomes import Offer
@@ -646,3 +646,37 @@ def test_a_claim_in_one_transaction_never_takes_over_a_lapsed_claim(
     assert stores.requests.steps(lapsed.value.current) == ['{"k":"tool"}']
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None and current.decision == "approved" and current.worker == "A"
+
+
+def test_the_inbox_lists_a_users_open_requests_newest_first_up_to_its_limit(
+    stores: Stores, clock: ManualClock
+) -> None:
+    for chat in ("inbox-b", "inbox-a", "inbox-c"):
+        pause(stores, clock, chat=chat)
+        clock.advance(seconds=1)
+
+    listed = stores.requests.open_for("alice", limit=2)
+
+    assert [e.chat_id for e in listed] == ["inbox-c", "inbox-a"]
+    assert stores.requests.open_for("bob", limit=5) == []
+
+
+def test_a_claim_in_one_transaction_keeps_a_notice_mark_cleared_meanwhile(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given a request whose posts were owed, read before the mark was cleared
+    offer = pause(stores, clock, notify_due_ms=clock.now_ms())
+    read = stores.requests.get(CHAT, clock.now_ms())
+    assert read is not None and read.notify_due_ms is not None
+    stores.requests.notified(CHAT, offer.request.interrupt_id)
+
+    # When it is claimed as read
+    stores.requests.claim_with(
+        read, offer.secret, "w1", clock.now_ms(), ("approved", "{}"), lambda claimed: []
+    )
+
+    # Then the mark stays cleared: the finder no longer lists the chat for its posts
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None and current.notify_due_ms is None
+    shard = keys.sweep_shard(CHAT, keys.SWEEP_SHARDS)
+    assert CHAT not in stores.channels.due_notices(shard, clock.now_ms() + 1, 10)

@@ -87,6 +87,16 @@ def test_an_approval_past_its_ttl_is_not_among_the_approved(
     assert stores.approvals.approved_among("c1", "alice", [SITE], clock.now_ms()) == frozenset()
 
 
+def test_a_users_expired_row_does_not_hide_the_administrators_approval(
+    stores: Stores, clock: ManualClock
+) -> None:
+    stores.approvals.grant("c1", "alice", [SITE], "card-1", clock.now_ms())
+    stores.approvals.admin_grant([SITE], "admin", clock.now_ms())
+    clock.advance(seconds=stores.policy.approval_ttl_s + 1)
+
+    assert stores.approvals.approved_among("c1", "alice", [SITE], clock.now_ms()) == {SITE}
+
+
 def test_many_approvals_are_written_in_batches(stores: Stores, clock: ManualClock) -> None:
     subjects = [Subject("package", f"pkg{n}") for n in range(60)]
     stores.approvals.grant("c1", "alice", subjects, "card-1", clock.now_ms())

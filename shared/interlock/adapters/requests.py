@@ -386,7 +386,9 @@ class RequestStore:
             claim_count=request.claim_count + 1,
             decision=request.decision if request.decision is not None else answer[0],
             response=request.response if request.response is not None else answer[1],
-            decided_by=request.decided_by if request.decided_by is not None else by,
+            decided_by=(
+                request.decided_by if request.decided_by is not None else values[":decided_by"]
+            ),
             decided_at_ms=request.decided_at_ms or now_ms,
             decided_via=request.decided_via or via,
             journal_id=values[":lease_token"],  # a pending request has none: this one begins it
@@ -696,10 +698,21 @@ class RequestStore:
             if 0 in cancelled.failed and not (old and old.get("lease_token") == claim.lease_token):
                 raise _lost() from None
             raise _Acted() from None  # acted on, or a grant changed under us: keep the answer
+        # The record as `RESET_SET` left it: answerable afresh, nothing recorded.
         return claim.with_changes(
             state=RequestState.PENDING,
+            lease_token=values[":new_token"],
             claim_count=claim.claim_count - 1,
             failures=claim.failures + 1,
+            worker=None,
+            lease_expires_at_ms=None,
+            resume_deadline_ms=None,
+            decision=None,
+            response=None,
+            journal_id=None,
+            decided_by=None,
+            decided_at_ms=None,
+            decided_via=None,
         )
 
     def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord:
