@@ -178,11 +178,19 @@ def test_an_unlinked_tap_is_refused_and_a_strangers_late_tap_is_told_the_answer(
     tap_telegram(channels, fakes.telegram_tap(12, TG_ALICE, approve))
     wait_for(lambda: settled(channels, "c1"), "alice's tap to be applied")
 
+    # Her tap is answered by the worker that applied it, once it has: wait for that
+    # answer, or it could come after the stranger's below
+    def answers() -> list[dict[str, Any]]:
+        return list(channels.telegram.recorded.of("answerCallbackQuery"))
+
+    wait_for(lambda: len(answers()) == 3, "alice to be thanked")
+    assert answers()[-1]["text"].startswith("Thanks: Approved")
+
     # After it: even a stranger's tap is told what the answer was (and changes nothing)
     tap_telegram(
         channels, fakes.telegram_tap(13, TG_STRANGER, button_data("c1", request.interrupt_id, "r"))
     )
-    late = channels.telegram.recorded.of("answerCallbackQuery")[-1]["text"]
+    late = answers()[-1]["text"]
     assert late.startswith("Already answered: Approved")
     assert channels.stores.requests.get("c1", 0).claim_count == 1
 
