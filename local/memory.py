@@ -25,6 +25,7 @@ from typing import Any
 
 from interlock import errors, keys
 from interlock.adapters.blobs import BlobStore
+from interlock.adapters.channelstore import checked_external
 from interlock.adapters.requests import answer_fits, check_size, stored_size, text_fits
 from interlock.channels import ChannelName, Link, Notice
 from interlock.errors import LimitExceeded, StoreError
@@ -52,7 +53,6 @@ from interlock.tokens import new_token
 
 MAX_TRANSACTION = 100  # DynamoDB's entries per transaction
 ENDED = frozenset({RequestState.DONE, RequestState.EXPIRED, RequestState.CANCELLED})
-DELIVERY_MEMORY_S = 24 * 3600
 
 
 @dataclass
@@ -1300,13 +1300,6 @@ class _Body:
 # -- channels ----------------------------------------------------------------------------------
 
 
-def _external(value: str) -> str:
-    text = str(value)
-    if not (0 < len(text) <= 128 and text.isascii() and text.isprintable() and "#" not in text):
-        raise errors.InvalidInput("a channel id must be 1-128 printable ASCII characters")
-    return text
-
-
 class MemoryChannels:
     """`ChannelPort` in memory: links both ways, deliveries seen, and notices."""
 
@@ -1316,7 +1309,7 @@ class MemoryChannels:
 
     def link(self, link: Link, by: str, now_ms: int) -> None:
         keys.checked_id(link.user_id, "user id")
-        _external(link.external_id)
+        checked_external(link.external_id)
         with self._m.lock:
             links = self._m.links
             for key, old in list(links.items()):
@@ -1329,11 +1322,11 @@ class MemoryChannels:
 
     def unlink(self, channel: ChannelName, external_id: str) -> Link | None:
         with self._m.lock:
-            return self._m.links.pop((channel, _external(external_id)), None)
+            return self._m.links.pop((channel, checked_external(external_id)), None)
 
     def linked(self, channel: ChannelName, external_id: str) -> Link | None:
         with self._m.lock:
-            return self._m.links.get((channel, _external(external_id)))
+            return self._m.links.get((channel, checked_external(external_id)))
 
     def links_of(self, user_id: str) -> list[Link]:
         keys.user_links_pk(user_id)
@@ -1342,7 +1335,7 @@ class MemoryChannels:
         return sorted(found, key=lambda link: link.channel)
 
     def first_delivery(self, channel: ChannelName, delivery_id: str, now_ms: int) -> bool:
-        key = (channel, _external(delivery_id))
+        key = (channel, checked_external(delivery_id))
         with self._m.lock:
             if key in self._m.deliveries:
                 return False

@@ -215,10 +215,15 @@ def compare(interlock_figures: dict[str, Any], peer_figures: dict[str, Any]) -> 
     }
 
 
-def _versions() -> dict[str, str]:
+def record(figures: dict[str, Any], path: Path) -> None:
+    """Write a peer's measured `figures` to `path`, stamped with the day and the peer's
+    package versions, for machines without them (`--record`)."""
+    from datetime import date
     from importlib.metadata import version
 
-    return {name: version(name) for name in PACKAGES}
+    versions = {name: version(name) for name in PACKAGES}
+    figures["recorded"] = {"on": date.today().isoformat(), "versions": versions}
+    path.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
 
 
 def main() -> None:
@@ -232,10 +237,7 @@ def main() -> None:
     finally:
         emulator.stop()
     if args.record and source == "measured":
-        from datetime import date
-
-        theirs["recorded"] = {"on": date.today().isoformat(), "versions": _versions()}
-        RECORD.write_text(json.dumps(theirs, indent=2, sort_keys=True) + "\n")
+        record(theirs, RECORD)
     print(
         json.dumps(
             {"peer_source": source, "interlock": mine, "langgraph_dynamodb": theirs}

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from bench.long_agent import REALISTIC  # noqa: E402
-from bench.peers.langgraph_cycle import PACKAGES, available, written  # noqa: E402
+from bench.peers.langgraph_cycle import available, record, written  # noqa: E402
 from bench.peers.metering import metered  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 
@@ -101,12 +101,6 @@ def _no_download(url: str) -> str:
     raise AssertionError(f"the long run downloads nothing, not {url}")
 
 
-def _versions() -> dict[str, str]:
-    from importlib.metadata import version
-
-    return {name: version(name) for name in PACKAGES}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
@@ -117,10 +111,7 @@ def main() -> None:
     finally:
         emulator.stop()
     if args.record and source == "measured":
-        from datetime import date
-
-        figures["recorded"] = {"on": date.today().isoformat(), "versions": _versions()}
-        RECORD.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+        record(figures, RECORD)
     print(json.dumps({"peer_source": source, **figures}, indent=2))
 
 

@@ -51,7 +51,7 @@ class ChannelStore:
         that channel, and the account's earlier user), both ways at once."""
         body = {
             "user_id": keys.checked_id(link.user_id, "user id"),
-            "external_id": _external(link.external_id),
+            "external_id": checked_external(link.external_id),
             "roles": sorted(link.roles),
             "address": link.address,
             "linked_by": by,
@@ -153,7 +153,7 @@ class ChannelStore:
     def first_delivery(self, channel: ChannelName, delivery_id: str, now_ms: int) -> bool:
         """Record a webhook delivery; False when it was seen before (a replay)."""
         item = {
-            "pk": f"DELIVERY#{channel}#{_external(delivery_id)}",
+            "pk": f"DELIVERY#{channel}#{checked_external(delivery_id)}",
             "sk": "SEEN",
             "at_ms": now_ms,
             "ttl": now_ms // 1000 + DELIVERY_MEMORY_S,
@@ -313,7 +313,8 @@ class ChannelStore:
         return _notice(from_item(response["Attributes"]))
 
 
-def _external(value: str) -> str:
+def checked_external(value: str) -> str:
+    """A channel account or delivery id as a key may hold it; else `InvalidInput`."""
     text = str(value)
     if not (0 < len(text) <= 128 and text.isascii() and text.isprintable() and "#" not in text):
         raise errors.InvalidInput("a channel id must be 1-128 printable ASCII characters")
@@ -321,7 +322,7 @@ def _external(value: str) -> str:
 
 
 def _link_key(channel: str, external_id: str) -> dict[str, str]:
-    return {"pk": f"LINK#{channel}#{_external(external_id)}", "sk": "LINK"}
+    return {"pk": f"LINK#{channel}#{checked_external(external_id)}", "sk": "LINK"}
 
 
 def _user_key(user_id: str, channel: str) -> dict[str, str]:
