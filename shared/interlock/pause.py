@@ -146,7 +146,8 @@ def offer(
     batch = paused_batch(snapshot)
     uses = {u["toolUseId"]: u for u in batch}
     try:
-        asked = [_asked(i, uses, built.confirm_names) for i in result.interrupts]
+        ordered = in_batch_order(result.interrupts, batch)
+        asked = [_asked(i, uses, built.confirm_names) for i in ordered]
     except errors.InvalidInput as unshowable:
         logger.warning("chat_id=<%s>, reason=<%s> | interrupt cannot be shown", chat_id, unshowable)
         audit(rt, caller, chat_id, "pause_failed", reason=unshowable.code)
@@ -176,6 +177,22 @@ def offer(
     if claim is not None:
         return _chained(rt, caller, claim, first, others, snapshot, now, events)
     return _opened(rt, caller, chat_id, first, others, snapshot, turn_seq, now, fence, events)
+
+
+def in_batch_order(
+    interrupts: Sequence[Interrupt], batch: Sequence[Mapping[str, Any]]
+) -> list[Interrupt]:
+    """The run's interrupts in the order the model called their tools.
+
+    Parallel tools raise theirs in whatever order they happen to run; every surface
+    numbers the cards, so the order must not change from one run to the next.
+    Interrupts of no tool in the batch (a hook's) follow, in the order they came.
+    """
+    position = {use["toolUseId"]: at for at, use in enumerate(batch)}
+    return sorted(
+        interrupts,
+        key=lambda i: position.get(tool_use_id_of(i.id) or "", len(position)),
+    )
 
 
 def _asked(
