@@ -9,6 +9,7 @@ import json
 import logging
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +87,27 @@ def channels(monkeypatch: pytest.MonkeyPatch, emulator: Emulator) -> Iterator[Se
         logging.disable(logging.NOTSET)
         # Everything botocore and the HTTP stack say at DEBUG reaches the log watch,
         # which fails the session if a token or signing secret is in it.
-        for name in ("botocore", "urllib3", "interlock"):
-            monkeypatch.setattr(logging.getLogger(name), "level", logging.DEBUG)
         key = secrets.token_bytes(32)
         stores = build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"])
-        yield Setup(BufferedClient(LocalApi(key)), key, slack, telegram, stores, aws)
+        with debug_logging("botocore", "urllib3", "interlock"):
+            yield Setup(BufferedClient(LocalApi(key)), key, slack, telegram, stores, aws)
         parameters.clear_caches()
+
+
+@contextmanager
+def debug_logging(*names: str) -> Iterator[None]:
+    """`names` log at DEBUG inside, and at their own levels again after.
+
+    Through `setLevel` both ways: it clears the loggers' cached answers to "is DEBUG on",
+    which a plain attribute change leaves standing (DEBUG would stay on for whatever
+    runs next in the process, or never come on for a logger asked before).
+    """
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
