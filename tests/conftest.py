@@ -7,6 +7,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -22,6 +23,7 @@ from local.emulator import Emulator
 from tests.secret_watch import WATCH, SecretWatch
 
 REGION = "us-east-1"
+TESTS = Path(__file__).resolve().parent
 
 # DynamoDB applies each request atomically; in-process moto works through one in several
 # Python steps without a lock, so two threads of one test (the parallel tools of a batch)
@@ -46,14 +48,33 @@ moto_at_scale.install()
 SPREAD: frozenset[str] = frozenset({"test_event_numbers.py"})
 
 
+# Tiers whose files take longest go first (in this order), so that under `./dev test`
+# the two workers end together on the many short files instead of one waiting for the
+# other's crash matrix. The browser tests are one group: one chromium, one test at a
+# time, on one worker while the other runs the rest.
+FIRST: tuple[str, ...] = ("faults", "browser", "e2e", "channels", "race")
+ONE_GROUP: frozenset[str] = frozenset({"browser"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under `--dist loadgroup`, each file's tests stay on one worker, so its module
     fixtures (a server, a synthesized app, forked zygotes) are built once; the runs of a
-    `SPREAD` file are each a group of their own."""
+    `SPREAD` file are each a group of their own, a `ONE_GROUP` tier is one group."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
+            tier = _tier(item)
             group = item.nodeid if item.path.name in SPREAD else str(item.path)
-            item.add_marker(pytest.mark.xdist_group(group))
+            item.add_marker(pytest.mark.xdist_group(tier if tier in ONE_GROUP else group))
+    # A stable sort: files stay whole and in order within their tier.
+    items.sort(key=lambda item: FIRST.index(t) if (t := _tier(item)) in FIRST else len(FIRST))
+
+
+def _tier(item: pytest.Item) -> str:
+    """The tier directory under `tests/` that holds `item` ("" for `tests/` itself)."""
+    if TESTS not in item.path.parents:
+        return ""
+    parts = item.path.relative_to(TESTS).parts
+    return parts[0] if len(parts) > 1 else ""
 
 
 @pytest.fixture(autouse=True, scope="session")

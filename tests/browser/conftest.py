@@ -34,9 +34,13 @@ DESKTOP: Final = {"width": 1280, "height": 900}
 EXPECT_TIMEOUT_MS: Final = 15_000
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """Headless chromium from the system; fails loudly (not a skip) when it is missing."""
+    """Headless chromium from the system; fails loudly (not a skip) when it is missing.
+
+    Held for this package only: the sync API keeps an event loop running on the thread
+    while it is open, and the tests that run after these on the same worker start
+    their own (`asyncio.run`)."""
     if not CHROMIUM.is_file():
         pytest.fail(INSTALL_HINT, pytrace=False)
     try:
