@@ -252,8 +252,9 @@ for _service in ("dynamodb", "s3"):
     _SESSION.client(_service, endpoint_url="http://127.0.0.1:9")
 
 
-def child_main(spec: CellSpec) -> None:
-    """The forked process's entry point: one phase, then exit."""
+def child_main(fields: dict[str, Any]) -> None:
+    """The forked process's entry point: one phase (a `CellSpec`'s fields), then exit."""
+    spec = CellSpec(**fields)
 
     os.environ.update(
         AWS_ACCESS_KEY_ID="testing",

@@ -2,16 +2,15 @@
 (`settle`) on Slack, under a fault: SIGKILLed before or after the n-th AWS call (or
 that call failing), or SIGKILLed on either side of the platform's own call.
 
-Run as `python -m tests.faults.notice_child '<spec json>'`; it holds nothing but the
-addresses of the moto server and of the Slack fake, so whatever survives is in the table.
+Forked by a zygote (`tests/faults/zygote.py`), one child per cell; it holds nothing but
+the addresses of the moto server and of the Slack fake, so whatever survives is in the
+table.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sys
 from typing import Any
 
 import boto3
@@ -49,10 +48,16 @@ class _Dying(SlackChannel):
         return result
 
 
-def main(spec: dict[str, Any]) -> None:
-    session = boto3.session.Session(region_name="us-east-1")
-    dynamodb = session.client("dynamodb", endpoint_url=spec["endpoint"])
-    s3 = session.client("s3", endpoint_url=spec["endpoint"])
+# Made once in the zygote: every child inherits the loaded service models.
+_SESSION = boto3.session.Session(region_name="us-east-1")
+for _service in ("dynamodb", "s3"):
+    _SESSION.client(_service, endpoint_url="http://127.0.0.1:9")
+
+
+def child_main(spec: dict[str, Any]) -> None:
+    """One cell: post or edit the card under the spec's fault."""
+    dynamodb = _SESSION.client("dynamodb", endpoint_url=spec["endpoint"])
+    s3 = _SESSION.client("s3", endpoint_url=spec["endpoint"])
     stores = build_stores(dynamodb, s3, spec["table"], spec["bucket"])
     http = JsonHttp(spec["slack"], {"Authorization": f"Bearer {spec['token']}"})
     channel = _Dying(http, spec["platform"])
@@ -68,7 +73,3 @@ def main(spec: dict[str, Any]) -> None:
         notifier.opened(request)
     else:
         notifier.settled(spec["chat"], [spec["interrupt"]], "cancelled", "alice", "api")
-
-
-if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))

@@ -12,7 +12,10 @@ carry the chat to its end. Every cell checks the same invariants:
 - the chat is settled: the request is done, no turn holds the chat, no slot is held.
 
 Cells are forked from a zygote process that imported Strands once, so each phase is a
-real process and still cheap. The matrix is written to `artifacts/crash_matrix.json`.
+real process and still cheap. A cell that begins from a pause (or from a resume killed
+after its steps) begins from a copy of what one fault-free run of that prefix stored
+and logged (`Start`), its trace too, instead of running the prefix again. The matrix is
+written to `artifacts/crash_matrix.json`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from __future__ import annotations
 import json
 import os
 import queue
-import select
-import subprocess
-import sys
+import shutil
+import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -44,6 +47,7 @@ from interlock.timing import StorePolicy, SystemClock
 from tests.e2e.test_mcp_input import Bank, serve_bank
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
 from tests.faults.injector import in_flight, is_write
+from tests.faults.zygote import Zygote
 
 pytestmark = pytest.mark.server
 
@@ -87,40 +91,6 @@ class Cell:
 PHASE_TIMEOUT_S = 60
 
 
-class Zygote:
-    """The forking process (`tests/faults/zygote.py`), driven over pipes."""
-
-    def __init__(self, log: Path) -> None:
-        env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-        self._log = log.open("ab")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.faults.zygote"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-        )
-
-    def run(self, spec: CellSpec) -> int:
-        """Fork a child for `spec`, wait for it; its exit code (-9: SIGKILLed)."""
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write((json.dumps(asdict(spec)) + "\n").encode())
-        self._process.stdin.flush()
-        ready, _, _ = select.select([self._process.stdout], [], [], PHASE_TIMEOUT_S)
-        assert ready, f"phase {spec.phase} of {spec.chat} hung"
-        return int(json.loads(self._process.stdout.readline())["exit"])
-
-    def close(self) -> None:
-        if self._process.stdin:
-            self._process.stdin.close()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-        self._log.close()
-
-
 # One zygote per core: cells are independent (each has its own chat), so two run at once.
 ZYGOTES = max(1, min(2, os.cpu_count() or 1))
 
@@ -143,10 +113,43 @@ def bank(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bank]:
 @pytest.fixture(scope="module")
 def zygotes(tmp_path_factory: pytest.TempPathFactory, bank: Bank) -> Iterator[list[Zygote]]:
     log = tmp_path_factory.mktemp("zygote") / "children.log"
-    forks = [Zygote(log) for _ in range(ZYGOTES)]
+    forks = [Zygote("tests.faults.cell", log, PHASE_TIMEOUT_S) for _ in range(ZYGOTES)]
     yield forks
     for fork in forks:
         fork.close()
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one cell runs: a directory (its logs), a table and a bucket of its own, and
+    the chat it drives (the same chat in every cell copied from one `Start`)."""
+
+    work: Path
+    chat: str
+
+    @property
+    def table(self) -> str:
+        return f"t-{self.work.name}"
+
+    @property
+    def bucket(self) -> str:
+        return f"b-{self.work.name}"
+
+
+@dataclass(frozen=True)
+class Start:
+    """A chat as a fault-free prefix left it (paused; or a resume killed after its
+    steps): what it stored and logged, copied into each cell that begins there instead
+    of running the prefix again. Made anew once `START_FRESH_S` old, so a cell's chat
+    is never much older than its trace's."""
+
+    place: Place
+    items: list[dict[str, Any]]
+    made_s: float
+
+
+START_FRESH_S: Final = 15.0
+LOGS: Final = ("models.log", "tools.log", "outcomes.log")
 
 
 class Lab:
@@ -163,37 +166,40 @@ class Lab:
         self.aws = aws
         self.root = root
         self._steps: dict[str, tuple[str, int]] = {}
+        self._starts: dict[tuple[str, str], Start] = {}
+        self._starting = threading.RLock()  # a taken start traces a resume: from the paused one
+        self._stale: list[Place] = []
 
-    def workdir(self) -> Path:
-        """A cell's own directory (its name is the chat's) with its own table and bucket.
+    def workdir(self, chat: str | None = None) -> Place:
+        """A cell's own directory with its own table and bucket, for `chat` (by default
+        a new chat named as the directory).
 
         The chat always lands in the first shard of the expiry index, so a sweep makes
         the same calls in the same order in every cell as in the trace.
         """
         name = f"c{uuid.uuid4().hex[:10]}"
-        while keys.sweep_shard(name, SWEEP_SHARDS) != "OPEN#0":
+        while chat is None and keys.sweep_shard(name, SWEEP_SHARDS) != "OPEN#0":
             name = f"c{uuid.uuid4().hex[:10]}"
-        work = self.root / name
-        work.mkdir()
-        create_storage(self.aws["dynamodb"], self.aws["s3"], f"t-{work.name}", f"b-{work.name}")
-        return work
+        place = Place(self.root / name, chat or name)
+        place.work.mkdir()
+        create_storage(self.aws["dynamodb"], self.aws["s3"], place.table, place.bucket)
+        return place
 
-    def storage(self, work: Path) -> dict[str, Any]:
-        return {**self.aws, "table": f"t-{work.name}", "bucket": f"b-{work.name}"}
+    def storage(self, place: Place) -> dict[str, Any]:
+        return {**self.aws, "table": place.table, "bucket": place.bucket}
 
-    def stores(self, work: Path) -> Stores:
-        aws = self.storage(work)
+    def stores(self, place: Place) -> Stores:
+        aws = self.storage(place)
         return build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], StorePolicy())
 
-    def spec(self, work: Path, story: str, phase: str, **extra: Any) -> CellSpec:
-        chat = work.name
+    def spec(self, place: Place, story: str, phase: str, **extra: Any) -> CellSpec:
         return CellSpec(
             endpoint=self.aws["endpoint"],
-            table=f"t-{work.name}",
-            bucket=f"b-{work.name}",
-            work=str(work),
-            chat=chat,
-            user=f"u-{chat}",
+            table=place.table,
+            bucket=place.bucket,
+            work=str(place.work),
+            chat=place.chat,
+            user=f"u-{place.chat}",
             story=story,
             phase=phase,
             **extra,
@@ -202,7 +208,7 @@ class Lab:
     def run(self, spec: CellSpec) -> int:
         forks = self.idle.get()
         try:
-            return forks.run(spec)
+            return forks.run(asdict(spec))
         finally:
             self.idle.put(forks)
 
@@ -214,18 +220,17 @@ class Lab:
 
     def trace(self, story: str, phase: str) -> list[str]:
         """The AWS calls of one fault-free run of `phase`, in order."""
-        work = self.workdir()
-        self._prepare(work, story, phase)
-        assert self.run(self.spec(work, story, phase, trace=True, offset_ms=_offset(phase))) == 0
-        self._drop(work)
-        return [line["op"] for line in read_lines(work / "trace.jsonl")]
+        place = self._prepared(story, phase)
+        spec = self.spec(place, story, phase, trace=True, offset_ms=_offset(phase))
+        assert self.run(spec) == 0
+        self._drop(place)
+        return [line["op"] for line in read_lines(place.work / "trace.jsonl")]
 
     def cell(self, cell: Cell) -> list[str]:
         """Run one cell; returns its violations (empty when every invariant holds)."""
-        work = self.workdir()
-        self._prepare(work, cell.story, cell.phase)
+        place = self._prepared(cell.story, cell.phase)
         spec = self.spec(
-            work,
+            place,
             cell.story,
             cell.phase,
             mode=cell.mode,
@@ -236,31 +241,81 @@ class Lab:
         )
         self.run(spec)
         for phase, offset in _recovery(cell):
-            assert self.run(self.spec(work, cell.story, phase, offset_ms=offset)) == 0
+            assert self.run(self.spec(place, cell.story, phase, offset_ms=offset)) == 0
         allowance = 1 if in_flight(cell.op, cell.mode) else 0
         story = STORIES[cell.story]
-        broken = verdict(self.stores(work), self.storage(work), work, story, allowance)
+        broken = verdict(self.stores(place), self.storage(place), place, story, allowance)
         if story.agent == "payments" and self.bank is not None:
-            broken += bank_verdict(self.stores(work), work.name, self.bank, cell)
-        self._drop(work)
+            broken += bank_verdict(self.stores(place), place.chat, self.bank, cell)
+        self._drop(place)
         return broken
 
-    def _drop(self, work: Path) -> None:
+    def close(self) -> None:
+        """Drop the starts' tables and buckets."""
+        for place in [*self._stale, *(start.place for start in self._starts.values())]:
+            self._drop(place)
+        self._stale.clear()
+        self._starts.clear()
+
+    def _drop(self, place: Place) -> None:
         """Delete the cell's table and bucket: the emulator serves the whole session."""
-        aws = self.storage(work)
+        aws = self.storage(place)
         aws["dynamodb"].delete_table(TableName=aws["table"])
         listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"]).get("Contents", [])
         for found in listed:
             aws["s3"].delete_object(Bucket=aws["bucket"], Key=found["Key"])
         aws["s3"].delete_bucket(Bucket=aws["bucket"])
 
-    def _prepare(self, work: Path, story: str, phase: str) -> None:
-        if phase in ("resume", "sweep", "takeover"):
-            assert self.run(self.spec(work, story, "pause")) == 0
-        if phase == "takeover":
+    def _prepared(self, story: str, phase: str) -> Place:
+        """A new place where `phase` of `story` can begin: copied from its start, or
+        (the payments story, whose bank tells cells apart by chat) a new chat whose
+        prefix runs here."""
+        prefix = {"resume": "paused", "sweep": "paused", "takeover": "taken"}.get(phase)
+        if prefix is None:
+            return self.workdir()
+        if STORIES[story].agent == "payments":
+            place = self.workdir()
+            self._run_prefix(place, story, prefix)
+            return place
+        start = self._start(story, prefix)
+        place = self.workdir(start.place.chat)
+        self._copy(start, place)
+        return place
+
+    def _start(self, story: str, prefix: str) -> Start:
+        with self._starting:
+            start = self._starts.get((story, prefix))
+            if start is None or time.monotonic() - start.made_s > START_FRESH_S:
+                if start is not None:
+                    self._stale.append(start.place)
+                place = self.workdir()
+                self._run_prefix(place, story, prefix)
+                scanned = self.aws["dynamodb"].scan(TableName=place.table)["Items"]
+                start = Start(place, scanned, time.monotonic())
+                self._starts[(story, prefix)] = start
+            return start
+
+    def _run_prefix(self, place: Place, story: str, prefix: str) -> None:
+        assert self.run(self.spec(place, story, "pause")) == 0
+        if prefix == "taken":
             # The resume dies just after its second step is recorded (not a clean exit)
             op, nth = self._step_write(story)
-            self.run(self.spec(work, story, "resume", mode="kill_after", op=op, nth=nth))
+            self.run(self.spec(place, story, "resume", mode="kill_after", op=op, nth=nth))
+
+    def _copy(self, start: Start, place: Place) -> None:
+        """Give `place` the start's items, objects and logs, as stored."""
+        dynamodb, s3 = self.aws["dynamodb"], self.aws["s3"]
+        for at in range(0, len(start.items), 25):
+            batch = [{"PutRequest": {"Item": item}} for item in start.items[at : at + 25]]
+            left = dynamodb.batch_write_item(RequestItems={place.table: batch})
+            assert not left.get("UnprocessedItems"), left
+        objects = s3.list_objects_v2(Bucket=start.place.bucket).get("Contents", [])
+        for found in objects:
+            source = {"Bucket": start.place.bucket, "Key": found["Key"]}
+            s3.copy_object(Bucket=place.bucket, Key=found["Key"], CopySource=source)
+        for log in LOGS:
+            if (start.place.work / log).exists():
+                shutil.copyfile(start.place.work / log, place.work / log)
 
     def _step_write(self, story: str) -> tuple[str, int]:
         """The call of a fault-free resume of `story` that records its takeover step:
@@ -296,10 +351,10 @@ def _recovery(cell: Cell) -> list[tuple[str, int]]:
 
 
 def verdict(
-    stores: Stores, aws: dict[str, Any], work: Path, story: Story, allowance: int
+    stores: Stores, aws: dict[str, Any], place: Place, story: Story, allowance: int
 ) -> list[str]:
     """Every invariant of the module docstring, as a list of what is broken."""
-    chat = work.name
+    chat, work = place.chat, place.work
     user = f"u-{chat}"
     later = SystemClock().now_ms() + 3 * OVERDUE_MS
     broken: list[str] = []
@@ -448,11 +503,13 @@ def test_every_fault_at_every_step_leaves_each_effect_exactly_once(
     bank: Bank,
     server_aws: dict[str, Any],
     tmp_path: Path,
+    request: pytest.FixtureRequest,
     story: str,
     phase: str,
     recovery: str,
 ) -> None:
     lab = Lab(zygotes, server_aws, tmp_path, bank)
+    request.addfinalizer(lab.close)
     # Given the AWS calls a fault-free run of this phase makes
     ops = lab.trace(story, phase)
     assert ops, "the phase made no AWS call"

@@ -12,9 +12,7 @@ asserts exactly that, and that the copy kept is the one edited.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
+import queue
 import sys
 import uuid
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ from interlock.notify import NOTIFY_HOLD_MS, Notifier
 from tests.adapters.test_notices import open_request
 from tests.channels import fakes
 from tests.conftest import fresh_storage
+from tests.faults.zygote import Zygote
 
 pytestmark = pytest.mark.server
 
@@ -75,11 +74,19 @@ CELLS = [
 
 
 @pytest.fixture(scope="module")
-def lab(emulator: Any) -> Iterator[dict[str, Any]]:
+def lab(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     aws = fresh_storage(emulator.endpoint, "notices")
     stores = build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"])
     stores.channels.link(Link("slack", "U-ALICE", "alice"), "root", NOW_MS)
-    yield {**aws, "stores": stores}
+    # Two cells at a time, each child forked from a process that imported it once
+    log = tmp_path_factory.mktemp("notice-zygote") / "children.log"
+    forks = [Zygote("tests.faults.notice_child", log) for _ in range(2)]
+    idle: queue.Queue[Zygote] = queue.Queue()
+    for fork in forks:
+        idle.put(fork)
+    yield {**aws, "stores": stores, "zygotes": idle}
+    for fork in forks:
+        fork.close()
 
 
 def _notifier(stores: Stores, slack: fakes.Platform, now_ms: int) -> Notifier:
@@ -104,21 +111,15 @@ def _run_child(lab: dict[str, Any], cell: Cell, chat: str, slack: fakes.Platform
         "platform": cell.platform,
         "now_ms": NOW_MS + 1000,
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.faults.notice_child", json.dumps(spec)],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "PYTHONPATH": f"{ROOT / 'shared'}{os.pathsep}{ROOT}",
-        },
-        capture_output=True,
-        timeout=60,
-    )
-    if done.returncode not in (0, -9):
-        sys.stderr.write(done.stderr.decode()[-3000:])
-    return done.returncode
+    forks: queue.Queue[Zygote] = lab["zygotes"]
+    zygote = forks.get()
+    try:
+        code = zygote.run(spec)
+    finally:
+        forks.put(zygote)
+    if code not in (0, -9):
+        sys.stderr.write(zygote.log.read_text(errors="replace")[-3000:])
+    return code
 
 
 def _system_pass(stores: Stores, slack: fakes.Platform, chat: str, now_ms: int) -> None:
