@@ -22,6 +22,7 @@ const TITLE = document.title;
 
 let api = null;
 let card = null;
+let sending = null; // the card whose answer this window is sending, if any
 let working = false;
 // Tool lines drawn as "waiting for your answer", until the card they wait on settles.
 const waiting = [];
@@ -228,6 +229,9 @@ function retireCard(next = null) {
 async function answer(status, payload, retried = false) {
   const shown = card;
   shown.busy(true); // the card says "Sending your answer…"
+  // Until the server answers, this window's own answer is what is in flight: the polls
+  // that watch for answers given elsewhere must not redraw the card or the thread.
+  sending = shown;
   setWorking(true, "");
   const streaming = live();
   const onEvent = (event) => {
@@ -253,6 +257,7 @@ async function answer(status, payload, retried = false) {
       report(failure);
     });
   } finally {
+    if (sending === shown) sending = null;
     setWorking(false);
     // The answer is in: the focus goes back to writing, unless a new card took it.
     if (!card?.answerable) $("prompt").focus();
@@ -295,6 +300,7 @@ async function waitForAnswer() {
   for (let i = 0; i < POLL_TRIES && shown === card; i += 1) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     const view = await api.request(chat);
+    if (shown !== card || sending === shown) return; // answered here meanwhile
     if (view.state !== "claimed") return settle(shown, view);
     // Each read hands out a fresh secret: the card answers with the newest, or a person
     // answering an interrupted card would be refused by this very poll.
@@ -313,7 +319,8 @@ async function watchInbox() {
     const { requests } = await api.inbox();
     showInbox(requests);
     // This chat's card was answered elsewhere (another tab, a phone, team chat): show it.
-    if (card?.answerable && !requests.some((r) => r.chatId === chat) && !typingIn(card)) {
+    const gone = !requests.some((r) => r.chatId === chat);
+    if (card?.answerable && gone && !typingIn(card) && sending !== card) {
       await Promise.all([loadThread(), loadRequest(), loadHistory()]);
     }
   } catch (error) {
