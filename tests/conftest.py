@@ -50,10 +50,11 @@ SPREAD: frozenset[str] = frozenset({"test_event_numbers.py"})
 
 # Tiers whose files take longest go first (in this order), so that under `./dev test`
 # the two workers end together on the many short files instead of one waiting for the
-# other's crash matrix. The browser tests are one group: one chromium, one test at a
-# time, on one worker while the other runs the rest.
-FIRST: tuple[str, ...] = ("faults", "browser", "e2e", "channels", "race")
-ONE_GROUP: frozenset[str] = frozenset({"browser"})
+# other's crash matrix. A `ONE_GROUP` tier runs on one worker, a file after the other:
+# the browser tests (one chromium, one test at a time) and the infrastructure tests
+# (whose session synthesizes the app once, not once per worker).
+FIRST: tuple[str, ...] = ("faults", "browser", "e2e", "channels", "infra", "race")
+ONE_GROUP: frozenset[str] = frozenset({"browser", "infra"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
