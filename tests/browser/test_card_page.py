@@ -443,7 +443,7 @@ def test_the_card_works_at_phone_width_with_labels_and_contrast(
     tab.screenshot("card-phone")
 
 
-def _claimed_by_a_dead_worker(stores: Stores, chat: str, user: str, acted: bool) -> None:
+def claimed_by_a_dead_worker(stores: Stores, chat: str, user: str, acted: bool) -> None:
     """The request as a worker that died right after claiming alice's approve leaves it
     (and, with `acted`, after it started the report): its lease already ran out."""
     request = pointer(stores, chat)
@@ -465,7 +465,7 @@ def test_an_interrupted_approve_nothing_acted_on_can_still_be_denied(
     tab = open_tab(chat)
     tab.send(REPORT)
     expect(tab.button("Approve")).to_be_visible()
-    _claimed_by_a_dead_worker(stores, chat, user, acted=False)
+    claimed_by_a_dead_worker(stores, chat, user, acted=False)
 
     # When she looks again, the card says so and still offers its buttons
     tab.reload()
@@ -490,7 +490,7 @@ def test_an_approve_already_acted_on_shows_as_decided_with_no_buttons(
     tab = open_tab(chat)
     tab.send(REPORT)
     expect(tab.button("Approve")).to_be_visible()
-    _claimed_by_a_dead_worker(stores, chat, user, acted=True)
+    claimed_by_a_dead_worker(stores, chat, user, acted=True)
 
     # When she looks again, it is shown decided and continuing, with nothing to press
     tab.reload()
