@@ -507,21 +507,7 @@ class MemoryRequests:
                 return self._updated(
                     claim.chat_id,
                     lambda r: _holds(r, fence) and not r.acted,
-                    lambda r: r.with_changes(
-                        state=RequestState.PENDING,
-                        lease_token=token,
-                        claim_count=r.claim_count - 1,
-                        failures=r.failures + 1,
-                        worker=None,
-                        lease_expires_at_ms=None,
-                        resume_deadline_ms=None,
-                        decision=None,
-                        response=None,
-                        journal_id=None,
-                        decided_by=None,
-                        decided_at_ms=None,
-                        decided_via=None,
-                    ),
+                    lambda r: r.reset(token),
                     lost=lambda cur: (
                         _Kept() if cur and cur.lease_token == claim.lease_token else _lost()
                     ),

@@ -196,6 +196,27 @@ class RequestRecord:
     def with_changes(self, **changes: Any) -> RequestRecord:
         return replace(self, **changes)
 
+    def reset(self, lease_token: str) -> RequestRecord:
+        """The record after its claim is given back unused (a failure that acted on
+        nothing): answerable afresh under `lease_token`, with no answer recorded, one
+        claim fewer and one failure more."""
+        return replace(
+            self,
+            state=RequestState.PENDING,
+            lease_token=lease_token,
+            claim_count=self.claim_count - 1,
+            failures=self.failures + 1,
+            worker=None,
+            lease_expires_at_ms=None,
+            resume_deadline_ms=None,
+            decision=None,
+            response=None,
+            journal_id=None,
+            decided_by=None,
+            decided_at_ms=None,
+            decided_via=None,
+        )
+
 
 class AnswerRule(StrEnum):
     """What a claim does with the answer it brings, given what is recorded."""

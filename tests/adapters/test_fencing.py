@@ -159,6 +159,7 @@ def test_a_release_resets_only_what_was_not_acted_on(stores: Stores, clock: Manu
     assert (reset.state, reset.claim_count) == (RequestState.PENDING, 0)
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None and (current.decision, current.response) == (None, None)
+    assert reset == current, "the release returns the record as it stored it"
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
 
     # A model response recorded, and nothing started on it: still reset

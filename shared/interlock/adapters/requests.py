@@ -698,22 +698,7 @@ class RequestStore:
             if 0 in cancelled.failed and not (old and old.get("lease_token") == claim.lease_token):
                 raise _lost() from None
             raise _Acted() from None  # acted on, or a grant changed under us: keep the answer
-        # The record as `RESET_SET` left it: answerable afresh, nothing recorded.
-        return claim.with_changes(
-            state=RequestState.PENDING,
-            lease_token=values[":new_token"],
-            claim_count=claim.claim_count - 1,
-            failures=claim.failures + 1,
-            worker=None,
-            lease_expires_at_ms=None,
-            resume_deadline_ms=None,
-            decision=None,
-            response=None,
-            journal_id=None,
-            decided_by=None,
-            decided_at_ms=None,
-            decided_via=None,
-        )
+        return claim.reset(values[":new_token"])  # the record as `RESET_SET` left it
 
     def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord:
         """Expire a claimed request that can never run (its snapshot is unusable)."""
