@@ -9,11 +9,14 @@ from strands.models.model import Model
 
 from examples import analyst
 from examples.analyst.script import DEMO_SCENARIOS
-from interlock.agent import AgentInputs
+from interlock.agent import AgentFactory, AgentInputs
 from interlock.config import InterlockConfig
+from interlock.deps import Runtime
 from interlock.harness.agent import BuiltAgent, compose
 from interlock.harness.journal import Journal
 from interlock.harness.model import Scenario, ScriptedModel, Step
+from interlock.ports import Stores
+from interlock.timing import Clock
 
 
 class Transport:
@@ -80,4 +83,16 @@ def analyst_agent(
         messages=messages,
         max_model_calls=max_model_calls,
         journal=journal,
+    )
+
+
+def own_agent_runtime(stores: Stores, clock: Clock, agent: AgentFactory) -> Runtime:
+    """A service runtime for a user's own agent, which brings its scripted model itself
+    (`inputs.model(scripted=...)`): no model factory of Interlock's is ever called."""
+    return Runtime(
+        stores,
+        lambda: None,  # type: ignore[arg-type, return-value]
+        clock=clock,
+        agent=agent,
+        config=InterlockConfig(model="scripted"),
     )

@@ -10,9 +10,9 @@ from strands import ToolContext, tool
 
 from interlock.adapters.factory import Stores
 from interlock.agent import AgentInputs, AgentSpec, Block, Scenario
-from interlock.config import InterlockConfig
 from interlock.timing import ManualClock
-from interlock.turns import Caller, Runtime, run_turn
+from interlock.turns import Caller, run_turn
+from tests.agent.support import own_agent_runtime
 
 RAISED: list[str] = []
 
@@ -44,13 +44,7 @@ def build(inputs: AgentInputs) -> AgentSpec:
 def test_cards_follow_the_models_call_order_not_the_order_they_were_raised(
     stores: Stores, clock: ManualClock
 ) -> None:
-    rt = Runtime(
-        stores,
-        lambda: None,  # type: ignore[arg-type, return-value]
-        clock=clock,
-        agent=build,
-        config=InterlockConfig(model="scripted"),
-    )
+    rt = own_agent_runtime(stores, clock, build)
     RAISED.clear()
 
     offered = run_turn(rt, Caller("alice"), "ordered", "ask both").offer

@@ -8,11 +8,11 @@ import pytest
 
 from interlock.adapters.factory import Stores
 from interlock.agent import AgentInputs, AgentSpec
-from interlock.config import InterlockConfig
 from interlock.errors import IncompleteResume
 from interlock.resume import resume_replies, resume_turn
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, run_turn
+from tests.agent.support import own_agent_runtime
 from tests.api import twin_agent
 
 ALICE = Caller("alice")
@@ -26,13 +26,7 @@ def one_at_a_time(inputs: AgentInputs) -> AgentSpec:
 def test_two_confirmations_are_asked_one_after_the_other(
     stores: Stores, clock: ManualClock
 ) -> None:
-    rt = Runtime(
-        stores,
-        lambda: None,  # type: ignore[arg-type, return-value]
-        clock=clock,
-        agent=one_at_a_time,
-        config=InterlockConfig(model="scripted"),
-    )
+    rt = own_agent_runtime(stores, clock, one_at_a_time)
     chat = "one-by-one"
 
     # The first refund is asked alone; the second has not been reached yet
