@@ -145,6 +145,7 @@ class Start:
 
     place: Place
     items: list[dict[str, Any]]
+    objects: list[str]  # the keys in its bucket
     made_s: float
 
 
@@ -291,7 +292,9 @@ class Lab:
                 place = self.workdir()
                 self._run_prefix(place, story, prefix)
                 scanned = self.aws["dynamodb"].scan(TableName=place.table)["Items"]
-                start = Start(place, scanned, time.monotonic())
+                listed = self.aws["s3"].list_objects_v2(Bucket=place.bucket).get("Contents", [])
+                objects = [found["Key"] for found in listed]
+                start = Start(place, scanned, objects, time.monotonic())
                 self._starts[(story, prefix)] = start
             return start
 
@@ -309,10 +312,9 @@ class Lab:
             batch = [{"PutRequest": {"Item": item}} for item in start.items[at : at + 25]]
             left = dynamodb.batch_write_item(RequestItems={place.table: batch})
             assert not left.get("UnprocessedItems"), left
-        objects = s3.list_objects_v2(Bucket=start.place.bucket).get("Contents", [])
-        for found in objects:
-            source = {"Bucket": start.place.bucket, "Key": found["Key"]}
-            s3.copy_object(Bucket=place.bucket, Key=found["Key"], CopySource=source)
+        for key in start.objects:
+            source = {"Bucket": start.place.bucket, "Key": key}
+            s3.copy_object(Bucket=place.bucket, Key=key, CopySource=source)
         for log in LOGS:
             if (start.place.work / log).exists():
                 shutil.copyfile(start.place.work / log, place.work / log)
