@@ -322,6 +322,14 @@ async function watchInbox() {
     const gone = !requests.some((r) => r.chatId === chat);
     if (card?.answerable && gone && !typingIn(card) && sending !== card) {
       await Promise.all([loadThread(), loadRequest(), loadHistory()]);
+    } else if (card?.state === "expired") {
+      // An expired card waits for the sweeper, which times the request out and lets the
+      // agent go on without it: once it has, the card says so and the thread shows what
+      // the agent did.
+      const shown = card;
+      const view = await api.request(chat);
+      if (view.state === "done" && shown === card)
+        await Promise.all([settle(shown, view), loadHistory()]);
     }
   } catch (error) {
     if (!(error instanceof ApiError) || error.status === 401) throw error;

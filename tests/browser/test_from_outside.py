@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import BrowserContext, expect
 
 from interlock.adapters.factory import Stores
+from interlock.adapters.schema import EXPIRY_INDEX_PARTITION
 from interlock.adapters.telegram import TelegramChannel
 from interlock.adapters.webclient import JsonHttp
 from interlock.channels import Link
@@ -67,6 +68,46 @@ def test_the_local_sweeper_settles_an_unanswered_card_and_the_run_goes_on(
     tab.screenshot("card-expired-by-sweeper")
     keys = [f"{chat}#{a.card['tool_use_id']}" for a in done.asked]
     assert [stores.outbox.get(k) for k in keys] == [None, None]
+    assert tab.errors == []
+
+
+def test_a_card_the_page_found_expired_follows_the_sweep_that_comes_after(
+    context: BrowserContext, server: str, stores: Stores, storage: dict[str, Any]
+) -> None:
+    # Given two cards on screen whose request expires where the sweeper cannot see it yet
+    # (out of the sweeper's index, as if its next pass were still minutes away)
+    chat = f"chat-{uuid.uuid4().hex[:12]}"
+    tab = ChatPage.open(context, server, chat, "rita")
+    tab.send("refund both orders")
+    cards = tab.page.locator(".card-group .card")
+    expect(cards).to_have_count(2)
+    key = {"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}}
+    shard = storage["dynamodb"].get_item(TableName=storage["table"], Key=key)["Item"]
+    storage["dynamodb"].update_item(
+        TableName=storage["table"], Key=key, UpdateExpression=f"REMOVE {EXPIRY_INDEX_PARTITION}"
+    )
+    expire(storage, chat)
+
+    # When the page has found it expired, and only then the sweeper settles it
+    for n in range(2):
+        expect(cards.nth(n).locator(".outcome")).to_have_text(
+            re.compile(r"^This request has expired \(at .+\)\. It can no longer be answered\.$")
+        )
+    storage["dynamodb"].update_item(
+        TableName=storage["table"],
+        Key=key,
+        UpdateExpression=f"SET {EXPIRY_INDEX_PARTITION} = :shard",
+        ExpressionAttributeValues={":shard": shard[EXPIRY_INDEX_PARTITION]},
+    )
+    wait_for(lambda: pointer(stores, chat).state is RequestState.DONE, "the sweeper's settle")
+
+    # Then the page follows without a click: each card timed out, and the agent went on
+    for n in range(2):
+        expect(cards.nth(n).locator(".outcome")).to_have_text(
+            re.compile(r"^This request has expired \(at .+\): nobody answered it in time\.$")
+        )
+    expect(tab.agent_says()).to_contain_text("Refunds:")
+    expect(tab.page.get_by_label("Message to the agent")).to_be_enabled()
     assert tab.errors == []
 
 
