@@ -42,6 +42,7 @@ from ag_ui.core import (
 from pydantic import BaseModel, TypeAdapter
 
 from local import devtokens
+from tests.forks import Forked, fork_server
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S: Final = 30.0
@@ -346,7 +347,7 @@ def local_server(
     argv = [sys.executable, "-m", "local.server", "--port", "0", "--sweep-every", "0"]
     argv += ["--aws-endpoint", aws["endpoint"], "--table", aws["table"], "--bucket", aws["bucket"]]
     with log.open("wb") as out:
-        child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        child = fork_server().spawn(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         yield LocalServer(_wait_ready(child, log), key, child.pid)
     finally:
@@ -358,7 +359,7 @@ def local_server(
             child.wait(timeout=STOP_TIMEOUT_S)
 
 
-def _wait_ready(child: subprocess.Popen[bytes], log: Path) -> str:
+def _wait_ready(child: Forked, log: Path) -> str:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         for line in log.read_text(errors="replace").splitlines():

@@ -31,6 +31,7 @@ from tests.e2e.http_client import LocalServer, local_server
 from tests.e2e.support import TIMEOUT_S, pointer, wait_for
 from tests.e2e.test_processes import CRASH_LEASE, Lab, wait_for_lapse
 from tests.e2e.test_stock_client import DRIVERS, StockClient
+from tests.forks import Forked, fork_server
 
 pytestmark = pytest.mark.server
 
@@ -63,7 +64,7 @@ class Bank:
 
 def serve_bank(
     ledger: Path, log: Path, port: int = 0, key: str | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
+) -> tuple[Forked, str]:
     """The example bank as its own process (on a free port unless given, sealing with
     `key` if given); the process and its URL."""
     if not port:
@@ -74,7 +75,7 @@ def serve_bank(
     # By its path, as a bank runs on its own: it needs only the `mcp` package.
     argv = [sys.executable, str(ROOT / "examples" / "mcp" / "server.py"), "--port", str(port)]
     with log.open("wb") as out:
-        child = subprocess.Popen(
+        child = fork_server().spawn(
             [*argv, "--ledger", str(ledger)],
             cwd=ROOT,
             env=env,

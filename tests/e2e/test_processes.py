@@ -32,6 +32,7 @@ from tests.e2e.support import (
     runtime,
     wait_for,
 )
+from tests.forks import Forked, fork_server
 
 pytestmark = pytest.mark.server
 
@@ -66,14 +67,14 @@ class Lab:
         self.aws = aws
         self.work = work
         self.chat = chat
-        self._children: list[subprocess.Popen[bytes]] = []
+        self._children: list[Forked] = []
 
-    def start(self, role: str, name: str, *extra: str) -> subprocess.Popen[bytes]:
+    def start(self, role: str, name: str, *extra: str) -> Forked:
         argv = [sys.executable, str(HALF), role, "--name", name, "--chat", self.chat]
         argv += ["--endpoint", self.aws["endpoint"], "--work", str(self.work)]
         argv += ["--table", self.aws["table"], "--bucket", self.aws["bucket"], *extra]
         with (self.work / f"{name}.log").open("wb") as log:
-            child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+            child = fork_server().spawn(argv, stdout=log, stderr=subprocess.STDOUT)
         self._children.append(child)
         return child
 
@@ -89,7 +90,7 @@ class Lab:
         self.run("resume", name, *extra)
         return self._json(f"{name}.json")
 
-    def wait_until_hung(self, child: subprocess.Popen[bytes], name: str) -> None:
+    def wait_until_hung(self, child: Forked, name: str) -> None:
         marker = self.work / f"{name}.hung"
         wait_for(lambda: marker.exists() or child.poll() is not None, f"{name} to hang")
         assert child.poll() is None, f"{name} exited before hanging:\n{self.log(name)}"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from interlock.adapters.factory import Stores
+from tests.forks import fork_server
 
 pytestmark = pytest.mark.server
 
@@ -47,7 +48,7 @@ def _race(server_stores: Stores, aws: dict[str, Any], chat: str) -> None:
 
     # Given four writer processes on one chat, all at once
     writers = [
-        subprocess.Popen(
+        fork_server().spawn(
             [sys.executable, "-m", "tests.race.event_writer", *_where(aws), chat, kind, str(EACH)],
             cwd=ROOT,
             env=env,
