@@ -25,7 +25,6 @@ from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import create_storage
 from local.emulator import Emulator
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS, INSTALL_HINT
-from tests.forks import Forked, fork_server
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S: Final = 30.0
@@ -103,7 +102,7 @@ def server(
         argv += ["--agent", agent]
     log = tmp_path_factory.mktemp("server") / "server.log"
     with log.open("wb") as out:
-        child = fork_server().spawn(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         yield _wait_ready(child, log)
     finally:
@@ -115,7 +114,7 @@ def server(
             child.wait(timeout=10)
 
 
-def _wait_ready(child: Forked, log: Path) -> str:
+def _wait_ready(child: subprocess.Popen[bytes], log: Path) -> str:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         found = re.search(r"^READY (\S+)$", log.read_text(errors="replace"), re.M)
