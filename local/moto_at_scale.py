@@ -9,12 +9,17 @@ process grows:
 - a Query on the table (not an index) sorts every item of the table, then walks the
   partition from its first item, sizing each, to the first one in the key condition's
   range (DynamoDB seeks to it): a reader paging `after=N` pays for the N before;
-- and its server lists its own package directory on every request, to tell a service's
-  name from a host's.
+- its server lists its own package directory on every request, to tell a service's
+  name from a host's;
+- and its response serializer walks every attribute value of every item returned
+  through the shape of `AttributeValue`, trying each of its ten members by each alias
+  (a quarter of the emulator's time on a busy chat), though the value already has its
+  wire form.
 
 `install()` keeps moto's own code and semantics but backs up only the items a
 transaction names (restoring those on failure), hands a table Query only its
-partition's items within the key condition's range, and lists the directory once. It
+partition's items within the key condition's range, lists the directory once, and
+writes an attribute value as its members' own serializers would (`_wire`). It
 patches moto for the whole process, once: the emulator installs it (`local.emulator`),
 and so does the test session for in-process moto. Each patch acts only on the thread
 making the call, so concurrent callers never see each other's.
@@ -25,8 +30,9 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
+from moto.core.serialize import BaseJSONSerializer
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 
@@ -49,6 +55,7 @@ def install() -> None:
         _patch_transactions()
         _patch_queries()
         _patch_module_listing()
+        _patch_attribute_values()
         _installed = True
 
 
@@ -164,3 +171,53 @@ def _restore(backups: list[_Backup]) -> None:
             table.items[hash_key][range_key] = item
         else:
             table.items[hash_key] = item
+
+
+# moto's own, as imported: what `_wire` must write the same as (its test compares them).
+PLAIN_STRUCTURE: Final = BaseJSONSerializer._serialize_type_structure
+
+
+def _patch_attribute_values() -> None:
+    original = PLAIN_STRUCTURE
+
+    def _serialize_type_structure(
+        self: BaseJSONSerializer, serialized: Any, value: Any, shape: Any, key: str
+    ) -> None:
+        if shape.name != "AttributeValue" or type(value) is not dict or not key:
+            return original(self, serialized, value, shape, key)
+        if getattr(self._value_picker, "response_transformers", None):
+            return original(self, serialized, value, shape, key)  # a response reshapes it
+        serialized[key] = _wire(self, value)
+        return None
+
+    BaseJSONSerializer._serialize_type_structure = _serialize_type_structure  # type: ignore[method-assign]
+
+
+def _wire(serializer: BaseJSONSerializer, value: dict[str, Any]) -> dict[str, Any]:
+    """An attribute value as moto's JSON serializer writes it through the shape: its
+    members in the shape's order, a None member left out, strings and numbers as `str`,
+    binaries in base64, maps and lists member by member."""
+    out: dict[str, Any] = {}
+    for member in _MEMBERS:
+        item = value.get(member)
+        if item is None:
+            continue
+        if member in ("S", "N"):
+            out[member] = str(item) if item not in ({}, []) else item
+        elif member in ("SS", "NS"):
+            out[member] = [str(x) if x not in ({}, []) else x for x in item]
+        elif member == "B":
+            out[member] = serializer._base64(item)
+        elif member == "BS":
+            out[member] = [serializer._base64(x) for x in item]
+        elif member == "M":
+            out[member] = {k: _wire(serializer, v) for k, v in item.items()}
+        elif member == "L":
+            out[member] = [_wire(serializer, v) for v in item]
+        else:  # NULL, BOOL
+            out[member] = item
+    return out
+
+
+# The members of DynamoDB's `AttributeValue`, in its shape's order.
+_MEMBERS = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")

@@ -3,13 +3,16 @@ or none, whatever entry fails; a query finds what it found before."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.core.serialize import BaseJSONSerializer, JSONSerializer, XFormedAttributePicker
+from moto.core.utils import get_service_model
 
 from local import moto_at_scale
 from tests.conftest import REGION
@@ -112,3 +115,50 @@ def test_a_query_finds_its_partition_in_order_and_nothing_else(dynamodb: Any) ->
         ExclusiveStartKey=found["LastEvaluatedKey"],
     )
     assert [item["sk"]["S"] for item in rest["Items"]] == ["EVENT#1"]
+
+
+# Every kind of attribute value, nested, with the edge cases moto's serializer has rules for
+EVERY_KIND: Final = {
+    "s": {"S": "x"},
+    "empty": {"S": ""},
+    "n": {"N": "12.5"},
+    "b": {"B": b"\x00\xff"},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2"]},
+    "bs": {"BS": [b"a", b"b"]},
+    "l": {"L": [{"S": "y"}, {"L": []}, {"M": {}}, {"M": {"deep": {"N": "1"}}}]},
+    "null": {"NULL": True},
+    "yes": {"BOOL": True},
+    "no": {"BOOL": False},
+}
+
+
+def test_an_attribute_value_is_written_as_mots_own_serializer_writes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    moto_at_scale.install()
+    service = get_service_model("dynamodb")
+    serializer = JSONSerializer(
+        service.operation_model("GetItem"), value_picker=XFormedAttributePicker()
+    )
+    shape = service.shape_for("AttributeValue")
+    value = {"M": EVERY_KIND}
+
+    fast: dict[str, Any] = {}
+    serializer._serialize_type_structure(fast, value, shape, "v")
+    monkeypatch.setattr(
+        BaseJSONSerializer, "_serialize_type_structure", moto_at_scale.PLAIN_STRUCTURE
+    )
+    plain: dict[str, Any] = {}
+    serializer._serialize_type_structure(plain, value, shape, "v")
+
+    # the same members, in the same order, to the byte
+    assert json.dumps(fast) == json.dumps(plain)
+    assert fast["v"]["M"]["b"] == {"B": "AP8="}
+
+
+def test_every_kind_of_value_comes_back_as_it_was_put(dynamodb: Any) -> None:
+    item = {**_key("kinds"), **EVERY_KIND}
+    dynamodb.put_item(TableName=TABLE, Item=item)
+    got = dynamodb.get_item(TableName=TABLE, Key=_key("kinds"), ConsistentRead=True)["Item"]
+    assert got == item
