@@ -178,15 +178,13 @@ PLAIN_STRUCTURE: Final = BaseJSONSerializer._serialize_type_structure
 
 
 def _patch_attribute_values() -> None:
-    original = PLAIN_STRUCTURE
-
     def _serialize_type_structure(
         self: BaseJSONSerializer, serialized: Any, value: Any, shape: Any, key: str
     ) -> None:
         if shape.name != "AttributeValue" or type(value) is not dict or not key:
-            return original(self, serialized, value, shape, key)
+            return PLAIN_STRUCTURE(self, serialized, value, shape, key)
         if getattr(self._value_picker, "response_transformers", None):
-            return original(self, serialized, value, shape, key)  # a response reshapes it
+            return PLAIN_STRUCTURE(self, serialized, value, shape, key)  # a response reshapes it
         serialized[key] = _wire(self, value)
         return None
 

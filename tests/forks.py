@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # environment on import, and each child has its own).
 PRELOAD = ("boto3", "strands", "aws_lambda_powertools", "pydantic", "mcp", "httpx", "jsonschema")
 _MESSAGE = 1 << 16
-_STDIO = 3
+_DESCRIPTORS = 2  # a child's stdout and stderr
 
 
 class Forked:
@@ -146,7 +146,7 @@ class ForkServer:
             return self._exits.get(pid)
 
     def close(self) -> None:
-        self._socket.shutdown(socket.SHUT_WR)  # the server sees the end, and leaves
+        self._socket.shutdown(socket.SHUT_WR)  # the server ends what still runs, and leaves
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -207,10 +207,9 @@ def main(channel: int) -> int:
     own = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
     base_path = [p for p in sys.path[1:] if p not in own]
     children: set[int] = set()
-    open_channel = True
-    while open_channel or children:
+    while True:
         try:
-            ready, _, _ = select.select([sock, wake_read] if open_channel else [wake_read], [], [])
+            ready, _, _ = select.select([sock, wake_read], [], [])
         except InterruptedError:
             ready = [wake_read]
         if wake_read in ready:
@@ -218,10 +217,9 @@ def main(channel: int) -> int:
         _reap(sock, children)
         if sock not in ready:
             continue
-        message, fds, _, _ = socket.recv_fds(sock, _MESSAGE, _STDIO)
+        message, fds, _, _ = socket.recv_fds(sock, _MESSAGE, _DESCRIPTORS)
         if not message:
-            open_channel = False  # the tests are done: wait for what still runs, then leave
-            continue
+            break
         spec = json.loads(message)
         pid = os.fork()
         if pid == 0:
@@ -233,6 +231,13 @@ def main(channel: int) -> int:
             os.close(fd)
         children.add(pid)
         sock.send(json.dumps({"number": spec["number"], "pid": pid}).encode())
+    # The test process is done: nothing will stop what it left running, so this does.
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in children:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
     return 0
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import pytest
@@ -33,20 +35,48 @@ def expire(storage: dict[str, Any], chat: str) -> None:
     """Move the chat's request past its expiry, as time would."""
     storage["dynamodb"].update_item(
         TableName=storage["table"],
-        Key={"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}},
+        Key=_request_key(chat),
         UpdateExpression="SET expires_at = :past",
         ExpressionAttributeValues={":past": {"N": str(now_ms() // 1000 - 5)}},
     )
+
+
+@contextmanager
+def out_of_the_sweepers_sight(storage: dict[str, Any], chat: str) -> Iterator[None]:
+    """The chat's request out of the sweeper's index inside the block (as if its next
+    pass were still minutes away), back in it after."""
+    dynamodb, table, key = storage["dynamodb"], storage["table"], _request_key(chat)
+    shard = dynamodb.get_item(TableName=table, Key=key)["Item"][EXPIRY_INDEX_PARTITION]
+    dynamodb.update_item(
+        TableName=table, Key=key, UpdateExpression=f"REMOVE {EXPIRY_INDEX_PARTITION}"
+    )
+    yield
+    dynamodb.update_item(
+        TableName=table,
+        Key=key,
+        UpdateExpression=f"SET {EXPIRY_INDEX_PARTITION} = :shard",
+        ExpressionAttributeValues={":shard": shard},
+    )
+
+
+def two_refund_cards(context: BrowserContext, server: str) -> tuple[str, ChatPage]:
+    """A new chat whose page shows the twins' two refund cards; the chat and its page."""
+    chat = f"chat-{uuid.uuid4().hex[:12]}"
+    tab = ChatPage.open(context, server, chat, "rita")
+    tab.send("refund both orders")
+    expect(tab.page.locator(".card-group .card")).to_have_count(2)
+    return chat, tab
+
+
+def _request_key(chat: str) -> dict[str, Any]:
+    return {"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}}
 
 
 def test_the_local_sweeper_settles_an_unanswered_card_and_the_run_goes_on(
     context: BrowserContext, server: str, stores: Stores, storage: dict[str, Any]
 ) -> None:
     # Given two cards on screen that nobody answers before their request expires
-    chat = f"chat-{uuid.uuid4().hex[:12]}"
-    tab = ChatPage.open(context, server, chat, "rita")
-    tab.send("refund both orders")
-    expect(tab.page.locator(".card-group .card")).to_have_count(2)
+    chat, tab = two_refund_cards(context, server)
     expire(storage, chat)
 
     # Then the server's own sweeper settles it, and the page says so without a click:
@@ -75,30 +105,16 @@ def test_a_card_the_page_found_expired_follows_the_sweep_that_comes_after(
     context: BrowserContext, server: str, stores: Stores, storage: dict[str, Any]
 ) -> None:
     # Given two cards on screen whose request expires where the sweeper cannot see it yet
-    # (out of the sweeper's index, as if its next pass were still minutes away)
-    chat = f"chat-{uuid.uuid4().hex[:12]}"
-    tab = ChatPage.open(context, server, chat, "rita")
-    tab.send("refund both orders")
+    chat, tab = two_refund_cards(context, server)
     cards = tab.page.locator(".card-group .card")
-    expect(cards).to_have_count(2)
-    key = {"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}}
-    shard = storage["dynamodb"].get_item(TableName=storage["table"], Key=key)["Item"]
-    storage["dynamodb"].update_item(
-        TableName=storage["table"], Key=key, UpdateExpression=f"REMOVE {EXPIRY_INDEX_PARTITION}"
-    )
-    expire(storage, chat)
+    with out_of_the_sweepers_sight(storage, chat):
+        expire(storage, chat)
 
-    # When the page has found it expired, and only then the sweeper settles it
-    for n in range(2):
-        expect(cards.nth(n).locator(".outcome")).to_have_text(
-            re.compile(r"^This request has expired \(at .+\)\. It can no longer be answered\.$")
-        )
-    storage["dynamodb"].update_item(
-        TableName=storage["table"],
-        Key=key,
-        UpdateExpression=f"SET {EXPIRY_INDEX_PARTITION} = :shard",
-        ExpressionAttributeValues={":shard": shard[EXPIRY_INDEX_PARTITION]},
-    )
+        # When the page has found it expired, and only then the sweeper settles it
+        for n in range(2):
+            expect(cards.nth(n).locator(".outcome")).to_have_text(
+                re.compile(r"^This request has expired \(at .+\)\. It can no longer be answered\.$")
+            )
     wait_for(lambda: pointer(stores, chat).state is RequestState.DONE, "the sweeper's settle")
 
     # Then the page follows without a click: each card timed out, and the agent went on
