@@ -13,7 +13,8 @@ from typing import Any
 
 import boto3
 
-from interlock.adapters.dynamo import to_item, transact, writes
+from interlock import keys
+from interlock.adapters.dynamo import expression, to_item, transact, writes
 from interlock.adapters.factory import Stores, build_stores
 from interlock.timing import SystemClock
 
@@ -27,7 +28,8 @@ def writers(stores: Stores, client: Any, table: str, chat: str) -> dict[str, Cal
         return 1
 
     def with_a_change(n: int) -> int:
-        change = {"Put": {"TableName": table, "Item": to_item({"pk": f"X#{chat}", "sk": str(n)})}}
+        # Every other change is to the chat's meta item, which then carries the counter.
+        change = _meta_change(table, chat) if n % 2 else _other_change(table, chat, n)
         event = chats.event_entry(chat, "resume", "w1", clock.now_ms(), n=n)
         transact(client, [change, *writes([event])], "change with its event")
         return 1
@@ -42,6 +44,20 @@ def writers(stores: Stores, client: Any, table: str, chat: str) -> dict[str, Cal
         return 1
 
     return {f.__name__: f for f in (alone, with_a_change, two_at_once, sweeper)}
+
+
+def _other_change(table: str, chat: str, n: int) -> dict[str, Any]:
+    return {"Put": {"TableName": table, "Item": to_item({"pk": f"X#{chat}", "sk": str(n)})}}
+
+
+def _meta_change(table: str, chat: str) -> dict[str, Any]:
+    key = to_item({"pk": keys.chat_pk(chat), "sk": keys.META_SK})
+    args = expression(
+        condition="attribute_not_exists(#owner) OR #owner = :me",
+        update="SET #owner = :me ADD #changes :one",
+        values={":me": "w1", ":one": 1},
+    )
+    return {"Update": {"TableName": table, "Key": key, **args}}
 
 
 def main(endpoint: str, table: str, bucket: str, chat: str, kind: str, count: str) -> int:

@@ -4,7 +4,8 @@ while four writers add events to one chat sees every event exactly once.
 Each writer is its own process (`event_writer.py`) over HTTP against the moto server,
 writing the way one of Interlock's writers does: a lone audit event (a tap, the
 sweeper), an event riding in the transaction of the change it describes (a resume's
-finish), two events in one transaction (a cancel).
+finish; every other change is to the chat's meta item, which then carries the counter
+in the same entry), two events in one transaction (a cancel).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from interlock import keys
+from interlock.adapters.dynamo import from_item, to_item
 from interlock.adapters.factory import Stores
 from tests.forks import fork_server
 
@@ -80,3 +83,11 @@ def _race(server_stores: Stores, aws: dict[str, Any], chat: str) -> None:
     assert (len(missed), duplicated) == (0, 0)
     assert seen == sorted(seen) == stored
     assert stored == list(range(stored[0], stored[0] + len(stored))), "no gaps"
+    # and every change to the chat's meta item that carried the counter landed once
+    meta = aws["dynamodb"].get_item(
+        TableName=aws["table"],
+        Key=to_item({"pk": keys.chat_pk(chat), "sk": keys.META_SK}),
+        ConsistentRead=True,
+    )["Item"]
+    assert from_item(meta)["changes"] == EACH // 2
+    assert from_item(meta)["last_event"] == stored[-1]

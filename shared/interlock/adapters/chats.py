@@ -21,7 +21,7 @@ from interlock.adapters.dynamo import (
     translated,
 )
 from interlock.adapters.fencing import fenced
-from interlock.adapters.numbering import event_put
+from interlock.adapters.numbering import event_put, observed
 from interlock.ports import Entry, Role
 from interlock.records import AuditEvent, ChatMeta, Fence
 
@@ -46,7 +46,9 @@ class ChatStore:
             response = self._client.get_item(
                 TableName=self._table, Key=_meta_key(chat_id), ConsistentRead=True
             )
-        return meta_from_item(chat_id, from_item(response.get("Item", {})))
+        row = from_item(response.get("Item", {}))
+        observed(self._table, chat_id, row or None)  # it holds the chat's event counter
+        return meta_from_item(chat_id, row)
 
     def turns(self, chat_id: str, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
         """Saved turns with numbers above `after`, oldest first."""

@@ -2,22 +2,26 @@
 
 An audit event is written as a marked `Put` (`event_put`) without a number. When the
 transaction that carries it is sent (`dynamo.transact`), the events of each chat are
-numbered after the chat's counter item (`CHAT#<chat>` / `EVENTS`), and one more entry
-moves that counter on, conditional on it still holding the number the writer knew. So
-numbers follow commit order, one writer after another: a reader paging `after=N` can
-never see a number before a smaller one is committed, and never skips one. A writer that
-lost the race learns the counter's value from the refusal and numbers again.
+numbered after the chat's counter (`last_event` on its meta item, `CHAT#<chat>` /
+`META`), and the counter moves on in the same transaction, conditional on it still
+holding the number the writer knew. So numbers follow commit order, one writer after
+another: a reader paging `after=N` can never see a number before a smaller one is
+committed, and never skips one. A writer that lost the race learns the counter's value
+from the refusal and numbers again.
 
-What it costs: one more entry (the counter) in each transaction that carries events, and
-a lone event is a two-entry transaction instead of a put; a writer that does not know the
-chat's counter yet (its first write to that chat in this process, unless a read taught
-it) may need one retry. Nobody reads the counter to write: the batch read a run or a
-resume starts with teaches it (`learn`).
+What it costs: when the transaction already writes or checks the chat's meta item (a
+turn's admission, its pause, a resume's finish), the counter's move is folded into that
+entry and costs nothing more; otherwise it is one more entry, and a lone event is a
+two-entry transaction instead of a put. A writer that does not know the chat's counter
+yet (its first write to that chat in this process, unless a read taught it) may need one
+retry. Nobody reads the counter to write: the reads a run or a resume starts with teach
+it (`observed`).
 """
 
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,14 +29,27 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Final
 
 from interlock import keys
-from interlock.adapters.dynamo import EVENT, Cancelled, Conflicted, expression, to_item
+from interlock.adapters.dynamo import (
+    BEST_EFFORT,
+    EVENT,
+    Cancelled,
+    Conflicted,
+    expression,
+    to_item,
+)
 from interlock.errors import StoreError
 
-COUNTER_SK: Final = "EVENTS"
+COUNTER_SK: Final = keys.META_SK
 COUNTER: Final = "last_event"
+# The placeholders of a counter folded into another entry: a digit in each, so they
+# never meet the letters-only aliases of `dynamo.expression`.
+_FOLDED_NAME: Final = "#event0"
+_FOLDED_TO: Final = ":event0"
+_FOLDED_SEEN: Final = ":event1"
 # A chat's first counted event starts above every number the clock-based scheme could
 # have minted for it (milliseconds times 1000, plus a minute of clock skew), so events
-# written before the counter existed still sort first.
+# written before the counter existed still sort first; and above the counter earlier
+# versions kept on an `EVENTS` item, which moved one step per event from such a start.
 _LEGACY_SPREAD: Final = 1000
 _LEGACY_SKEW_MS: Final = 60_000
 # Writers to one chat take turns: under heavy contention (several writers at once, all
@@ -97,8 +114,14 @@ def _send_counted(
             _pause(attempt)  # another transaction held an item: the same write again
             continue
         except Cancelled as cancelled:
-            lost = {i: old for i, old in cancelled.failed.items() if i not in counters}
-            moved = {i: old for i, old in cancelled.failed.items() if i in counters}
+            # A counter lost when it no longer holds what was sent; an entry that carries
+            # it may also (or instead) have lost its own condition.
+            moved = {
+                i: old
+                for i, old in cancelled.failed.items()
+                if i in counters and _counter_of(old) != seen[counters[i]]
+            }
+            lost = {i: old for i, old in cancelled.failed.items() if i not in moved}
             if not moved:
                 raise Cancelled(lost) from None
             # A counter moved on: number again. What else lost may only have lost beside
@@ -106,7 +129,7 @@ def _send_counted(
             # judged on the next attempt, not now.
             with _lock:
                 for index, old in moved.items():
-                    chat, now = counters[index], int((old or {}).get(COUNTER, 0))
+                    chat, now = counters[index], _counter_of(old)
                     # Another thread may know a later value already; a counter found
                     # behind what we sent belongs to a table made anew: believe it.
                     ahead = max(now, _known.get(chat, 0))
@@ -139,8 +162,9 @@ def _pause(attempt: int) -> None:
 def _numbered(
     items: list[dict[str, Any]], seen: dict[tuple[str, str], int]
 ) -> tuple[list[dict[str, Any]], dict[int, tuple[str, str]]]:
-    """The entries to send (events numbered, markers gone, counters last) and which
-    index holds which chat's counter."""
+    """The entries to send (events numbered, markers gone, each chat's counter folded
+    into the entry on its meta item, or last) and which index holds which chat's
+    counter."""
     next_of = {chat: _first(chat, last, items) for chat, last in seen.items()}
     entries = []
     for item in items:
@@ -156,9 +180,68 @@ def _numbered(
         entries.append({"Put": item["Put"]})
     counters: dict[int, tuple[str, str]] = {}
     for chat, last in seen.items():
-        counters[len(entries)] = chat
-        entries.append(_counter_entry(chat, last, next_of[chat] - 1))
+        at = _meta_entry(entries, chat)
+        if at is None:
+            at = len(entries)
+            entries.append(_counter_entry(chat, last, next_of[chat] - 1))
+        else:
+            entries[at] = _carrying_counter(entries[at], last, next_of[chat] - 1)
+        counters[at] = chat
     return entries, counters
+
+
+def _counter_of(old: dict[str, Any] | None) -> int:
+    """The counter as a refusal returned its item (none: the item does not exist)."""
+    return int((old or {}).get(COUNTER, 0))
+
+
+def _meta_entry(entries: list[dict[str, Any]], chat: tuple[str, str]) -> int | None:
+    """The index of the entry that writes or checks the chat's meta item, if any."""
+    table, chat_id = chat
+    key = counter_key(chat_id)
+    for index, entry in enumerate(entries):
+        ((kind, body),) = ((k, v) for k, v in entry.items() if k != BEST_EFFORT)
+        held = body.get("Key") or {name: body["Item"].get(name) for name in ("pk", "sk")}
+        if body["TableName"] != table or held != key:
+            continue
+        # A Put or Delete of the meta item would lose the counter, and an entry that may
+        # be dropped (best effort) would take the counter's move with it.
+        if kind not in ("Update", "ConditionCheck") or BEST_EFFORT in entry:
+            raise ValueError(f"events cannot ride with a {kind} of their chat's meta item")
+        return index
+    return None
+
+
+def _carrying_counter(entry: dict[str, Any], last: int, to: int) -> dict[str, Any]:
+    """`entry` (an `Update` or `ConditionCheck` of the chat's meta item) as an `Update`
+    that also moves the counter from `last` to `to`, on the condition it still holds
+    `last`; its old item comes back on a refusal, telling which condition lost."""
+    ((_, body),) = entry.items()
+    names = body.get("ExpressionAttributeNames", {})
+    values = body.get("ExpressionAttributeValues", {})
+    if {_FOLDED_NAME} & names.keys() or {_FOLDED_TO, _FOLDED_SEEN} & values.keys():
+        raise ValueError("the entry already uses the counter's placeholders")
+    held = f"{_FOLDED_NAME} = {_FOLDED_SEEN}" if last else f"attribute_not_exists({_FOLDED_NAME})"
+    own = body.get("ConditionExpression")
+    move = f"{_FOLDED_NAME} = {_FOLDED_TO}"
+    update = body.get("UpdateExpression")
+    if update is None:
+        update = f"SET {move}"
+    elif re.search(r"\bSET\b", update):
+        update = re.sub(r"\bSET\b", f"SET {move},", update, count=1)
+    else:
+        update = f"SET {move} {update}"
+    moved_values = to_item({_FOLDED_TO: to, **({_FOLDED_SEEN: last} if last else {})})
+    return {
+        "Update": {
+            **body,
+            "ConditionExpression": f"({own}) AND {held}" if own else held,
+            "UpdateExpression": update,
+            "ExpressionAttributeNames": {**names, _FOLDED_NAME: COUNTER},
+            "ExpressionAttributeValues": {**values, **moved_values},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
 
 
 def _first(chat: tuple[str, str], last: int, items: list[dict[str, Any]]) -> int:

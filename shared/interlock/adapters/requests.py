@@ -40,7 +40,7 @@ from interlock.adapters.dynamo import (
     writes,
 )
 from interlock.adapters.fencing import HOLDS_CLAIM, claim_values, fenced
-from interlock.adapters.numbering import COUNTER_SK, counter_key, observed
+from interlock.adapters.numbering import observed
 from interlock.adapters.schema import (
     EXPIRY_INDEX,
     EXPIRY_INDEX_SORT,
@@ -181,11 +181,11 @@ class RequestStore:
 
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]:
         """The chat's pointer (as `get`) and its meta item, in one consistent read."""
-        # The chat's event counter comes along: this worker's events then need no retry.
-        wanted = [_key(chat_id), _meta_key(chat_id), counter_key(chat_id)]
+        wanted = [_key(chat_id), _meta_key(chat_id)]
         found = batch_get(self._client, self._table, wanted, "read request and chat")
         rows = {row["sk"]: row for row in found}
-        observed(self._table, chat_id, rows.get(COUNTER_SK))
+        # The meta item holds the chat's event counter: this worker's events need no retry.
+        observed(self._table, chat_id, rows.get(keys.META_SK))
         meta = meta_from_item(chat_id, rows.get(keys.META_SK, {}))
         item = rows.get(keys.REQUEST_SK)
         if not item:
