@@ -120,9 +120,10 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # Starts turns: reads the chat and its pointer (one batch read) and approvals, admits the turn
     # (a transaction that checks the chat has no open request, updates the chat and puts the user's
     # turn), writes audit events, the pointer and outbox rows fenced by the turn (transactions with
-    # a ConditionCheck), holds a concurrency slot for the turn (deleted when it ends,
-    # `LimitStore.release_slot`), and saves the paused agent's snapshot. Writes no approval rows (so
-    # no batch writes) and never reads a snapshot.
+    # a ConditionCheck, or an Update of the chat's meta item when they carry events), holds a
+    # concurrency slot for the turn (deleted when it ends, `LimitStore.release_slot`), and saves
+    # the paused agent's snapshot. Writes no approval rows (so no batch writes) and never reads a
+    # snapshot.
     "run": Access(
         table_actions=(
             "dynamodb:BatchGetItem",

@@ -12,7 +12,15 @@ import pytest
 
 from interlock import errors, keys
 from interlock.adapters import numbering
-from interlock.adapters.dynamo import Cancelled, expression, from_item, to_item, transact, writes
+from interlock.adapters.dynamo import (
+    Cancelled,
+    best_effort,
+    expression,
+    from_item,
+    to_item,
+    transact,
+    writes,
+)
 from interlock.adapters.factory import Stores
 from interlock.records import TurnFence
 from interlock.timing import ManualClock
@@ -43,11 +51,16 @@ def _meta(aws: dict[str, Any], chat: str) -> dict[str, Any]:
     return from_item(item.get("Item", {}))
 
 
-def _meta_update(aws: dict[str, Any], chat: str, condition: str = "") -> dict[str, Any]:
+def _meta_update(
+    aws: dict[str, Any],
+    chat: str,
+    condition: str = "",
+    update: str = "SET #owner = :me ADD #landed :one",
+) -> dict[str, Any]:
     """An update of the chat's meta item that counts how often it landed."""
     args = expression(
         condition=condition or "attribute_not_exists(#owner) OR #owner = :me",
-        update="SET #owner = :me ADD #landed :one",
+        update=update,
         values={":me": "alice", ":one": 1},
     )
     key = to_item({"pk": keys.chat_pk(chat), "sk": keys.META_SK})
@@ -164,3 +177,91 @@ def test_an_event_cannot_ride_with_a_put_of_its_chats_meta_item(
     with pytest.raises(ValueError, match="Put of their chat's meta item"):
         transact(aws["dynamodb"], [put, _event(stores, chat, clock)], "test")
     assert _meta(aws, chat) == {}
+
+
+# Every shape of update a meta entry may have: the counter's SET joins the entry's own
+# SET clause, or opens one, whatever the clauses' order and case.
+UPDATES = {
+    "set-then-add": "SET #owner = :me ADD #landed :one",
+    "add-then-set": "ADD #landed :one SET #owner = :me",
+    "lowercase": "add #landed :one set #owner = :me",
+    "remove-only": "REMOVE #gone ADD #landed :one",
+}
+
+
+@pytest.mark.parametrize("shape", UPDATES)
+@pytest.mark.parametrize("at", [0, 1])
+def test_a_counter_another_writer_moved_is_drawn_again_whatever_the_entry_and_its_place(
+    aws: dict[str, Any],
+    stores: Stores,
+    clock: ManualClock,
+    chat: str,
+    sent: list[list[dict[str, Any]]],
+    shape: str,
+    at: int,
+) -> None:
+    # Given a meta item with an attribute to remove, and a counter this process knows
+    # only up to the first of two events (the second came from another writer)
+    key = to_item({"pk": keys.chat_pk(chat), "sk": keys.META_SK})
+    aws["dynamodb"].put_item(TableName=aws["table"], Item={**key, "gone": {"S": "x"}})
+    first = stores.chats.record(chat, "first", "alice", clock.now_ms())
+    stores.chats.record(chat, "second", "bob", clock.now_ms())
+    numbering.observed(aws["table"], chat, {"last_event": first.seq})
+    other = {"Put": {"TableName": aws["table"], "Item": to_item({"pk": f"X#{chat}", "sk": "1"})}}
+    entries = [_meta_update(aws, chat, update=UPDATES[shape]), _event(stores, chat, clock)]
+    if at:
+        entries.insert(0, other)  # the meta entry second
+    sent.clear()
+
+    # When the change is sent, its old values asked for on no entry of the caller's
+    transact(aws["dynamodb"], entries, "test", read_back=())
+
+    # Then the refusal told the counter, the events were numbered again, and the entry's
+    # own change landed once
+    assert len(sent) == 2
+    events = stores.chats.events(chat)
+    assert [(e.type, e.seq - first.seq) for e in events] == [
+        ("first", 0),
+        ("second", 1),
+        ("note", 2),
+    ]
+    meta = _meta(aws, chat)
+    assert (meta["landed"], meta["last_event"]) == (1, events[-1].seq)
+    assert ("gone" in meta) == (shape != "remove-only")
+
+
+def test_a_meta_update_that_loses_while_its_counter_moved_is_refused_after_one_redraw(
+    aws: dict[str, Any],
+    stores: Stores,
+    clock: ManualClock,
+    chat: str,
+    sent: list[list[dict[str, Any]]],
+) -> None:
+    first = stores.chats.record(chat, "first", "alice", clock.now_ms())
+    stores.chats.record(chat, "second", "bob", clock.now_ms())
+    numbering.observed(aws["table"], chat, {"last_event": first.seq})
+    other = {"Put": {"TableName": aws["table"], "Item": to_item({"pk": f"X#{chat}", "sk": "1"})}}
+    taken = _meta_update(aws, chat, condition="attribute_exists(#owner)")  # there is none
+    sent.clear()
+
+    with pytest.raises(Cancelled) as refused:
+        transact(aws["dynamodb"], [other, taken, _event(stores, chat, clock)], "test", read_back=())
+
+    assert list(refused.value.failed) == [1]
+    assert len(sent) == 2
+    assert [e.type for e in stores.chats.events(chat)] == ["first", "second"]
+
+
+@pytest.mark.parametrize("kind", ["Delete", "best effort"])
+def test_an_event_cannot_ride_with_a_meta_entry_that_could_lose_the_counter(
+    aws: dict[str, Any], stores: Stores, clock: ManualClock, chat: str, kind: str
+) -> None:
+    key = to_item({"pk": keys.chat_pk(chat), "sk": keys.META_SK})
+    entry = (
+        {"Delete": {"TableName": aws["table"], "Key": key}}
+        if kind == "Delete"
+        else best_effort(_meta_update(aws, chat))
+    )
+    with pytest.raises(ValueError, match="cannot ride with"):
+        transact(aws["dynamodb"], [entry, _event(stores, chat, clock)], "test")
+    assert stores.chats.events(chat) == []

@@ -3,6 +3,7 @@ and an item missing what every request has is a store error, never a guess."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields, replace
 from typing import Any
 
@@ -79,3 +80,21 @@ def test_an_item_without_what_every_request_has_is_a_store_error(attribute: str)
     del stored[attribute]
     with pytest.raises(errors.StoreError, match=f"malformed request record: '{attribute}'"):
         request_from_item(stored)
+
+
+def test_cards_are_stored_compressed_and_cards_stored_as_text_still_read() -> None:
+    record = replace(
+        every_field_set(),
+        card={"type": "download", "reason": "Fetch the table. " * 20},
+        also_asked=(Asked("i2", {"type": "confirm", "reason": "Sure? " * 20}),),
+    )
+    stored = from_item(_to_item(record))
+    as_text = json.dumps(record.card, separators=(",", ":"), sort_keys=True)
+    # Billed by the byte on every write of the item: the card takes less than its text
+    assert isinstance(stored["card"], bytes) and len(stored["card"]) < len(as_text) / 2
+    assert isinstance(stored["also_asked"], bytes)
+
+    # An item written before cards were compressed holds their JSON text
+    stored["card"] = as_text
+    stored["also_asked"] = json.dumps([{"interrupt_id": "i2", "card": record.also_asked[0].card}])
+    assert request_from_item(stored) == record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import replace
 from typing import Any
 
@@ -218,7 +219,8 @@ def test_oversized_card_is_refused_and_nothing_is_written(
             user_id="alice",
             interrupt_id="i",
             kind="approval",
-            card={"text": "x" * 310_000},
+            # Stored compressed: text that does not compress, over the item budget
+            card={"text": secrets.token_urlsafe(310_000)},
             snapshot={},
             turn_seq=1,
             now_ms=clock.now_ms(),

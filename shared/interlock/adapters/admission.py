@@ -10,12 +10,15 @@ transaction as its last write.
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.chats import record_item, turn_body
 from interlock.adapters.dynamo import (
     Cancelled,
+    Conflicted,
     DynamoDBClient,
     entry_refused,
     expression,
@@ -41,6 +44,7 @@ ADMIT_SET: Final = (
 # the user's turn.
 _ADMISSION_ITEMS: Final = ("request", "meta", "turn")
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
+_ABANDON_ATTEMPTS: Final = 4
 
 
 class TurnStore:
@@ -168,11 +172,20 @@ class TurnStore:
         return Entry(Role.TURN, {"Update": release})
 
     def abandon(self, fence: TurnFence) -> None:
-        """Release the running-turn lease of a turn that failed (idempotent)."""
-        try:
-            transact(self._client, [self.end_run(fence).write], "abandon turn")
-        except Cancelled:
-            return  # already released, or taken over after it lapsed
+        """Release the running-turn lease of a turn that failed (idempotent).
+
+        It runs while the turn's own error is on its way out, so it never raises over
+        it: a release that keeps meeting other writes to the chat's meta item (any of the
+        chat's events moves the counter there) leaves the lease to lapse instead.
+        """
+        for attempt in range(_ABANDON_ATTEMPTS):
+            try:
+                transact(self._client, [self.end_run(fence).write], "abandon turn")
+                return
+            except Cancelled:
+                return  # already released, or taken over after it lapsed
+            except Conflicted:
+                time.sleep(random.uniform(0, 0.02 * 2**attempt))
 
     def answer_entries(
         self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int

@@ -9,7 +9,9 @@ lands only while the writer still holds what it was admitted with.
 Writes to the fenced item itself carry the condition directly (`claim_condition`);
 writes to any other item go in one transaction with a `ConditionCheck` on the fence
 (`fenced`), so the effect's record and the proof of ownership commit together or not
-at all. A lost fence is always `LeaseLost`, and nothing of that transaction is written.
+at all (a turn's check on the meta item becomes an `Update` when the transaction carries
+events: it also moves the chat's event counter, `adapters/numbering.py`). A lost fence
+is always `LeaseLost`, and nothing of that transaction is written.
 """
 
 from __future__ import annotations

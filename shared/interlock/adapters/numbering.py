@@ -46,6 +46,8 @@ COUNTER: Final = "last_event"
 _FOLDED_NAME: Final = "#event0"
 _FOLDED_TO: Final = ":event0"
 _FOLDED_SEEN: Final = ":event1"
+# The keyword that opens an update's SET clause (any case), not a placeholder's name.
+_SET_CLAUSE: Final = re.compile(r"(?<![#:\w.])SET\b", re.IGNORECASE)
 # A chat's first counted event starts above every number the clock-based scheme could
 # have minted for it (milliseconds times 1000, plus a minute of clock skew), so events
 # written before the counter existed still sort first; and above the counter earlier
@@ -88,7 +90,8 @@ def observed(table: str, chat_id: str, row: dict[str, Any] | None) -> None:
 def counted_transact(
     send: Callable[[list[dict[str, Any]]], None], items: list[dict[str, Any]]
 ) -> None:
-    """Number the marked events of `items`, add the counters' entries, and `send` it;
+    """Number the marked events of `items`, move their chats' counters (folded into the
+    entry on each chat's meta item, or as entries of their own), and `send` it;
     again with the counters as they stand when one moved on (or a conflicting
     transaction got in the way). A refusal of any other entry is the caller's
     `Cancelled`, indexed as the caller numbered them."""
@@ -221,14 +224,16 @@ def _carrying_counter(entry: dict[str, Any], last: int, to: int) -> dict[str, An
     values = body.get("ExpressionAttributeValues", {})
     if {_FOLDED_NAME} & names.keys() or {_FOLDED_TO, _FOLDED_SEEN} & values.keys():
         raise ValueError("the entry already uses the counter's placeholders")
+    if COUNTER in names.values():
+        raise ValueError("the entry already writes the chat's event counter")
     held = f"{_FOLDED_NAME} = {_FOLDED_SEEN}" if last else f"attribute_not_exists({_FOLDED_NAME})"
     own = body.get("ConditionExpression")
     move = f"{_FOLDED_NAME} = {_FOLDED_TO}"
     update = body.get("UpdateExpression")
     if update is None:
         update = f"SET {move}"
-    elif re.search(r"\bSET\b", update):
-        update = re.sub(r"\bSET\b", f"SET {move},", update, count=1)
+    elif _SET_CLAUSE.search(update):
+        update = _SET_CLAUSE.sub(f"SET {move},", update, count=1)
     else:
         update = f"SET {move} {update}"
     moved_values = to_item({_FOLDED_TO: to, **({_FOLDED_SEEN: last} if last else {})})

@@ -17,6 +17,7 @@ domain error carrying that record, so nobody needs a second read to say who hold
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, fields
 from typing import Any, Final
@@ -779,7 +780,7 @@ class RequestStore:
                     chat_id=row["pk"].removeprefix("CHAT#"),
                     interrupt_id=row["interrupt_id"],
                     kind=row["kind"],
-                    card=json.loads(row["card"]),
+                    card=_unpacked(row["card"]),
                     created_at=row["created_at"],
                     expires_at=row["expires_at"],
                     state=RequestState(row["state"]),
@@ -1021,26 +1022,38 @@ def _required(value: int | None) -> int:
     return value
 
 
-def _asked_from(text: str | None) -> tuple[Asked, ...]:
-    if not text:
+def _packed(value: Any) -> bytes:
+    """`value` as compressed JSON: a card is written once and then billed by size on
+    every later write of its item (a claim, each step of the run, the finish)."""
+    return zlib.compress(json.dumps(value, separators=(",", ":"), sort_keys=True).encode())
+
+
+def _unpacked(stored: bytes | str) -> Any:
+    # Items written before cards were compressed hold the JSON text itself.
+    return json.loads(zlib.decompress(stored) if isinstance(stored, bytes) else stored)
+
+
+def _asked_from(stored: bytes | str | None) -> tuple[Asked, ...]:
+    if not stored:
         return ()
-    return tuple(Asked(e["interrupt_id"], e["card"]) for e in json.loads(text))
+    return tuple(Asked(e["interrupt_id"], e["card"]) for e in _unpacked(stored))
 
 
 # The pointer item's codec, derived from `RequestRecord`'s fields: each field is stored
 # under its own name, as itself, unless named here. Empty values that mean "none yet"
-# (no failures, not acted) are left off the item, as DynamoDB bills every byte.
+# (no failures, not acted) are left off the item, and cards are compressed, as DynamoDB
+# bills every byte.
 _ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
-    "card": lambda card: json.dumps(card, separators=(",", ":"), sort_keys=True),
+    "card": _packed,
     "state": lambda state: state.value,
     "owner_roles": list,
     "acted": lambda acted: True if acted else None,
     "failures": lambda failures: failures or None,
-    "also_asked": lambda asked: _asked_json(asked) if asked else None,
+    "also_asked": lambda asked: _packed(_asked_entries(asked)) if asked else None,
     "created_ms": lambda created: created or None,
 }
 _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
-    "card": json.loads,
+    "card": _unpacked,
     "state": RequestState.parse,
     "owner_roles": tuple,
     "acted": bool,
@@ -1068,9 +1081,8 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
     return to_item(values)
 
 
-def _asked_json(asked: tuple[Asked, ...]) -> str:
-    entries = [{"interrupt_id": a.interrupt_id, "card": a.card} for a in asked]
-    return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+def _asked_entries(asked: tuple[Asked, ...]) -> list[dict[str, Any]]:
+    return [{"interrupt_id": a.interrupt_id, "card": a.card} for a in asked]
 
 
 def request_from_item(values: dict[str, Any]) -> RequestRecord:
