@@ -98,3 +98,15 @@ def test_cards_are_stored_compressed_and_cards_stored_as_text_still_read() -> No
     stored["card"] = as_text
     stored["also_asked"] = json.dumps([{"interrupt_id": "i2", "card": record.also_asked[0].card}])
     assert request_from_item(stored) == record
+
+
+def test_a_long_answer_is_stored_compressed_and_an_answer_stored_as_text_still_reads() -> None:
+    calls = [{"id": f"tooluse_{n}", "name": "fetch_url", "status": "success"} for n in range(9)]
+    answer = json.dumps({"message_id": "msg_1", "tool_calls": calls}, separators=(",", ":"))
+    record = replace(every_field_set(), answer=answer)
+    stored = from_item(_to_item(record))
+    assert isinstance(stored["answer"], bytes) and len(stored["answer"]) < len(answer) / 2
+    assert request_from_item(stored) == record
+
+    stored["answer"] = answer  # as written before answers were compressed
+    assert request_from_item(stored) == record

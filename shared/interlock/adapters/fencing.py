@@ -115,7 +115,9 @@ def _sent(client: DynamoDBClient, entries: list[dict[str, Any]], action: str) ->
     # item: DynamoDB cancels one as a conflict, which is no refusal: send it again.
     for attempt in range(_CONFLICT_ATTEMPTS):
         try:
-            transact(client, entries, action)
+            # A lost fence is `LeaseLost` whatever the item holds: its old value is not
+            # asked for (nor sent back), as no other entry's is.
+            transact(client, entries, action, read_back=())
             return
         except Conflicted:
             if attempt == _CONFLICT_ATTEMPTS - 1:

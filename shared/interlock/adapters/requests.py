@@ -17,12 +17,12 @@ domain error carrying that record, so nobody needs a second read to say who hold
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, fields
 from typing import Any, Final
 
 from interlock import errors, keys
+from interlock.adapters import packing
 from interlock.adapters.chats import meta_from_item
 from interlock.adapters.dynamo import (
     Cancelled,
@@ -504,7 +504,7 @@ class RequestStore:
         elif inline is None or final_text is None:
             raise ValueError("an answer is stored in S3 or inline, with its text")
         if inline is not None:
-            values[":answer"] = inline
+            values[":answer"] = packing.compact(inline)
             sets.append("#answer = :answer")
         if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
@@ -580,7 +580,7 @@ class RequestStore:
         item = {
             "pk": keys.chat_pk(claim.chat_id),
             "sk": keys.step_sk(journal_id, seq),
-            "entry": entry,
+            "entry": packing.compact(entry),
             "ttl": claim.ttl,
         }
         put = {
@@ -614,7 +614,7 @@ class RequestStore:
                     }
                 ),
             ):
-                found += [str(from_item(item)["entry"]) for item in page.get("Items", [])]
+                found += [packing.text(from_item(item)["entry"]) for item in page.get("Items", [])]
         return found
 
     def mark_acted(self, fence: ClaimFence) -> None:
@@ -780,7 +780,7 @@ class RequestStore:
                     chat_id=row["pk"].removeprefix("CHAT#"),
                     interrupt_id=row["interrupt_id"],
                     kind=row["kind"],
-                    card=_unpacked(row["card"]),
+                    card=packing.unpacked(row["card"]),
                     created_at=row["created_at"],
                     expires_at=row["expires_at"],
                     state=RequestState(row["state"]),
@@ -1022,21 +1022,10 @@ def _required(value: int | None) -> int:
     return value
 
 
-def _packed(value: Any) -> bytes:
-    """`value` as compressed JSON: a card is written once and then billed by size on
-    every later write of its item (a claim, each step of the run, the finish)."""
-    return zlib.compress(json.dumps(value, separators=(",", ":"), sort_keys=True).encode())
-
-
-def _unpacked(stored: bytes | str) -> Any:
-    # Items written before cards were compressed hold the JSON text itself.
-    return json.loads(zlib.decompress(stored) if isinstance(stored, bytes) else stored)
-
-
 def _asked_from(stored: bytes | str | None) -> tuple[Asked, ...]:
     if not stored:
         return ()
-    return tuple(Asked(e["interrupt_id"], e["card"]) for e in _unpacked(stored))
+    return tuple(Asked(e["interrupt_id"], e["card"]) for e in packing.unpacked(stored))
 
 
 # The pointer item's codec, derived from `RequestRecord`'s fields: each field is stored
@@ -1044,20 +1033,22 @@ def _asked_from(stored: bytes | str | None) -> tuple[Asked, ...]:
 # (no failures, not acted) are left off the item, and cards are compressed, as DynamoDB
 # bills every byte.
 _ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
-    "card": _packed,
+    "card": packing.packed,
     "state": lambda state: state.value,
     "owner_roles": list,
     "acted": lambda acted: True if acted else None,
     "failures": lambda failures: failures or None,
-    "also_asked": lambda asked: _packed(_asked_entries(asked)) if asked else None,
+    "also_asked": lambda asked: packing.packed(_asked_entries(asked)) if asked else None,
     "created_ms": lambda created: created or None,
+    "answer": lambda answer: packing.compact(answer) if answer is not None else None,
 }
 _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
-    "card": _unpacked,
+    "card": packing.unpacked,
     "state": RequestState.parse,
     "owner_roles": tuple,
     "acted": bool,
     "also_asked": _asked_from,
+    "answer": packing.text,
 }
 # Fields stored under another attribute name (an index's sort key).
 _ATTRIBUTE: Final = {"notify_due_ms": NOTICE_INDEX_SORT}
