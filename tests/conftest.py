@@ -7,7 +7,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import boto3
@@ -58,16 +58,41 @@ ONE_GROUP: frozenset[str] = frozenset({"browser", "infra"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `--dist loadgroup`, each file's tests stay on one worker, so its module
-    fixtures (a server, a synthesized app, forked zygotes) are built once; the runs of a
-    `SPREAD` file are each a group of their own, a `ONE_GROUP` tier is one group."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            tier = _tier(item)
-            group = item.nodeid if item.path.name in SPREAD else str(item.path)
-            item.add_marker(pytest.mark.xdist_group(tier if tier in ONE_GROUP else group))
-    # A stable sort: files stay whole and in order within their tier.
+    """The longest tiers first; a stable sort, so files stay whole and in order within
+    their tier."""
     items.sort(key=lambda item: FIRST.index(t) if (t := _tier(item)) in FIRST else len(FIRST))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadgroup`, the suite's own groups (`group_of`): each file's tests
+    stay on one worker, so its module fixtures (a server, a synthesized app, forked
+    zygotes) are built once.
+
+    xdist's own `loadgroup` reads a test's group from a suffix its collection hook writes
+    into the test's id; pytest 9 keeps ids where that write no longer reaches, so every
+    test became a group of its own and files were split over both workers. The group is
+    therefore derived here, from the id the scheduler is given.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return Grouped(config, log)
+
+
+def group_of(nodeid: str) -> str:
+    """The unit one worker runs whole: a `ONE_GROUP` tier, each test of a `SPREAD` file
+    alone, else the test's file."""
+    path = nodeid.split("::", 1)[0]
+    parts = PurePosixPath(path).parts
+    tier = parts[1] if len(parts) > 2 and parts[0] == TESTS.name else ""
+    if tier in ONE_GROUP:
+        return tier
+    return nodeid if parts[-1] in SPREAD else path
 
 
 def _tier(item: pytest.Item) -> str:
