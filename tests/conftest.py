@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -48,19 +48,40 @@ moto_at_scale.install()
 SPREAD: frozenset[str] = frozenset({"test_event_numbers.py"})
 
 
-# Tiers whose files take longest go first (in this order), so that under `./dev test`
-# the two workers end together on the many short files instead of one waiting for the
-# other's crash matrix. A `ONE_GROUP` tier runs on one worker, a file after the other:
-# the browser tests (one chromium, one test at a time) and the infrastructure tests
-# (whose session synthesizes the app once, not once per worker).
-FIRST: tuple[str, ...] = ("faults", "browser", "e2e", "channels", "infra", "race")
+# The order `./dev test` takes the tiers in. The two longest go first: the crash matrix
+# (which keeps both cores busy) beside the browser tests (which mostly wait on chromium).
+# Then the files of the tiers that mostly wait (on servers, subprocesses, fakes) alternate
+# with those of the tiers that keep a core busy, so that while one worker waits the other
+# works; the many short files of the other tiers come last, so both workers end together.
+# A `ONE_GROUP` tier runs on one worker, a file after the other: the browser tests (one
+# chromium, one test at a time) and the infrastructure tests (whose session synthesizes
+# the app once, not once per worker).
+FIRST: tuple[str, ...] = ("faults", "browser")
+WAITING: tuple[str, ...] = ("e2e", "channels")
+BUSY: tuple[str, ...] = ("race", "infra", "bench")
 ONE_GROUP: frozenset[str] = frozenset({"browser", "infra"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest tiers first; a stable sort, so files stay whole and in order within
-    their tier."""
-    items.sort(key=lambda item: FIRST.index(t) if (t := _tier(item)) in FIRST else len(FIRST))
+    """Order the tests as `FIRST`, `WAITING` and `BUSY` say; a stable sort, so files
+    stay whole and in order within their tier."""
+    items.sort(key=_scheduled(items))
+
+
+def _scheduled(items: list[pytest.Item]) -> Callable[[pytest.Item], tuple[int, int]]:
+    """The sort key: `FIRST` tiers in order, then a waiting and a busy file by turns,
+    then the rest."""
+    alternating: dict[Path, int] = {}
+    for turn, tiers in enumerate((WAITING, BUSY)):
+        files = dict.fromkeys(i.path for t in tiers for i in items if _tier(i) == t)
+        alternating |= {path: 2 * n + turn for n, path in enumerate(files)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        if (tier := _tier(item)) in FIRST:
+            return 0, FIRST.index(tier)
+        return (1, alternating[item.path]) if item.path in alternating else (2, 0)
+
+    return key
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
