@@ -63,11 +63,12 @@ def test_text_compressed_without_a_dictionary_still_reads() -> None:
     assert packing.unpacked(zlib.compress(b'{"a":[1,2]}')) == {"a": [1, 2]}
 
 
-def test_the_first_dictionary_never_changes() -> None:
-    # Items written with it name it by this checksum; editing it would make them unreadable.
-    # A better dictionary is added beside it instead.
-    (checksum,) = [c for c, d in packing._DICTIONARIES.items() if d is packing._V1]
-    assert checksum == zlib.adler32(packing._V1) == 0xA9E0E4A3
+def test_the_dictionaries_never_change() -> None:
+    # Items written with one name it by this checksum; editing it would make them
+    # unreadable. A better dictionary is added beside it instead.
+    assert zlib.adler32(packing._V1) == 0xA9E0E4A3
+    assert zlib.adler32(packing._CARD_V1) == CARD_V1_CHECKSUM
+    assert set(packing._DICTIONARIES) == {0xA9E0E4A3, CARD_V1_CHECKSUM}
 
 
 def test_a_stream_that_needs_an_unknown_dictionary_is_refused_by_name() -> None:
@@ -83,3 +84,41 @@ def test_a_card_is_always_packed_and_json_text_still_reads() -> None:
     assert isinstance(stored, bytes)
     assert packing.unpacked(stored) == card
     assert packing.unpacked(json.dumps(card)) == card
+
+
+DOWNLOAD_CARD = {
+    "batch_tools": ["request_approval"],
+    "card_id": "0f83778626f44ea5bc1ea975cbc00422",
+    "impact": "The agent may download from these sites and install these packages for the "
+    "rest of this chat.",
+    "interrupt_name": "interlock.approval",
+    "packages": [],
+    "reason": "Download the reference table the analysis needs.",
+    "risk": "medium",
+    "sites": ["data.example.org"],
+    "summary": {
+        "packages": [],
+        "reason": "Download the reference table the analysis needs.",
+        "urls": ["https://data.example.org/reference/table.csv"],
+    },
+    "tool": "request_approval",
+    "tool_use_id": "tooluse_0d848a7ae8bb4dda",
+    "type": "download",
+    "urls": ["https://data.example.org/reference/table.csv"],
+}
+CARD_V1_CHECKSUM = 0x5CCA59A6
+
+
+def test_a_card_is_packed_against_the_cards_dictionary_to_under_half_its_plain_zlib() -> None:
+    # The card rides on the request's item, which a claim, every step's fence check and
+    # the finish pay for by the kilobyte.
+    stored = packing.packed(DOWNLOAD_CARD)
+    plain = zlib.compress(json.dumps(DOWNLOAD_CARD, separators=(",", ":"), sort_keys=True).encode())
+    assert int.from_bytes(stored[2:6], "big") == CARD_V1_CHECKSUM
+    assert len(stored) < len(plain) / 2
+    assert packing.unpacked(stored) == DOWNLOAD_CARD
+
+
+def test_a_card_packed_before_the_cards_dictionary_still_reads() -> None:
+    before = zlib.compress(json.dumps(DOWNLOAD_CARD, sort_keys=True).encode())
+    assert packing.unpacked(before) == DOWNLOAD_CARD

@@ -74,7 +74,7 @@ def test_empty_values_are_left_off_the_item_and_read_back_as_defaults() -> None:
     assert request_from_item(stored) == record
 
 
-@pytest.mark.parametrize("attribute", ["state", "chat_id", "secret_hash", "card"])
+@pytest.mark.parametrize("attribute", ["state", "pk", "secret_hash", "card"])
 def test_an_item_without_what_every_request_has_is_a_store_error(attribute: str) -> None:
     stored: dict[str, Any] = from_item(_to_item(every_field_set()))
     del stored[attribute]
@@ -110,3 +110,42 @@ def test_a_long_answer_is_stored_compressed_and_an_answer_stored_as_text_still_r
 
     stored["answer"] = answer  # as written before answers were compressed
     assert request_from_item(stored) == record
+
+
+def test_what_the_item_holds_elsewhere_is_stored_once_and_earlier_items_still_read() -> None:
+    # The chat's id is in the key; the second it was created, in its millisecond.
+    record = replace(every_field_set(), created_at=1_796_418_716, created_ms=1_796_418_716_598)
+    stored = from_item(_to_item(record))
+    assert "chat_id" not in stored and "created_at" not in stored
+    assert request_from_item(stored) == record
+
+    # As written before: both stored
+    assert request_from_item({**stored, "chat_id": "c1", "created_at": 1_796_418_716}) == record
+
+
+def test_an_answer_is_stored_without_its_own_interrupt_id_and_read_back_byte_for_byte() -> None:
+    interrupt = "v1:tool_call:tooluse_076c20e8bef248b7:768b5985-11ba-5e44-832a-820f38459f3b"
+    response = json.dumps(
+        {interrupt: {"decision": "approve"}, "v1:other": {"answer": "blue"}},
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+    record = replace(every_field_set(), interrupt_id=interrupt, response=response)
+    stored = from_item(_to_item(record))
+
+    assert interrupt not in stored["response"] and "v1:other" in stored["response"]
+    assert len(stored["response"]) == len(response) - len(interrupt) + 1
+    assert request_from_item(stored).response == response
+    # As written before: the whole answer
+    assert request_from_item({**stored, "response": response}).response == response
+
+
+@pytest.mark.parametrize(
+    "response",
+    ['{"i1": {"decision": "approve"}}', '["i1"]', '{"": 1, "i1": 2}', '"i1"', "null"],
+)
+def test_an_answer_not_as_a_claim_writes_it_is_stored_exactly_as_given(response: str) -> None:
+    record = replace(every_field_set(), interrupt_id="i1", response=response)
+    stored = from_item(_to_item(record))
+    assert stored["response"] == response
+    assert request_from_item(stored).response == response

@@ -45,8 +45,18 @@ def test_a_read_pays_per_four_kilobytes_halved_when_eventually_consistent() -> N
     assert read_units(100, consistent=True, transactional=True) == 2
 
 
-def test_an_item_is_sized_by_its_names_and_values() -> None:
+def test_an_item_is_sized_by_its_names_and_values_as_dynamodb_bills_them() -> None:
     assert item_size({"pk": {"S": "ab"}, "n": {"N": "123"}}) == (2 + 2) + (1 + 3)
+    # A number: one byte per two significant digits, plus one (a millisecond timestamp
+    # is 8 bytes, not its 13 digits); trailing and leading zeros are not significant.
+    assert item_size({"t": {"N": "1796418756551"}}) == 1 + 8
+    assert item_size({"t": {"N": "1000"}}) == item_size({"t": {"N": "1"}}) == 1 + 2
+    assert item_size({"t": {"N": "0"}}) == 1 + 1
+    # A binary by its bytes, not its base64; a boolean one byte.
+    assert item_size({"b": {"B": b"\x00" * 30}, "f": {"BOOL": True}}) == (1 + 30) + (1 + 1)
+    # A list or map: 3 bytes, plus 1 per element and the elements (a map's keys too).
+    assert item_size({"l": {"L": [{"S": "ab"}, {"S": "c"}]}}) == 1 + 3 + (1 + 2) + (1 + 1)
+    assert item_size({"m": {"M": {"k": {"S": "v"}}}}) == 1 + 3 + (1 + 1 + 1)
 
 
 def test_measured_units_are_summed_over_operations() -> None:
@@ -181,6 +191,24 @@ def test_the_meter_counts_a_sparse_index_write_only_when_the_entry_changes(
         left = update("REMOVE part, due")
 
     assert [u["index_wru"] for u in (entered, moved, unseen, left)] == [1, 2, 0, 1]
+
+    # In a transaction the table's write is doubled and the index's is not
+    with metered(emulator):
+        emulator.traffic.take()
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "indexed",
+                        "Key": key,
+                        "UpdateExpression": "SET part = :s, due = :d",
+                        "ExpressionAttributeValues": {":s": {"S": "0"}, ":d": {"N": "1"}},
+                    }
+                }
+            ]
+        )
+        units = emulator.traffic.take()["capacity_units"]["dynamodb.TransactWriteItems"]
+    assert units == {"wru": 2, "index_wru": 1}
 
 
 def test_the_recorded_peer_figures_carry_what_the_comparison_needs() -> None:

@@ -437,7 +437,7 @@ class RequestStore:
     ) -> dict[str, Any]:
         return {
             ":decision": answer[0],
-            ":response": answer[1],
+            ":response": _stored_response(answer[1], request.interrupt_id),
             ":decided_by": by if by is not None else via,
             ":decided_via": via,
             **_STATES,
@@ -781,7 +781,7 @@ class RequestStore:
                     interrupt_id=row["interrupt_id"],
                     kind=row["kind"],
                     card=packing.unpacked(row["card"]),
-                    created_at=row["created_at"],
+                    created_at=row.get("created_at") or _IMPLIED["created_at"](row),
                     expires_at=row["expires_at"],
                     state=RequestState(row["state"]),
                     questions=1 + len(_asked_from(row.get("also_asked"))),
@@ -1059,17 +1059,60 @@ _FIELDS: Final = tuple(
 )
 
 
+# Fields read from another attribute instead of stored twice: the chat's id is in the
+# key, and the second a request was created is in its millisecond (the inbox index's
+# sort key). DynamoDB bills a claimed request's item by the kilobyte on every step of
+# its run (each step's fence check reads it), so the claimed item stays under one.
+_IMPLIED: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
+    "chat_id": lambda item: item["pk"].removeprefix("CHAT#"),
+    "created_at": lambda item: int(item["created_ms"]) // 1000,
+}
+
+
 def _to_item(request: RequestRecord) -> dict[str, Any]:
     values: dict[str, Any] = {"pk": keys.chat_pk(request.chat_id), "sk": keys.REQUEST_SK}
     for name, attribute, _ in _FIELDS:
         value = getattr(request, name)
         values[attribute] = _ENCODE[name](value) if name in _ENCODE else value
+    values["response"] = _stored_response(request.response, request.interrupt_id)
+    del values["chat_id"]
+    if request.created_ms and request.created_ms // 1000 == request.created_at:
+        del values["created_at"]
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
         # the user's inbox hold exactly the open requests.
         values["sweep_shard"] = keys.sweep_shard(request.chat_id, SWEEP_SHARDS)
         values["inbox_user"] = request.user_id
     return to_item(values)
+
+
+# A recorded answer is JSON by interrupt id (keys sorted, no spaces), and one key is
+# almost always the request's own interrupt id, which the item carries already: that key
+# is stored as "" behind a mark no JSON text begins with, and put back on reading, byte
+# for byte. Anything else is stored exactly as given.
+_ELIDED: Final = "="
+
+
+def _stored_response(response: str | None, interrupt_id: str) -> str | None:
+    if response is None:
+        return None
+    by_id = json.loads(response)
+    if not isinstance(by_id, dict) or interrupt_id not in by_id or "" in by_id:
+        return response
+    if _canonical(by_id) != response:
+        return response  # not as a claim writes it
+    return _ELIDED + _canonical({("" if k == interrupt_id else k): v for k, v in by_id.items()})
+
+
+def _read_response(stored: str, interrupt_id: str) -> str:
+    if not stored.startswith(_ELIDED):
+        return stored
+    by_id = json.loads(stored.removeprefix(_ELIDED))
+    return _canonical({(interrupt_id if k == "" else k): v for k, v in by_id.items()})
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def _asked_entries(asked: tuple[Asked, ...]) -> list[dict[str, Any]]:
@@ -1088,8 +1131,12 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
             if attribute in values:
                 value = values[attribute]
                 found[name] = _DECODE[name](value) if name in _DECODE else value
+            elif name in _IMPLIED:
+                found[name] = _IMPLIED[name](values)
             elif required or attribute in _REQUIRED:
                 raise KeyError(attribute)
+        if found.get("response") is not None:
+            found["response"] = _read_response(found["response"], found["interrupt_id"])
         return RequestRecord(**found)
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.StoreError(f"malformed request record: {exc}") from exc
