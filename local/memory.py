@@ -45,6 +45,7 @@ from interlock.records import (
     TurnFence,
     answer_rule,
     binding_refusal,
+    journal_of,
     refusal,
     unanswerable,
 )
@@ -719,7 +720,7 @@ class MemoryRequests:
                     decided_by=decided_by,
                     decided_at_ms=now_ms,
                     decided_via=via,
-                    journal_id=token,
+                    journal_id=journal_of(token),
                 )
             return r.with_changes(
                 **lease,
@@ -728,7 +729,7 @@ class MemoryRequests:
                 decided_by=r.decided_by if r.decided_by is not None else decided_by,
                 decided_at_ms=r.decided_at_ms if r.decided_at_ms is not None else now_ms,
                 decided_via=r.decided_via if r.decided_via is not None else via,
-                journal_id=r.journal_id if r.journal_id is not None else token,
+                journal_id=r.journal_id if r.journal_id is not None else journal_of(token),
             )
 
         return claimed

@@ -70,8 +70,9 @@ def event_sk(seq: int) -> str:
 
 
 def step_prefix(journal_id: str) -> str:
-    """The journal of one answered run: `journal_id` is the token of the claim that
-    recorded the answer, so a journal thrown away with its answer is never read again."""
+    """The journal of one answered run: `journal_id` names the claim that recorded the
+    answer (`records.journal_of`), so a journal thrown away with its answer is never
+    read again."""
     return f"STEP#{checked_id(journal_id, 'journal id')}#"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from interlock import errors, keys
 from interlock.timing import StorePolicy
@@ -87,9 +87,9 @@ class RequestRecord:
     version: int = 1
     snapshot_digest: str | None = None
     response: str | None = None
-    # The token of the claim that recorded the answer: the run's journal steps are
-    # items under it (`keys.step_sk`); a takeover reads them, a replaced answer's are
-    # left to their TTL.
+    # Named after the claim that recorded the answer (`journal_of` its token): the run's
+    # journal steps are items under it (`keys.step_sk`); a takeover reads them, a
+    # replaced answer's are left to their TTL.
     journal_id: str | None = None
     acted: bool = False
     failures: int = 0
@@ -225,6 +225,24 @@ class AnswerRule(StrEnum):
     KEEP = "keep"  # the recorded answer is this one: continue with it
     REPLACE = "replace"  # another answer, but nothing acted on it: this one replaces it
     BINDING = "binding"  # another answer, and the recorded one was acted on: refused
+
+
+# A journal's name is the start of its claim's token: 12 letters and digits (71 random
+# bits) tell one answer's journal from another's within a chat, and the claimed item
+# and every step's key carry it.
+JOURNAL_ID_CHARS: Final = 12
+
+
+def journal_of(lease_token: str) -> str:
+    """The name of the journal a claim with `lease_token` begins."""
+    return lease_token[:JOURNAL_ID_CHARS]
+
+
+def began_journal(claim: RequestRecord) -> bool:
+    """Whether `claim` began its journal (nothing is recorded under it by another): its
+    token names it. A journal named by a whole token, as before, counts too."""
+    token, journal = claim.lease_token, claim.journal_id
+    return token is not None and journal is not None and token.startswith(journal)
 
 
 def answer_rule(current: RequestRecord, response: str) -> AnswerRule:

@@ -7,8 +7,8 @@ then pointing at it by key and digest: the same order as a snapshot and its poin
 an item never names an object that was not confirmed. Past that size one PUT costs less
 than the step's bytes in its fenced transaction, and no step is too large for an item.
 
-A claim that began the journal (its token is the journal's id) has nothing to read; only
-a takeover queries the steps its predecessors recorded.
+A claim that began the journal (its token names the journal, `records.journal_of`) has
+nothing to read; only a takeover queries the steps its predecessors recorded.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Final
 
 from interlock.ports import Stores
-from interlock.records import RequestRecord
+from interlock.records import RequestRecord, began_journal
 
 OBJECT: Final = "object"
 
@@ -42,7 +42,7 @@ def recorder(stores: Stores, claim: RequestRecord) -> Callable[[int, str, bool],
 
 def recorded(stores: Stores, claim: RequestRecord) -> list[str]:
     """The steps recorded for the claim's answer, oldest first, objects read back."""
-    if claim.journal_id is None or claim.journal_id == claim.lease_token:
+    if claim.journal_id is None or began_journal(claim):
         return []  # this claim began the journal: nothing is recorded yet
     return [_resolved(stores, entry) for entry in stores.requests.steps(claim)]
 

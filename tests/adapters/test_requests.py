@@ -16,6 +16,7 @@ from interlock.pause import persist_pause
 from interlock.ports import EntryRefused, NotPending, Role
 from interlock.records import RequestState, StoredSnapshot, Subject, fresh_secret, new_request
 from interlock.timing import DAY_S, ManualClock
+from interlock.tokens import digest_of
 
 CHAT = "chat-1"
 CARD = {"sites": ["example.org"], "reason": "fetch the reference table"}
@@ -72,7 +73,8 @@ def test_every_snapshot_is_stored_in_s3_and_its_pointer_keeps_the_key_and_digest
     assert stored == opened.request
     assert stored.state is RequestState.PENDING
     assert s3_keys(aws) == [stored.snapshot_key]
-    assert stored.snapshot_digest and len(stored.snapshot_digest) == 64
+    body = aws["s3"].get_object(Bucket=aws["bucket"], Key=stored.snapshot_key)["Body"].read()
+    assert stored.snapshot_digest == digest_of(body) and len(stored.snapshot_digest) == 43
     assert stores.blobs.read_snapshot(stored.stored_snapshot) == snapshot
     item = raw_item(aws)
     assert "snapshot" not in item, "no snapshot bytes ride in the pointer"

@@ -9,7 +9,6 @@ and the request's item stays small enough that each write to it is cheap.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import zlib
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from interlock import keys
 from interlock.errors import SnapshotLost, SnapshotTooLarge, StoreError
 from interlock.records import StoredSnapshot
+from interlock.tokens import digest_matches, digest_of
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -57,7 +57,7 @@ class BlobStore:
             raise SnapshotTooLarge(
                 f"snapshot of {len(body)} compressed bytes exceeds {self._max_snapshot_bytes}"
             )
-        digest = hashlib.sha256(body).hexdigest()
+        digest = digest_of(body)
         key = keys.snapshot_key(chat_id, interrupt_id, version)
         self._put(key, body)
         return StoredSnapshot(key, len(body), digest)
@@ -107,7 +107,7 @@ class BlobStore:
         key = keys.step_key(chat_id, journal_id, seq, version)
         body = gzip.compress(entry.encode(), mtime=0)
         self._put(key, body)
-        return key, hashlib.sha256(body).hexdigest()
+        return key, digest_of(body)
 
     def get_step(self, key: str, digest: str) -> str:
         """A stored journal step, checked against its digest.
@@ -116,7 +116,7 @@ class BlobStore:
         not continue from a step it cannot read.
         """
         body = self._get_bytes(key)
-        if body is None or hashlib.sha256(body).hexdigest() != digest:
+        if body is None or not digest_matches(digest, body):
             raise StoreError(f"read {key} failed: the step is missing or not the one recorded")
         try:
             return gzip.decompress(body).decode()
@@ -157,7 +157,7 @@ class BlobStore:
 
 
 def _snapshot_of(body: bytes, digest: str | None) -> dict[str, Any]:
-    if digest is not None and hashlib.sha256(body).hexdigest() != digest:
+    if digest is not None and not digest_matches(digest, body):
         raise SnapshotLost("the paused run's snapshot is not the one that was stored")
     try:
         found = json.loads(gzip.decompress(body))

@@ -63,6 +63,7 @@ from interlock.records import (
     RequestState,
     answer_rule,
     binding_refusal,
+    journal_of,
     refusal,
     unanswerable,
 )
@@ -118,7 +119,7 @@ CLAIM_SET: Final = (
     "#decided_by = if_not_exists(#decided_by, :decided_by), "
     "#decided_at_ms = if_not_exists(#decided_at_ms, :now_ms), "
     "#decided_via = if_not_exists(#decided_via, :decided_via), "
-    "#journal_id = if_not_exists(#journal_id, :lease_token)"
+    "#journal_id = if_not_exists(#journal_id, :journal_id)"
 )
 # A takeover bringing another answer while nothing was acted on: the later answer is the
 # one that runs (`records.answer_rule`), and it starts a journal of its own: what the
@@ -130,7 +131,7 @@ CLAIM_REPLACE_SET: Final = (
     "#lease_expires_at_ms = :lease_expires_at_ms, "
     "#resume_deadline_ms = :resume_deadline_ms, #claim_count = #claim_count + :one, "
     "#decision = :decision, #response = :response, #decided_by = :decided_by, "
-    "#decided_at_ms = :now_ms, #decided_via = :decided_via, #journal_id = :lease_token"
+    "#decided_at_ms = :now_ms, #decided_via = :decided_via, #journal_id = :journal_id"
 )
 # Releasing after a failure: the claim does not count as a crash, and the fence moves on.
 RELEASE_SET: Final = (
@@ -392,7 +393,7 @@ class RequestStore:
             ),
             decided_at_ms=request.decided_at_ms or now_ms,
             decided_via=request.decided_via or via,
-            journal_id=values[":lease_token"],  # a pending request has none: this one begins it
+            journal_id=values[":journal_id"],  # a pending request has none: this one begins it
         )
         update = {
             "TableName": self._table,
@@ -435,6 +436,7 @@ class RequestStore:
         by: str | None,
         via: str,
     ) -> dict[str, Any]:
+        lease_token = new_token()
         return {
             ":decision": answer[0],
             ":response": _stored_response(answer[1], request.interrupt_id),
@@ -445,7 +447,8 @@ class RequestStore:
             ":interrupt_id": request.interrupt_id,
             ":seen_count": request.claim_count,
             ":worker": worker,
-            ":lease_token": new_token(),
+            ":lease_token": lease_token,
+            ":journal_id": journal_of(lease_token),
             ":lease_expires_at_ms": now_ms + self._policy.lease_ms,
             ":resume_deadline_ms": now_ms + self._policy.max_resume_ms,
             ":one": 1,
