@@ -161,8 +161,9 @@ def _written(traffic: dict[str, Any]) -> int:
 
 
 def _journal(traffic: dict[str, Any]) -> dict[str, Any]:
-    """What recording the resumed run's steps cost: one write per step."""
-    name = "dynamodb.UpdateItem[journal]"
+    """What recording the resumed run's steps cost: one write (a fenced transaction)
+    per step."""
+    name = "dynamodb.TransactWriteItems[journal]"
     steps = traffic["calls"].get(name, 0)
     sent = traffic["bytes_sent"].get(name, 0)
     return {"steps": steps, "writes": steps, "bytes": sent, "bytes_per_step": sent // max(steps, 1)}

@@ -39,9 +39,7 @@ class Traffic:
         self.bytes: Counter[str] = Counter()
 
     def record(self, environ: dict[str, Any], body: bytes = b"") -> None:
-        name = _operation(environ)
-        if name == "dynamodb.UpdateItem" and b"#journal" in body:
-            name = "dynamodb.UpdateItem[journal]"  # a resumed run recording one step
+        name = journal_named(_operation(environ), body)
         self.calls[name] += 1
         self.bytes[name] += int(environ.get("CONTENT_LENGTH") or 0)
 
@@ -55,6 +53,14 @@ class Traffic:
         self.calls.clear()
         self.bytes.clear()
         return taken
+
+
+def journal_named(name: str, body: bytes) -> str:
+    """`name`, marked `[journal]` when the request records a resumed run's step: a
+    transaction that puts a `STEP#` item beside its claim's fence check."""
+    if name == "dynamodb.TransactWriteItems" and b'"STEP#' in body:
+        return name + "[journal]"
+    return name
 
 
 def _operation(environ: dict[str, Any]) -> str:

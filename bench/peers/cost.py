@@ -81,7 +81,7 @@ S3_FREE: Final = ("DeleteObject",)
 
 
 def _operation(name: str) -> tuple[str, str]:
-    """`dynamodb.UpdateItem[journal]` -> (`dynamodb`, `UpdateItem`)."""
+    """`dynamodb.TransactWriteItems[journal]` -> (`dynamodb`, `TransactWriteItems`)."""
     service, _, op = name.partition(".")
     return service, op.split("[")[0]
 

@@ -34,7 +34,7 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
-from local.emulator import Emulator, Traffic
+from local.emulator import Emulator, Traffic, journal_named
 
 WRITE_KB = 1024
 READ_KB = 4096
@@ -245,7 +245,7 @@ class _Meter:
         before = [tables.item(*key) for key, _ in touched]
         reply = list(self.app(environ, start_response))
         # Named as the emulator's Traffic names it: a resumed run's journal step apart.
-        name = op + "[journal]" if op == "UpdateItem" and b"#journal" in raw else op
+        name = journal_named("dynamodb." + op, raw).removeprefix("dynamodb.")
         self._count(name, op, body, reply, tables, touched, before)
         return reply
 

@@ -19,6 +19,10 @@ def test_a_pause_and_a_resume_through_the_local_server(emulator: Emulator) -> No
     assert figures["pause"]["calls"]["s3.PutObject"] == 1
     assert figures["resume"]["calls"]["s3.GetObject"] == 1
     assert figures["pause"]["total_calls"] + figures["resume"]["total_calls"] <= 12
+    # The resumed run's three journal steps are told apart from the claim and the
+    # finish: one fenced write each
+    assert figures["resume"]["journal"]["steps"] == 3
+    assert figures["resume"]["calls"]["dynamodb.TransactWriteItems"] == 2
 
 
 def test_the_requests_function_does_not_import_strands() -> None:
