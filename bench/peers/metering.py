@@ -267,9 +267,9 @@ class _Meter:
                 sizes = [sent, *(stored_size(i) for i in (old, new) if i is not None)]
                 counter["wru"] += write_units(max(sizes), transactional)
                 # A transaction doubles the table's write only: its index writes are
-                # billed as a single write's. Captured against DynamoDB by dynoxide's
-                # conformance suite (src/actions/transact_write_items.rs): a small indexed
-                # put in a transaction reports table 2 and index 1 units.
+                # billed as a single write's, as checked against DynamoDB's own
+                # ReturnConsumedCapacity=INDEXES figures (a small indexed put in a
+                # transaction: table 2, index 1; github.com/nubo-db/dynoxide pull 188).
                 counter["index_wru"] += sum(tables.index_units(key[0], old, new).values())
             return
         decoded = json.loads(b"".join(reply) or b"{}")
