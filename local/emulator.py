@@ -11,10 +11,11 @@ out (`local.moto_at_scale`), so a long session does not slow down as its tables 
 from __future__ import annotations
 
 import io
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -55,10 +56,14 @@ class Traffic:
         return taken
 
 
+# A `STEP#` sort key as the request names it, not those characters in some other value.
+_STEP_KEY: Final = re.compile(rb'"sk":\s*\{\s*"S":\s*"STEP#')
+
+
 def journal_named(name: str, body: bytes) -> str:
     """`name`, marked `[journal]` when the request records a resumed run's step: a
     transaction that puts a `STEP#` item beside its claim's fence check."""
-    if name == "dynamodb.TransactWriteItems" and b'"STEP#' in body:
+    if name == "dynamodb.TransactWriteItems" and _STEP_KEY.search(body):
         return name + "[journal]"
     return name
 

@@ -94,9 +94,10 @@ def value_size(value: DynamoType | dict[str, Any]) -> int:
 
 
 def _number_size(text: str) -> int:
-    digits = Decimal(text).normalize().as_tuple().digits
-    significant = 0 if digits == (0,) else len(digits)
-    return math.ceil(significant / 2) + 1
+    # Leading and trailing zeros are not significant; read from the digits as written
+    # (`normalize` would round to the context's 28 digits, DynamoDB keeps 38).
+    digits = "".join(map(str, Decimal(text).as_tuple().digits)).strip("0")
+    return math.ceil(len(digits) / 2) + 1
 
 
 class _Tables:

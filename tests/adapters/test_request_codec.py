@@ -142,7 +142,16 @@ def test_an_answer_is_stored_without_its_own_interrupt_id_and_read_back_byte_for
 
 @pytest.mark.parametrize(
     "response",
-    ['{"i1": {"decision": "approve"}}', '["i1"]', '{"": 1, "i1": 2}', '"i1"', "null"],
+    [
+        '{"i1": {"decision": "approve"}}',
+        '["i1"]',
+        '{"": 1, "i1": 2}',
+        '"i1"',
+        "null",
+        "approve",
+        "=approve",
+        '={"i1":1}',
+    ],
 )
 def test_an_answer_not_as_a_claim_writes_it_is_stored_exactly_as_given(response: str) -> None:
     record = replace(every_field_set(), interrupt_id="i1", response=response)

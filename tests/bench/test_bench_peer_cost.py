@@ -52,6 +52,9 @@ def test_an_item_is_sized_by_its_names_and_values_as_dynamodb_bills_them() -> No
     assert item_size({"t": {"N": "1796418756551"}}) == 1 + 8
     assert item_size({"t": {"N": "1000"}}) == item_size({"t": {"N": "1"}}) == 1 + 2
     assert item_size({"t": {"N": "0"}}) == 1 + 1
+    assert item_size({"t": {"N": "0.00120"}}) == 1 + 2
+    # Up to DynamoDB's 38 significant digits, none rounded away
+    assert item_size({"t": {"N": "1" + "0" * 36 + "1"}}) == 1 + 20
     # A binary by its bytes, not its base64; a boolean one byte.
     assert item_size({"b": {"B": b"\x00" * 30}, "f": {"BOOL": True}}) == (1 + 30) + (1 + 1)
     # A list or map: 3 bytes, plus 1 per element and the elements (a map's keys too).

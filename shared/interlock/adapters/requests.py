@@ -1097,9 +1097,12 @@ _ELIDED: Final = "="
 
 
 def _stored_response(response: str | None, interrupt_id: str) -> str | None:
-    if response is None:
-        return None
-    by_id = json.loads(response)
+    if response is None or response.startswith(_ELIDED):
+        return response
+    try:
+        by_id = json.loads(response)
+    except ValueError:
+        return response
     if not isinstance(by_id, dict) or interrupt_id not in by_id or "" in by_id:
         return response
     if _canonical(by_id) != response:
@@ -1110,7 +1113,12 @@ def _stored_response(response: str | None, interrupt_id: str) -> str | None:
 def _read_response(stored: str, interrupt_id: str) -> str:
     if not stored.startswith(_ELIDED):
         return stored
-    by_id = json.loads(stored.removeprefix(_ELIDED))
+    try:
+        by_id = json.loads(stored.removeprefix(_ELIDED))
+    except ValueError:
+        return stored
+    if not isinstance(by_id, dict) or "" not in by_id:
+        return stored
     return _canonical({(interrupt_id if k == "" else k): v for k, v in by_id.items()})
 
 
