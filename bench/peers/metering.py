@@ -58,14 +58,14 @@ def read_units(size_bytes: int, consistent: bool, transactional: bool = False) -
     return units if consistent else units / 2
 
 
-def item_size(attributes: dict[str, Any]) -> int:
+def item_size(attributes: dict[str, Any] | dict[str, DynamoType]) -> int:
     """An item's size by DynamoDB's rule: each attribute's name plus its value."""
     return sum(len(name.encode()) + value_size(value) for name, value in attributes.items())
 
 
 def stored_size(item: Item) -> int:
     """`item_size` of an item as moto keeps it."""
-    return sum(len(name.encode()) + value_size(value) for name, value in item.attrs.items())
+    return item_size(item.attrs)
 
 
 def value_size(value: DynamoType | dict[str, Any]) -> int:

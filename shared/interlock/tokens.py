@@ -35,15 +35,19 @@ def digest_of(body: bytes) -> str:
     """SHA-256 of `body` in URL-safe base64 without padding: 43 characters where hex
     takes 64. A request's item carries two (its secret's and its snapshot's), and
     DynamoDB bills that item by the kilobyte on every step of a resumed run."""
-    return base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
+    return _b64(hashlib.sha256(body).digest())
 
 
 def digest_matches(stored: str, body: bytes) -> bool:
     """Whether `stored` is `body`'s digest, in constant time: as `digest_of` writes it,
     or as 64 hex digits, as digests were written before."""
     raw = hashlib.sha256(body)
-    expected = raw.hexdigest() if len(stored) == 64 else digest_of(body)
+    expected = raw.hexdigest() if len(stored) == 64 else _b64(raw.digest())
     return hmac.compare_digest(stored, expected)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def new_token() -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import MISSING, fields
 from typing import Any, Final
 
@@ -784,7 +785,9 @@ class RequestStore:
                     interrupt_id=row["interrupt_id"],
                     kind=row["kind"],
                     card=packing.unpacked(row["card"]),
-                    created_at=row.get("created_at") or _IMPLIED["created_at"](row),
+                    created_at=(
+                        row["created_at"] if "created_at" in row else _IMPLIED["created_at"](row)
+                    ),
                     expires_at=row["expires_at"],
                     state=RequestState(row["state"]),
                     questions=1 + len(_asked_from(row.get("also_asked"))),
@@ -1078,9 +1081,10 @@ def _to_item(request: RequestRecord) -> dict[str, Any]:
         value = getattr(request, name)
         values[attribute] = _ENCODE[name](value) if name in _ENCODE else value
     values["response"] = _stored_response(request.response, request.interrupt_id)
-    del values["chat_id"]
-    if request.created_ms and request.created_ms // 1000 == request.created_at:
-        del values["created_at"]
+    for name, implied in _IMPLIED.items():
+        with suppress(KeyError, TypeError):  # what would imply it is not stored
+            if implied(values) == values[name]:
+                del values[name]
     if request.state in OPEN_STATES:
         # Both only while the request is open: the sparse indexes of the sweeper and of
         # the user's inbox hold exactly the open requests.
