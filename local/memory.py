@@ -870,6 +870,8 @@ class MemoryTurns:
         now_ms: int,
         lease_ms: int,
         also: list[Entry] | None = None,
+        *,
+        request_settled: bool = False,
     ) -> tuple[TurnFence, int]:
         m, chat_id = self._m, _chat(seen.chat_id)
         keys.checked_id(user_id, "user id")
@@ -893,6 +895,8 @@ class MemoryTurns:
                 chat_id, found.owner or user_id, seq, fence.run_token, now_ms + lease_ms
             )
 
+        # As the table's: a read that settled the pointer leaves its check out.
+        skipped = 1 if request_settled and seen.run_token is None else 0
         own = [
             Write(
                 lambda: no_open_request(m.requests.get(chat_id), now_ms),
@@ -901,13 +905,13 @@ class MemoryTurns:
             ),
             Write(admissible, take, item=("META", chat_id)),
             _turn_write(m, chat_id, seq, turn, now_ms),
-        ]
+        ][skipped:]
         try:
             m.commit(own, also)
         except Refused as refused:
             if refused.index >= len(own):
                 raise EntryRefused((also or [])[refused.index - len(own)].role) from None
-            if refused.index == 0:
+            if refused.index + skipped == 0:
                 current = m.requests.get(chat_id)
                 raise errors.ChatBusy("answer or cancel the open request first", current) from None
             found = meta()

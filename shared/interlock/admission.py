@@ -42,7 +42,13 @@ class PauseRefused(Exception):
 
 @contextmanager
 def admitted(
-    rt: Runtime, caller: Caller, seen: ChatMeta, prompt: str, now_ms: int
+    rt: Runtime,
+    caller: Caller,
+    seen: ChatMeta,
+    prompt: str,
+    now_ms: int,
+    *,
+    request_settled: bool = False,
 ) -> Iterator[tuple[TurnFence, int, Held]]:
     """Start a turn: save the prompt and take the chat's running-turn lease, a
     concurrency slot and a unit of daily budget, in one transaction, or refuse.
@@ -51,6 +57,7 @@ def admitted(
     users racing for a new chat, exactly one is admitted and the other hears why; a
     refused turn spent nothing. The turn's `turn_started` event commits with it. The
     slot is given back when the block ends, unless the turn's last write already did.
+    `request_settled`: the read behind `seen` found no open request (see `TurnPort.admit`).
 
     Raises:
         ChatBusy, Forbidden, TurnRunning: the chat cannot take the turn.
@@ -67,6 +74,7 @@ def admitted(
             now_ms,
             rt.limits.run_lease_ms,
             also=[*reservation, started],
+            request_settled=request_settled,
         )
 
     with reserved_in(rt, caller, admit) as ((fence, seq), held):

@@ -214,6 +214,8 @@ class TurnPort(Protocol):
         now_ms: int,
         lease_ms: int,
         also: list[Entry] | None = None,
+        *,
+        request_settled: bool = False,
     ) -> tuple[TurnFence, int]: ...
 
     def complete(

@@ -28,7 +28,7 @@ from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
 from interlock.ports import OutboxStore
 from interlock.progress import Progress, Started, ignore
-from interlock.records import Fence, RequestRecord, Subject, TurnFence
+from interlock.records import OPEN_STATES, Fence, RequestRecord, Subject, TurnFence
 from interlock.transcript import (
     answer_message_id,
     answer_turn,
@@ -71,7 +71,10 @@ def run_turn(
         raise errors.TurnRunning("a turn is already running in this chat; wait for its answer")
     # A chat's first turn has no history to read.
     earlier = history(stores, chat_id) if seen.last_turn else []
-    with admitted(rt, caller, seen, prompt, now) as (fence, turn_seq, held):
+    # An ended or absent pointer needs no second look in the admission's write.
+    settled = open_request is None or open_request.state not in OPEN_STATES
+    admission = admitted(rt, caller, seen, prompt, now, request_settled=settled)
+    with admission as (fence, turn_seq, held):
         try:
             progress(Started())
             relay = ProgressRelay(progress, partial(text_message_id, chat_id, turn_seq, None))

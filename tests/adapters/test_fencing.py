@@ -252,6 +252,75 @@ def test_admission_refuses_a_chat_with_an_open_request(stores: Stores, clock: Ma
     assert stores.chats.turns(CHAT) == []
 
 
+def test_a_settled_read_still_refuses_a_turn_admitted_after_it(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # The read found no request and no running turn, so the admission leaves the pointer
+    # check out; a turn admitted (and paused) after that read still wins.
+    seen = stores.chats.meta("c-settled")
+    other, seq = stores.turns.admit(
+        seen, "alice", {"role": "user", "text": "first"}, clock.now_ms(), 60_000
+    )
+    persist_pause(
+        stores,
+        chat_id="c-settled",
+        user_id="alice",
+        interrupt_id="v1:tool_call:t9:a",
+        kind="approval",
+        card={"card_id": "card-9", "type": "download", "sites": [SITE.name]},
+        snapshot={"messages": []},
+        turn_seq=seq,
+        now_ms=clock.now_ms(),
+        fence=other,
+    )
+
+    with pytest.raises(errors.TurnRunning):
+        stores.turns.admit(
+            seen,
+            "alice",
+            {"role": "user", "text": "late"},
+            clock.now_ms(),
+            60_000,
+            request_settled=True,
+        )
+    assert [t["text"] for t in stores.chats.turns("c-settled")] == ["first"]
+
+
+def test_a_read_that_saw_a_running_turn_keeps_the_pointer_check(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # A turn whose lease lapsed may still pause after the next turn's read: that read
+    # settles nothing, and the admission checks the pointer itself.
+    dead, seq = stores.turns.admit(
+        ChatMeta("c-zombie"), "alice", {"role": "user", "text": "slow"}, clock.now_ms(), 1_000
+    )
+    clock.advance(ms=1_001)
+    seen = stores.chats.meta("c-zombie")
+    persist_pause(
+        stores,
+        chat_id="c-zombie",
+        user_id="alice",
+        interrupt_id="v1:tool_call:t8:a",
+        kind="approval",
+        card={"card_id": "card-8", "type": "download", "sites": [SITE.name]},
+        snapshot={"messages": []},
+        turn_seq=seq,
+        now_ms=clock.now_ms(),
+        fence=dead,
+    )
+
+    with pytest.raises(errors.ChatBusy):
+        stores.turns.admit(
+            seen,
+            "alice",
+            {"role": "user", "text": "next"},
+            clock.now_ms(),
+            1_000,
+            request_settled=True,
+        )
+    assert [t["text"] for t in stores.chats.turns("c-zombie")] == ["slow"]
+
+
 def test_finish_commits_the_answer_and_its_turn_together(
     stores: Stores, clock: ManualClock
 ) -> None:

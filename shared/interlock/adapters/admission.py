@@ -40,9 +40,6 @@ ADMIT_SET: Final = (
     "SET #owner = if_not_exists(#owner, :user), #last_turn = :seq, "
     "#run_token = :run_token, #run_until_ms = :run_until_ms"
 )
-# The admission's own entries, before any of `also`: the pointer check, the meta update,
-# the user's turn.
-_ADMISSION_ITEMS: Final = ("request", "meta", "turn")
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
 _ABANDON_ATTEMPTS: Final = 4
 
@@ -69,12 +66,20 @@ class TurnStore:
         now_ms: int,
         lease_ms: int,
         also: list[Entry] | None = None,
+        *,
+        request_settled: bool = False,
     ) -> tuple[TurnFence, int]:
         """Start a turn in the chat as `seen`; returns its fence and the user turn's number.
 
         `also` are writes that commit with the admission (its audit event, the run's
         slot and budget); one that loses its own condition is `EntryRefused`, after
         the admission's own refusals.
+
+        `request_settled`: the read that gave `seen` found the chat's pointer absent or
+        ended, and `seen` holds no running-turn token. Then the pointer is not checked
+        again (a 2 WRU entry): a request opens only through a pause fenced by a turn's
+        token or a chain fenced by a claim (an ended request holds none), and a turn
+        admitted after the read moved `last_turn`, which this write pins to `seen`.
 
         Raises:
             ChatBusy: the chat has an open request.
@@ -105,23 +110,25 @@ class TurnStore:
             "Key": _meta_key(chat_id),
             **expression(condition=ADMIT, update=ADMIT_SET, values=values),
         }
+        # The caller's read settles the pointer only while no turn could still pause.
+        skipped = 1 if request_settled and seen.run_token is None else 0
+        own = [
+            {"ConditionCheck": check_request},
+            {"Update": take},
+            self._turn_put(chat_id, seq, turn, now_ms),
+        ][skipped:]
         try:
             transact(
                 self._client,
-                [
-                    {"ConditionCheck": check_request},
-                    {"Update": take},
-                    self._turn_put(chat_id, seq, turn, now_ms),
-                    *writes(also),
-                ],
+                [*own, *writes(also)],
                 "admit turn",
-                read_back=(0, 1),  # the open request and the chat: see `_refusal`
+                read_back=(0, 1)[skipped:],  # the open request and the chat: see `_refusal`
             )
         except Cancelled as cancelled:
-            own = len(_ADMISSION_ITEMS)
-            if min(cancelled.failed) < own:
-                raise _refusal(cancelled, user_id, now_ms) from None
-            raise entry_refused(also or [], cancelled, own) from None
+            if min(cancelled.failed) < len(own):
+                failed = {i + skipped: old for i, old in cancelled.failed.items()}
+                raise _refusal(Cancelled(failed), user_id, now_ms) from None
+            raise entry_refused(also or [], cancelled, len(own)) from None
         return fence, seq
 
     def complete(
