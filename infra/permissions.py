@@ -121,7 +121,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # (a transaction that checks the chat has no open request, updates the chat and puts the user's
     # turn), writes audit events, the pointer and outbox rows fenced by the turn (transactions with
     # a ConditionCheck, or an Update of the chat's meta item when they carry events), holds a
-    # concurrency slot for the turn (deleted when it ends, `LimitStore.release_slot`), and saves
+    # concurrency slot for the turn (given back when it ends, `LimitStore.release_slot`), and saves
     # the paused agent's snapshot. Writes no approval rows (so no batch writes) and never reads a
     # snapshot.
     "run": Access(
@@ -188,7 +188,7 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     # loaded, approvals are read for the tools (a batch read by key:
     # `ApprovalStore.approved_among`), and the run either pauses again
     # (a snapshot, then the chained pointer, a put) or ends (the user's open-request slot
-    # freed, a delete; the answer object; the finish update; the assistant turn). Its
+    # freed, an update; the answer object; the finish update; the assistant turn). Its
     # writes after the claim are fenced like resume's (transactions with a ConditionCheck);
     # a request a person answered before its worker died is continued with that answer,
     # which may grant rows (puts in such a transaction). It takes no turn slot or budget

@@ -18,6 +18,7 @@ ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$"
 _ID = re.compile(ID_PATTERN)
 REQUEST_SK: Final = "REQUEST"
 META_SK: Final = "META"
+SLOTS_SK: Final = "SLOTS"
 OUTBOX_SK: Final = "OUTBOX"
 ADMIN_PK: Final = "ADMIN"
 SNAPSHOT_PREFIX: Final = "snapshots/"
@@ -89,9 +90,10 @@ def step_key(chat_id: str, journal_id: str, seq: int, version: str) -> str:
     return f"{STEP_PREFIX}{chat}/{journal}/{seq:06d}.{checked_id(version, 'version')}.json.gz"
 
 
-def slot_sk(index: int, pool: str = "SLOT") -> str:
-    """One slot of a per-user pool: `SLOT` (running turns) or `ASK` (open requests)."""
-    return f"{pool}#{index:03d}"
+def slot_attribute(index: int, pool: str = "SLOT") -> str:
+    """One slot of a per-user pool, an attribute of the user's `SLOTS` item: `SLOT`
+    (running turns) or `ASK` (open requests), then its number."""
+    return f"{pool}{index}"
 
 
 def budget_sk(day: str) -> str:

@@ -39,6 +39,7 @@ import pytest
 from interlock import keys
 from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import SWEEP_SHARDS, create_storage
+from interlock.admission import ASK_POOL
 from interlock.harness.mcp import idempotency_key
 from interlock.harness.tools import ASKING_TOOLS
 from interlock.interrupts import tool_use_id_of
@@ -383,7 +384,8 @@ def verdict(
     meta = stores.chats.meta(chat)
     if meta.run_token is not None:
         broken.append("a turn still holds the chat")
-    if _rows(aws, keys.user_pk(user), "ASK#"):
+    slots = _rows(aws, keys.user_pk(user), keys.SLOTS_SK)
+    if any(name.startswith(ASK_POOL) for row in slots for name in row):
         broken.append("the open-request slot is still held")
     return broken
 

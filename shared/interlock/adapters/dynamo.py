@@ -6,6 +6,7 @@ AWS errors are translated here, once: a failed condition becomes `ConditionFaile
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from interlock.adapters.merging import grouped, kind_of, merged
 from interlock.errors import StoreError
 from interlock.ports import Entry, EntryRefused
 
@@ -44,6 +46,7 @@ BEST_EFFORT: Final = "InterlockBestEffort"
 # (`interlock.adapters.numbering`); the value is the chat id.
 EVENT: Final = "InterlockEvent"
 _serializer = TypeSerializer()
+logger = logging.getLogger(__name__)
 _deserializer = TypeDeserializer()
 
 
@@ -98,7 +101,9 @@ def transact(
     transaction is about; the others' old values are not asked for, nor sent back);
     anything else is a `StoreError`. Entries marked `best_effort` (bookkeeping such as
     giving a slot back) never cost the write: when only they lose, the rest is written
-    without them.
+    without them. Entries that write one item go out as one (`merging`); when such an
+    entry loses, its best-effort parts are left out, and once the rest is written each
+    is tried on its own, so its own condition decides.
     """
     if any(EVENT in item for item in items):
         from interlock.adapters.numbering import counted_transact
@@ -110,17 +115,55 @@ def transact(
     optional = {i for i, item in enumerate(items) if item.get(BEST_EFFORT)}
     entries = [_reading_back(item) if i in read_back else item for i, item in enumerate(items)]
     entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in entries]
-    kept = list(range(len(entries)))  # the caller's indexes of what is still sent
+    groups = grouped(entries)
+    kept = set(range(len(entries)))  # the caller's indexes of what is still sent
+    alone: list[int] = []  # best-effort parts left out of a shared entry, tried after
     while True:
+        sent = [parts for parts in ([i for i in g if i in kept] for g in groups) if parts]
+        if not sent:
+            break  # only best-effort entries were asked for, and all of them lost
         try:
-            _transact(client, [entries[i] for i in kept], action)
-            return
+            _transact(client, [_joined(entries, parts) for parts in sent], action)
+            break
         except Cancelled as cancelled:
-            failed = {kept[i]: old for i, old in cancelled.failed.items()}
-            if not set(failed) <= optional:
+            lost = [(sent[i], old) for i, old in cancelled.failed.items()]
+            failed = {i: old for parts, old in lost for i in parts}
+            if any(not optional.intersection(parts) for parts, _ in lost):
                 raise Cancelled(failed) from None  # indexes as the caller numbered them
-            # Only best-effort entries lost: drop exactly those (the others still hold).
-            kept = [i for i in kept if i not in failed]
+            # Each entry that lost has best-effort parts: leave exactly those out (what
+            # else it holds may still hold).
+            for parts, _ in lost:
+                left_out = [i for i in parts if i in optional]
+                kept -= set(left_out)
+                if len(parts) > 1:
+                    alone += left_out
+    for i in alone:
+        _try_alone(client, entries[i])
+
+
+def _joined(entries: Sequence[dict[str, Any]], parts: list[int]) -> dict[str, Any]:
+    return entries[parts[0]] if len(parts) == 1 else merged([entries[i] for i in parts])
+
+
+def _try_alone(client: DynamoDBClient, entry: dict[str, Any]) -> None:
+    """Send one best-effort transaction entry as a write of its own; losing is fine."""
+    kind = kind_of(entry)
+    send = {
+        "Put": client.put_item,
+        "Update": client.update_item,
+        "Delete": client.delete_item,
+    }.get(kind)
+    if send is None:
+        return  # a check alone writes nothing
+    body = {k: v for k, v in entry[kind].items() if k != "ReturnValuesOnConditionCheckFailure"}
+    try:
+        with translated("best-effort write"):
+            send(**body)
+    except ConditionFailed:
+        return  # its own condition lost: nothing of it was to be written
+    except StoreError as exc:
+        # The transaction it rode with is written; what it kept lapses on its own.
+        logger.warning("reason=<%s> | a best-effort write was not sent", exc)
 
 
 def _reading_back(item: dict[str, Any]) -> dict[str, Any]:

@@ -1,13 +1,18 @@
 """Per-user limits: concurrency slots and a daily budget.
 
-Slots are leased, not counted: each slot item carries its holder and an expiry, so a
-worker killed mid-turn frees its slot when the lease runs out instead of leaking it.
+Slots are leased, not counted: each slot carries its holder and an expiry, so a worker
+killed mid-turn frees its slot when the lease runs out instead of leaking it. All of a
+user's slots (both pools: running turns and open requests) are attributes of one item,
+`USER#<user>` / `SLOTS`, one per slot (`SLOT2`, `ASK17`: the holder and its expiry), each
+taken and given back under its own condition. So a pause that gives its run slot back
+and takes an open-request slot, or a finish that gives both back, writes the item once
+(`merging` joins the entries of one transaction that write it).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Final
 
 from interlock import keys
 from interlock.adapters.dynamo import (
@@ -21,6 +26,17 @@ from interlock.adapters.dynamo import (
 )
 from interlock.errors import LimitExceeded
 from interlock.ports import Entry, Role
+from interlock.timing import DAY_S, SNAPSHOT_LIFECYCLE_DAYS
+
+# The slots item outlives every hold (an open request's lasts at most as long as its
+# snapshot): each take sets its TTL this far ahead, so a later, shorter take never
+# brings the deletion before an earlier, longer hold ends.
+_SLOTS_KEPT_S: Final = (SNAPSHOT_LIFECYCLE_DAYS + 1) * DAY_S
+# A slot is free, lapsed, or already this holder's (taking it again renews it).
+_TAKEABLE: Final = (
+    "attribute_not_exists(#slot) OR #slot.#until <= :now_ms OR #slot.#holder = :holder"
+)
+_HELD_BY: Final = "#slot.#holder = :holder"
 
 
 class LimitStore:
@@ -47,39 +63,36 @@ class LimitStore:
     ) -> int:
         """Hold one of the user's `cap` slots until released or `hold_ms` passes.
 
-        Each slot is its own item, taken by one conditional put (free, lapsed, or
-        already this holder's), so concurrent reservations never retry against each
-        other: they only move on to the next slot. Returns the slot's number, for
-        `release_slot`. Raises `LimitExceeded` when every slot is held.
+        Each slot is taken by one conditional update of its own attribute (free,
+        lapsed, or already this holder's), so concurrent reservations never retry
+        against each other: they only move on to the next slot. Returns the slot's
+        number, for `release_slot`. Raises `LimitExceeded` when every slot is held.
         """
         first = int(hashlib.sha256(holder.encode()).hexdigest(), 16) % cap
         for offset in range(cap):
             index = (first + offset) % cap
-            if self._take(user_id, keys.slot_sk(index, pool), holder, now_ms, now_ms + hold_ms):
-                return index
+            take = self._take_args(user_id, holder, index, pool, now_ms, hold_ms)
+            try:
+                with translated("reserve slot"):
+                    self._client.update_item(**take)
+            except ConditionFailed:
+                continue
+            return index
         raise LimitExceeded(f"all {cap} concurrent slots are in use")
 
     def release_slot(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> None:
         """Give the slot back, if this holder still has it (idempotent)."""
         try:
             with translated("release slot"):
-                self._client.delete_item(
-                    TableName=self._table,
-                    Key=_key(user_id, keys.slot_sk(index, pool)),
-                    **expression(condition="#holder = :holder", values={":holder": holder}),
-                )
+                self._client.update_item(**self._release_args(user_id, holder, index, pool))
         except ConditionFailed:
             return  # lapsed and taken by someone else, or never held
 
     def release_entry(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> Entry:
         """`release_slot` as a best-effort entry of another write's transaction, so a run
         gives its slot back in its last write instead of a call of its own."""
-        delete = {
-            "TableName": self._table,
-            "Key": _key(user_id, keys.slot_sk(index, pool)),
-            **expression(condition="#holder = :holder", values={":holder": holder}),
-        }
-        return Entry(Role.RELEASE, best_effort({"Delete": delete}))
+        release = self._release_args(user_id, holder, index, pool)
+        return Entry(Role.RELEASE, best_effort({"Update": release}))
 
     def slot_entry(
         self,
@@ -93,36 +106,38 @@ class LimitStore:
     ) -> Entry:
         """Taking slot `index` (free, lapsed or already this holder's) as an entry of
         another write's transaction; refused (`EntryRefused`) when someone else holds it."""
-        take = self._take_args(user_id, keys.slot_sk(index, pool), holder, now_ms, hold_ms)
-        return Entry(Role.SLOT, {"Put": take})
-
-    def _take(self, user_id: str, sk: str, holder: str, now_ms: int, until_ms: int) -> bool:
-        try:
-            with translated("reserve slot"):
-                self._client.put_item(
-                    **self._take_args(user_id, sk, holder, now_ms, until_ms - now_ms)
-                )
-        except ConditionFailed:
-            return False
-        return True
+        take = self._take_args(user_id, holder, index, pool, now_ms, hold_ms)
+        return Entry(Role.SLOT, {"Update": take})
 
     def _take_args(
-        self, user_id: str, sk: str, holder: str, now_ms: int, hold_ms: int
+        self, user_id: str, holder: str, index: int, pool: str, now_ms: int, hold_ms: int
     ) -> dict[str, Any]:
-        until_ms = now_ms + hold_ms
-        item = {
-            "pk": keys.user_pk(user_id),
-            "sk": sk,
-            "holder": holder,
-            "until_ms": until_ms,
-            "ttl": until_ms // 1000 + 86_400,
+        values = {
+            ":holder": holder,
+            ":now_ms": now_ms,
+            ":slot": {"holder": holder, "until": now_ms + hold_ms},
+            ":ttl": now_ms // 1000 + _SLOTS_KEPT_S,
         }
         return {
             "TableName": self._table,
-            "Item": to_item(item),
+            "Key": _slots_key(user_id),
             **expression(
-                condition="attribute_not_exists(#pk) OR #until_ms <= :now_ms OR #holder = :holder",
-                values={":now_ms": now_ms, ":holder": holder},
+                condition=_TAKEABLE,
+                update="SET #slot = :slot, #ttl = :ttl",
+                values=values,
+                names={"#slot": keys.slot_attribute(index, pool)},
+            ),
+        }
+
+    def _release_args(self, user_id: str, holder: str, index: int, pool: str) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Key": _slots_key(user_id),
+            **expression(
+                condition=_HELD_BY,
+                update="REMOVE #slot",
+                values={":holder": holder},
+                names={"#slot": keys.slot_attribute(index, pool)},
             ),
         }
 
@@ -179,3 +194,7 @@ class LimitStore:
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
     return to_item({"pk": keys.user_pk(user_id), "sk": sk})
+
+
+def _slots_key(user_id: str) -> dict[str, Any]:
+    return _key(user_id, keys.SLOTS_SK)

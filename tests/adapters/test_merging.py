@@ -1,0 +1,160 @@
+"""Entries of one transaction that write the same item go out as one, on moto.
+
+A user's slots are one item: a pause gives its run slot back and takes an open-request
+slot, a finish gives both back, each an entry built apart. They must land together, as
+each alone would, with each best-effort part still decided by its own condition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interlock import keys
+from interlock.adapters.dynamo import Cancelled, from_item, to_item, transact, writes
+from interlock.adapters.limits import LimitStore
+from interlock.adapters.merging import grouped, merged
+from interlock.timing import ManualClock
+
+HOUR_MS = 3_600_000
+
+
+@pytest.fixture
+def limits(aws: dict[str, Any]) -> LimitStore:
+    return LimitStore(aws["dynamodb"], aws["table"])
+
+
+def _slots(aws: dict[str, Any], user: str) -> dict[str, Any]:
+    key = to_item({"pk": keys.user_pk(user), "sk": keys.SLOTS_SK})
+    found = aws["dynamodb"].get_item(TableName=aws["table"], Key=key, ConsistentRead=True)
+    item = from_item(found.get("Item", {}))
+    return {name: slot["holder"] for name, slot in item.items() if isinstance(slot, dict)}
+
+
+def _take(limits: LimitStore, holder: str, index: int, now: int, pool: str = "SLOT") -> Any:
+    return limits.slot_entry("alice", holder, index, hold_ms=HOUR_MS, now_ms=now, pool=pool)
+
+
+def test_a_pause_gives_its_slot_back_and_takes_another_in_one_write(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    now = clock.now_ms()
+    transact(aws["dynamodb"], writes([_take(limits, "run", 2, now)]), "take")
+    entries = [_take(limits, "chat", 7, now, pool="ASK"), limits.release_entry("alice", "run", 2)]
+    sent: list[list[dict[str, Any]]] = []
+    aws["dynamodb"].meta.events.register(
+        "provide-client-params.dynamodb.TransactWriteItems",
+        lambda params, **_: sent.append(params["TransactItems"]),
+    )
+
+    transact(aws["dynamodb"], writes(entries), "pause")
+
+    assert _slots(aws, "alice") == {"ASK7": "chat"}
+    assert [len(items) for items in sent] == [1], "one entry for the one item"
+
+
+def test_a_lost_best_effort_part_leaves_the_rest_to_land(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    # The run's slot lapsed and another run took it: giving it back must not free it,
+    # and the open-request slot is still taken.
+    now = clock.now_ms()
+    transact(aws["dynamodb"], writes([_take(limits, "other", 2, now)]), "take")
+    entries = [_take(limits, "chat", 7, now, pool="ASK"), limits.release_entry("alice", "run", 2)]
+
+    transact(aws["dynamodb"], writes(entries), "pause")
+
+    assert _slots(aws, "alice") == {"SLOT2": "other", "ASK7": "chat"}
+
+
+def test_each_release_of_a_shared_item_is_decided_by_its_own_condition(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    # Two releases share the item; one slot is no longer this holder's. The other is
+    # still given back, after the transaction, on its own.
+    now = clock.now_ms()
+    for take in (_take(limits, "other", 2, now), _take(limits, "chat", 7, now, pool="ASK")):
+        transact(aws["dynamodb"], writes([take]), "take")
+    releases = [
+        limits.release_entry("alice", "run", 2),
+        limits.release_entry("alice", "chat", 7, pool="ASK"),
+    ]
+
+    transact(aws["dynamodb"], writes(releases), "finish")
+
+    assert _slots(aws, "alice") == {"SLOT2": "other"}
+
+
+def test_a_required_part_that_loses_names_itself(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    now = clock.now_ms()
+    transact(aws["dynamodb"], writes([_take(limits, "other", 7, now, pool="ASK")]), "take")
+    transact(aws["dynamodb"], writes([_take(limits, "run", 2, now)]), "take")
+    entries = [limits.release_entry("alice", "run", 2), _take(limits, "chat", 7, now, pool="ASK")]
+
+    with pytest.raises(Cancelled) as lost:
+        transact(aws["dynamodb"], writes(entries), "pause")
+
+    assert set(lost.value.failed) == {1}, "the take, as the caller numbered it"
+    assert _slots(aws, "alice") == {"SLOT2": "run", "ASK7": "other"}, "nothing was written"
+
+
+def test_placeholders_of_each_part_are_kept_apart() -> None:
+    key = {"pk": {"S": "p"}, "sk": {"S": "s"}}
+    parts = [
+        {
+            "Update": {
+                "TableName": "t",
+                "Key": key,
+                "ConditionExpression": "#a = :a",
+                "UpdateExpression": "SET #b = :b",
+                "ExpressionAttributeNames": {"#a": "x", "#b": "y"},
+                "ExpressionAttributeValues": {":a": {"N": "1"}, ":b": {"N": "2"}},
+            }
+        },
+        {
+            "Update": {
+                "TableName": "t",
+                "Key": key,
+                "UpdateExpression": "remove #a ADD #b :a",
+                "ExpressionAttributeNames": {"#a": "z", "#b": "n"},
+                "ExpressionAttributeValues": {":a": {"N": "3"}},
+            }
+        },
+        {
+            "ConditionCheck": {
+                "TableName": "t",
+                "Key": key,
+                "ConditionExpression": "#a > :a",
+                "ExpressionAttributeNames": {"#a": "m"},
+                "ExpressionAttributeValues": {":a": {"N": "0"}},
+            }
+        },
+    ]
+
+    one = merged(parts)["Update"]
+
+    assert one["ConditionExpression"] == "(#a_0 = :a_0) AND (#a_2 > :a_2)"
+    assert one["UpdateExpression"] == "SET #b_0 = :b_0 REMOVE #a_1 ADD #b_1 :a_1"
+    assert one["ExpressionAttributeNames"] == {
+        "#a_0": "x",
+        "#b_0": "y",
+        "#a_1": "z",
+        "#b_1": "n",
+        "#a_2": "m",
+    }
+    assert set(one["ExpressionAttributeValues"]) == {":a_0", ":b_0", ":a_1", ":a_2"}
+
+
+def test_a_put_shares_its_item_with_nothing() -> None:
+    key = {"pk": {"S": "p"}, "sk": {"S": "s"}}
+    put = {"Put": {"TableName": "t", "Item": {**key, "v": {"N": "1"}}}}
+    check = {"ConditionCheck": {"TableName": "t", "Key": key, "ConditionExpression": "a"}}
+
+    assert grouped(
+        [put, {"Put": {"TableName": "t", "Item": {"pk": {"S": "q"}, "sk": {"S": "s"}}}}, check]
+    ) == [[0, 2], [1]]
+    with pytest.raises(ValueError, match="share"):
+        merged([put, check])
