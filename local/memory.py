@@ -1203,12 +1203,17 @@ class MemoryLimits:
 
         return Write(lambda: budgets.get(key, 0) <= cap - amount, add, item=("BUDGET", *key))
 
-    def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> Entry:
+    def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int) -> Entry:
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the daily budget")
         return entry(Role.BUDGET, self._spend(user_id, day, amount, cap))
 
-    def spend(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> int:
+    def rate_entry(self, user_id: str, window: str, amount: int, *, cap: int, ttl: int) -> Entry:
+        if amount > cap:
+            raise LimitExceeded("the request alone exceeds the budget")
+        return entry(Role.BUDGET, self._spend(user_id, f"window#{window}", amount, cap))
+
+    def spend(self, user_id: str, day: str, amount: int, *, cap: int) -> int:
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the daily budget")
         try:

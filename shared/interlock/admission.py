@@ -97,9 +97,7 @@ def reserved_in(
     limits, user = rt.limits, caller.user_id
     now = rt.clock.now_ms()
     holder = new_token()
-    spend = rt.stores.limits.spend_entry(
-        user, _day(now), 1, cap=limits.daily_turns, ttl=now // 1000 + 3 * 86_400
-    )
+    spend = rt.stores.limits.spend_entry(user, _day(now), 1, cap=limits.daily_turns)
     for index in slot_order(holder, limits.max_concurrent):
         slot = rt.stores.limits.slot_entry(
             user, holder, index, hold_ms=limits.slot_hold_ms, now_ms=now
@@ -164,9 +162,7 @@ def reserved(rt: Runtime, caller: Caller) -> Iterator[Held]:
     held = Held(caller.user_id, holder, slot)
     try:
         day = _day(now)
-        rt.stores.limits.spend(
-            caller.user_id, day, 1, cap=limits.daily_turns, ttl=now // 1000 + 3 * 86_400
-        )
+        rt.stores.limits.spend(caller.user_id, day, 1, cap=limits.daily_turns)
         try:
             yield held
         except (errors.ChatBusy, errors.Forbidden, errors.TurnRunning):
@@ -204,7 +200,7 @@ def ask_slots(rt: Runtime, caller: Caller, chat_id: str, now: int) -> AskSlots:
     """The backpressure entries of a new pause in `chat_id` (see `AskSlots`)."""
     config, limits = rt.config, rt.stores.limits
     minute = time.strftime("%Y%m%d%H%M", time.gmtime(now // 1000))
-    spend = limits.spend_entry(
+    spend = limits.rate_entry(
         caller.user_id, f"asks-{minute}", 1, cap=config.asks_per_minute, ttl=now // 1000 + 120
     )
     expires_at, _ = rt.stores.policy.expiry(now)

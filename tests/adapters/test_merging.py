@@ -158,3 +158,30 @@ def test_a_put_shares_its_item_with_nothing() -> None:
     ) == [[0, 2], [1]]
     with pytest.raises(ValueError, match="share"):
         merged([put, check])
+
+
+def test_a_turns_slot_and_budget_unit_are_one_write_and_a_refusal_names_the_budget(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    now = clock.now_ms()
+    limits.spend("alice", "2026-12-04", 1, cap=1)
+    entries = [_take(limits, "run", 2, now), limits.spend_entry("alice", "2026-12-04", 1, cap=1)]
+
+    with pytest.raises(Cancelled) as lost:
+        transact(aws["dynamodb"], writes(entries), "admit")
+
+    assert set(lost.value.failed) == {1}, "the budget, not the free slot it shares an item with"
+    assert _slots(aws, "alice") == {}
+
+
+def test_a_spend_clears_the_days_before_it(aws: dict[str, Any], limits: LimitStore) -> None:
+    limits.spend("alice", "2026-11-15", 2, cap=5)
+    limits.spend("alice", "2026-12-01", 2, cap=5)
+
+    assert limits.spend("alice", "2026-12-03", 1, cap=5) == 1
+
+    key = to_item({"pk": keys.user_pk("alice"), "sk": keys.SLOTS_SK})
+    item = from_item(aws["dynamodb"].get_item(TableName=aws["table"], Key=key)["Item"])
+    assert {k for k in item if k.startswith("B")} == {"B20261115", "B20261203"}, (
+        "a day within the last two weeks is cleared; one from before is left to the TTL"
+    )

@@ -129,11 +129,11 @@ def test_a_refused_rider_is_named_by_its_role_and_nothing_is_written(
 ) -> None:
     now = clock.now_ms()
     stores.limits.reserve_slot("alice", "someone-else", cap=1, hold_ms=60_000, now_ms=now)
-    stores.limits.spend("alice", "today", 3, cap=3, ttl=now // 1000 + 60)
+    stores.limits.spend("alice", "today", 3, cap=3)
     free_slot = stores.limits.slot_entry("alice", "me", 1, hold_ms=60_000, now_ms=now)
     held_slot = stores.limits.slot_entry("alice", "me", 0, hold_ms=60_000, now_ms=now)
-    room = stores.limits.spend_entry("alice", "tomorrow", 1, cap=3, ttl=now // 1000 + 60)
-    spent = stores.limits.spend_entry("alice", "today", 1, cap=3, ttl=now // 1000 + 60)
+    room = stores.limits.spend_entry("alice", "tomorrow", 1, cap=3)
+    spent = stores.limits.spend_entry("alice", "today", 1, cap=3)
     event = stores.chats.event_entry(CHAT, "paused", "alice", now)
     riders = [room, held_slot, event] if lost is Role.SLOT else [spent, free_slot, event]
     request, _ = new_request(
@@ -154,7 +154,7 @@ def test_a_refused_rider_is_named_by_its_role_and_nothing_is_written(
     assert refused.value.role is lost
     assert stores.requests.get(CHAT, now) is None
     assert stores.chats.events(CHAT) == []
-    assert stores.limits.spend("alice", "tomorrow", 1, cap=3, ttl=now // 1000 + 60) == 1
+    assert stores.limits.spend("alice", "tomorrow", 1, cap=3) == 1
 
 
 def test_second_request_refused_while_one_is_live(stores: Stores, clock: ManualClock) -> None:

@@ -157,11 +157,11 @@ def test_releasing_a_slot_never_reserved_is_harmless(stores: Stores) -> None:
 
 
 def test_daily_budget(stores: Stores) -> None:
-    assert stores.limits.spend("alice", "2026-11-29", 3, cap=5, ttl=1) == 3
-    assert stores.limits.spend("alice", "2026-11-29", 2, cap=5, ttl=1) == 5
+    assert stores.limits.spend("alice", "2026-11-29", 3, cap=5) == 3
+    assert stores.limits.spend("alice", "2026-11-29", 2, cap=5) == 5
     with pytest.raises(errors.LimitExceeded):
-        stores.limits.spend("alice", "2026-11-29", 1, cap=5, ttl=1)
-    assert stores.limits.spend("alice", "2026-11-30", 1, cap=5, ttl=1) == 1
+        stores.limits.spend("alice", "2026-11-29", 1, cap=5)
+    assert stores.limits.spend("alice", "2026-11-30", 1, cap=5) == 1
 
 
 # -- outbox and blobs ----------------------------------------------------------------------------
@@ -170,12 +170,12 @@ def test_daily_budget(stores: Stores) -> None:
 def test_a_refund_gives_back_a_spend_and_a_day_never_spent_has_nothing_to_give(
     stores: Stores,
 ) -> None:
-    stores.limits.spend("alice", "2026-12-03", 3, cap=5, ttl=1)
+    stores.limits.spend("alice", "2026-12-03", 3, cap=5)
     stores.limits.refund("alice", "2026-12-03", 3)
-    assert stores.limits.spend("alice", "2026-12-03", 5, cap=5, ttl=1) == 5
+    assert stores.limits.spend("alice", "2026-12-03", 5, cap=5) == 5
 
     stores.limits.refund("alice", "2026-12-04", 1)
-    assert stores.limits.spend("alice", "2026-12-04", 5, cap=5, ttl=1) == 5
+    assert stores.limits.spend("alice", "2026-12-04", 5, cap=5) == 5
 
 
 def test_outbox_puts_once(stores: Stores, clock: ManualClock) -> None:

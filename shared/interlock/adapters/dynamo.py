@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -42,6 +42,9 @@ __all__ = [
 
 # The key `best_effort` adds to an entry; never sent.
 BEST_EFFORT: Final = "InterlockBestEffort"
+# The key `judged` adds to an entry: whether the item as it stood refuses it; never sent.
+REFUSED_BY: Final = "InterlockRefusedBy"
+MARKS: Final = (BEST_EFFORT, REFUSED_BY)  # what `transact` reads and never sends
 # Marks an audit event's `Put` whose number its chat's counter gives at write time
 # (`interlock.adapters.numbering`); the value is the chat id.
 EVENT: Final = "InterlockEvent"
@@ -81,6 +84,14 @@ def entry_refused(entries: Sequence[Entry], cancelled: Cancelled, before: int) -
     return EntryRefused(entries[min(cancelled.failed) - before].role)
 
 
+def judged(entry: dict[str, Any], refuses: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """Mark a transaction entry with what its condition says in Python: given the item
+    as it stood (plain values), whether it refuses. When the entry shares its item with
+    others (`merging`) and that item refuses the joined entry, only the parts it refuses
+    are reported as lost."""
+    return {**entry, REFUSED_BY: refuses}
+
+
 def best_effort(entry: dict[str, Any]) -> dict[str, Any]:
     """Mark a transaction entry as riding along: if only such entries lose their
     condition, the transaction is written once more without them (see `transact`)."""
@@ -113,9 +124,12 @@ def transact(
             lambda numbered: transact(client, numbered, action, read_back=read_back), items
         )
     optional = {i for i, item in enumerate(items) if item.get(BEST_EFFORT)}
-    entries = [_reading_back(item) if i in read_back else item for i, item in enumerate(items)]
-    entries = [{k: v for k, v in item.items() if k != BEST_EFFORT} for item in entries]
+    judges = {i: item[REFUSED_BY] for i, item in enumerate(items) if REFUSED_BY in item}
+    entries = [{k: v for k, v in item.items() if k not in MARKS} for item in items]
     groups = grouped(entries)
+    # A shared entry's old item tells which of its parts lost: always ask for it.
+    wanted = set(read_back) | {i for g in groups if len(g) > 1 for i in g}
+    entries = [_reading_back(item) if i in wanted else item for i, item in enumerate(entries)]
     kept = set(range(len(entries)))  # the caller's indexes of what is still sent
     alone: list[int] = []  # best-effort parts left out of a shared entry, tried after
     while True:
@@ -127,8 +141,8 @@ def transact(
             break
         except Cancelled as cancelled:
             lost = [(sent[i], old) for i, old in cancelled.failed.items()]
-            failed = {i: old for parts, old in lost for i in parts}
             if any(not optional.intersection(parts) for parts, _ in lost):
+                failed = {i: old for parts, old in lost for i in _refused(parts, old, judges)}
                 raise Cancelled(failed) from None  # indexes as the caller numbered them
             # Each entry that lost has best-effort parts: leave exactly those out (what
             # else it holds may still hold).
@@ -139,6 +153,19 @@ def transact(
                     alone += left_out
     for i in alone:
         _try_alone(client, entries[i])
+
+
+def _refused(
+    parts: list[int],
+    old: dict[str, Any] | None,
+    judges: Mapping[int, Callable[[dict[str, Any]], bool]],
+) -> list[int]:
+    """Which `parts` of an entry that lost refuse the item as it stood (all of them when
+    that cannot be told); `read_back` aside, a lone entry's old item is not known."""
+    if len(parts) == 1 or old is None:
+        return parts
+    refusing = [i for i in parts if i not in judges or judges[i](old)]
+    return refusing or parts
 
 
 def _joined(entries: Sequence[dict[str, Any]], parts: list[int]) -> dict[str, Any]:
@@ -170,7 +197,7 @@ def _reading_back(item: dict[str, Any]) -> dict[str, Any]:
     """`item` asking for its old value should its condition fail."""
     return {
         kind: {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
-        if kind != BEST_EFFORT and "ConditionExpression" in body
+        if "ConditionExpression" in body
         else body
         for kind, body in item.items()
     }

@@ -1,16 +1,19 @@
-"""Per-user limits: concurrency slots and a daily budget.
+"""Per-user limits: concurrency slots, a daily budget, and short windows' budgets.
 
 Slots are leased, not counted: each slot carries its holder and an expiry, so a worker
 killed mid-turn frees its slot when the lease runs out instead of leaking it. All of a
-user's slots (both pools: running turns and open requests) are attributes of one item,
-`USER#<user>` / `SLOTS`, one per slot (`SLOT2`, `ASK17`: the holder and its expiry), each
-taken and given back under its own condition. So a pause that gives its run slot back
-and takes an open-request slot, or a finish that gives both back, writes the item once
-(`merging` joins the entries of one transaction that write it).
+user's slots (both pools: running turns and open requests) and the daily budget are
+attributes of one item, `USER#<user>` / `SLOTS`: one per slot (`SLOT2`, `ASK17`: the
+holder and its expiry) and one for the day's spend (`B20261204`), each taken, given
+back or spent under its own condition. So a turn's slot and its budget unit, a pause's
+slot swap, or a finish's two releases write the item once (`merging` joins the entries
+of one transaction that write it; `judged` tells which of them a refusal was about).
+A short window's budget (the asks of one minute) is an item of its own that expires.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 from typing import Any, Final
 
@@ -21,6 +24,7 @@ from interlock.adapters.dynamo import (
     best_effort,
     expression,
     from_item,
+    judged,
     to_item,
     translated,
 )
@@ -37,6 +41,10 @@ _TAKEABLE: Final = (
     "attribute_not_exists(#slot) OR #slot.#until <= :now_ms OR #slot.#holder = :holder"
 )
 _HELD_BY: Final = "#slot.#holder = :holder"
+# Each spend clears the days before it, as far back as the item can live without a
+# write (its TTL, then DynamoDB's delay in deleting it): an older day's attribute
+# could only be left by a user gone longer than that, whose item is gone with it.
+_BUDGET_DAYS_CLEARED: Final = 14
 
 
 class LimitStore:
@@ -91,8 +99,12 @@ class LimitStore:
     def release_entry(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> Entry:
         """`release_slot` as a best-effort entry of another write's transaction, so a run
         gives its slot back in its last write instead of a call of its own."""
-        release = self._release_args(user_id, holder, index, pool)
-        return Entry(Role.RELEASE, best_effort({"Update": release}))
+        release = {"Update": self._release_args(user_id, holder, index, pool)}
+        name = keys.slot_attribute(index, pool)
+        return Entry(
+            Role.RELEASE,
+            best_effort(judged(release, lambda old: _holder(old, name) != holder)),
+        )
 
     def slot_entry(
         self,
@@ -106,8 +118,14 @@ class LimitStore:
     ) -> Entry:
         """Taking slot `index` (free, lapsed or already this holder's) as an entry of
         another write's transaction; refused (`EntryRefused`) when someone else holds it."""
-        take = self._take_args(user_id, holder, index, pool, now_ms, hold_ms)
-        return Entry(Role.SLOT, {"Update": take})
+        take = {"Update": self._take_args(user_id, holder, index, pool, now_ms, hold_ms)}
+        name = keys.slot_attribute(index, pool)
+
+        def refuses(old: dict[str, Any]) -> bool:
+            slot = old.get(name)
+            return slot is not None and slot["until"] > now_ms and slot["holder"] != holder
+
+        return Entry(Role.SLOT, judged(take, refuses))
 
     def _take_args(
         self, user_id: str, holder: str, index: int, pool: str, now_ms: int, hold_ms: int
@@ -141,36 +159,40 @@ class LimitStore:
             ),
         }
 
-    def spend(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> int:
+    def spend(self, user_id: str, day: str, amount: int, *, cap: int) -> int:
         """Add `amount` to the user's spend for `day`, refusing to pass `cap`."""
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the daily budget")
         try:
             with translated("spend budget"):
                 response = self._client.update_item(
-                    ReturnValues="UPDATED_NEW", **self._spend_args(user_id, day, amount, cap, ttl)
+                    ReturnValues="UPDATED_NEW", **self._spend_args(user_id, day, amount, cap)
                 )
         except ConditionFailed:
             raise LimitExceeded(f"the daily budget of {cap} is spent") from None
-        return int(from_item(response["Attributes"])["used"])
+        return int(from_item(response["Attributes"])[_spent_on(day)])
 
-    def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int, ttl: int) -> Entry:
+    def spend_entry(self, user_id: str, day: str, amount: int, *, cap: int) -> Entry:
         """`spend` as an entry of another write's transaction (refused, `EntryRefused`,
         when it would pass `cap`)."""
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the daily budget")
-        return Entry(Role.BUDGET, {"Update": self._spend_args(user_id, day, amount, cap, ttl)})
+        update = {"Update": self._spend_args(user_id, day, amount, cap)}
+        spent = _spent_on(day)
+        return Entry(Role.BUDGET, judged(update, lambda old: old.get(spent, 0) > cap - amount))
 
-    def _spend_args(
-        self, user_id: str, day: str, amount: int, cap: int, ttl: int
-    ) -> dict[str, Any]:
+    def _spend_args(self, user_id: str, day: str, amount: int, cap: int) -> dict[str, Any]:
+        # The days before it go (bare names, letters and digits), so the item keeps one.
+        stale = _days_before(day)
+        update = "ADD #spent :amount" + (f" REMOVE {', '.join(stale)}" if stale else "")
         return {
             "TableName": self._table,
-            "Key": _key(user_id, keys.budget_sk(day)),
+            "Key": _slots_key(user_id),
             **expression(
-                condition="attribute_not_exists(#used) OR #used <= :room",
-                update="ADD #used :amount SET #ttl = :ttl",
-                values={":room": cap - amount, ":amount": amount, ":ttl": ttl},
+                condition="attribute_not_exists(#spent) OR #spent <= :room",
+                update=update,
+                values={":room": cap - amount, ":amount": amount},
+                names={"#spent": _spent_on(day)},
             ),
         }
 
@@ -181,15 +203,33 @@ class LimitStore:
             with translated("refund budget"):
                 self._client.update_item(
                     TableName=self._table,
-                    Key=_key(user_id, keys.budget_sk(day)),
+                    Key=_slots_key(user_id),
                     **expression(
-                        condition="attribute_exists(#used)",
-                        update="ADD #used :minus",
+                        condition="attribute_exists(#spent)",
+                        update="ADD #spent :minus",
                         values={":minus": -amount},
+                        names={"#spent": _spent_on(day)},
                     ),
                 )
         except ConditionFailed:
             return
+
+    def rate_entry(self, user_id: str, window: str, amount: int, *, cap: int, ttl: int) -> Entry:
+        """Spending `amount` of a short window's budget (the asks of one minute) as an
+        entry of another write's transaction: an item of its own, `BUDGET#<window>`,
+        gone with its `ttl` (refused, `EntryRefused`, when it would pass `cap`)."""
+        if amount > cap:
+            raise LimitExceeded("the request alone exceeds the budget")
+        update = {
+            "TableName": self._table,
+            "Key": _key(user_id, keys.budget_sk(window)),
+            **expression(
+                condition="attribute_not_exists(#used) OR #used <= :room",
+                update="ADD #used :amount SET #ttl = :ttl",
+                values={":room": cap - amount, ":amount": amount, ":ttl": ttl},
+            ),
+        }
+        return Entry(Role.BUDGET, {"Update": update})
 
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
@@ -198,3 +238,24 @@ def _key(user_id: str, sk: str) -> dict[str, Any]:
 
 def _slots_key(user_id: str) -> dict[str, Any]:
     return _key(user_id, keys.SLOTS_SK)
+
+
+def _holder(item: dict[str, Any], name: str) -> str | None:
+    slot = item.get(name)
+    return slot["holder"] if isinstance(slot, dict) else None
+
+
+def _spent_on(day: str) -> str:
+    """The attribute holding a day's spend: `B20261204` for `2026-12-04`."""
+    return "B" + day.replace("-", "")
+
+
+def _days_before(day: str) -> list[str]:
+    """The spend attributes of the `_BUDGET_DAYS_CLEARED` days before `day` (none for a
+    day that is not a date)."""
+    try:
+        date = datetime.date.fromisoformat(day)
+    except ValueError:
+        return []
+    earlier = (date - datetime.timedelta(days=n) for n in range(1, _BUDGET_DAYS_CLEARED + 1))
+    return [_spent_on(d.isoformat()) for d in earlier]

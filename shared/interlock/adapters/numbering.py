@@ -32,6 +32,7 @@ from interlock import keys
 from interlock.adapters.dynamo import (
     BEST_EFFORT,
     EVENT,
+    MARKS,
     Cancelled,
     Conflicted,
     expression,
@@ -203,7 +204,7 @@ def _meta_entry(entries: list[dict[str, Any]], chat: tuple[str, str]) -> int | N
     table, chat_id = chat
     key = counter_key(chat_id)
     for index, entry in enumerate(entries):
-        ((kind, body),) = ((k, v) for k, v in entry.items() if k != BEST_EFFORT)
+        ((kind, body),) = ((k, v) for k, v in entry.items() if k not in MARKS)
         held = body.get("Key") or {name: body["Item"].get(name) for name in ("pk", "sk")}
         if body["TableName"] != table or held != key:
             continue
