@@ -26,7 +26,7 @@ from typing import Any
 from interlock import errors, keys
 from interlock.adapters.blobs import BlobStore
 from interlock.adapters.channelstore import checked_external
-from interlock.adapters.requests import answer_fits, check_size, stored_size, text_fits
+from interlock.adapters.requests import FINISHED, answer_fits, check_size, stored_size, text_fits
 from interlock.channels import ChannelName, Link, Notice
 from interlock.errors import LimitExceeded, StoreError
 from interlock.ports import Entry, EntryRefused, NotPending, Role, Stores
@@ -461,7 +461,7 @@ class MemoryRequests:
             "state": RequestState.DONE,
             "decision": decision,
             "answered_at": now_ms // 1000,
-            "journal_id": None,
+            **FINISHED,
             **({"answer_key": answer_key} if answer_key is not None else {}),
             **({"answer": inline} if inline is not None else {}),
             **({"final_text": kept} if kept is not None else {}),

@@ -11,7 +11,7 @@ import pytest
 from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.pause import persist_pause
-from interlock.records import RequestRecord, StoredSnapshot, new_request
+from interlock.records import RequestRecord, RequestState, StoredSnapshot, new_request
 from interlock.timing import ManualClock
 
 pytestmark = pytest.mark.server
@@ -104,10 +104,13 @@ def test_a_lapsed_lease_is_taken_over_by_exactly_one_contender(
     with pytest.raises(errors.LeaseLost):
         server_stores.requests.chain(dead, successor)
 
-    done = server_stores.requests.finish(
+    server_stores.requests.finish(
         winners[0], answer_key="k", decision="approved", now_ms=clock.now_ms()
     )
-    assert done.worker == winners[0].worker
+    done = server_stores.requests.get("race", clock.now_ms())
+    assert done is not None and done.state is RequestState.DONE
+    assert done.claim_count == winners[0].claim_count, "the winner's claim finished it"
+    assert (done.lease_token, done.snapshot_key) == (None, None), "a finished run keeps neither"
 
 
 def test_concurrent_finish_and_takeover_leave_one_outcome(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.adapters.factory import Stores
 from interlock.harness.model import ScriptedModel
+from interlock.records import RequestRecord, RequestState
 from interlock.sweeper import SweepReport, sweep
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
@@ -68,7 +70,7 @@ def _report_runtime(stores: Stores, clock: ManualClock, worker: str) -> Runtime:
 
 
 def test_a_sweep_reaching_a_request_late_leases_it_from_the_time_of_its_claim(
-    server_stores: Stores, clock: ManualClock
+    server_stores: Stores, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given an overdue request, and a sweep whose own start lies ten minutes back
     alice = Caller("alice", frozenset({"reporter"}))
@@ -78,13 +80,24 @@ def test_a_sweep_reaching_a_request_late_leases_it_from_the_time_of_its_claim(
     clock.advance(seconds=server_stores.policy.request_ttl_s + 600)
     started_ms = clock.now_ms() - 600_000
 
-    # When it reaches the request now
+    # When it reaches the request now (the claim it takes is seen as it is written: the
+    # finish that follows removes the lease)
+    claims: list[RequestRecord] = []
+    claim_overdue = server_stores.requests.claim_overdue
+
+    def claiming(*args: Any, **kwargs: Any) -> RequestRecord:
+        claims.append(claim_overdue(*args, **kwargs))
+        return claims[-1]
+
+    monkeypatch.setattr(server_stores.requests, "claim_overdue", claiming)
     sweep(_report_runtime(server_stores, clock, "sweeper"), started_ms)
 
     # Then the lease it took runs from now, not from the sweep's start
+    assert [c.lease_expires_at_ms for c in claims] == [
+        clock.now_ms() + server_stores.policy.lease_ms
+    ]
     request = server_stores.requests.get("late-sweep", clock.now_ms())
-    assert request is not None and request.lease_expires_at_ms is not None
-    assert request.lease_expires_at_ms == clock.now_ms() + server_stores.policy.lease_ms
+    assert request is not None and request.state is RequestState.DONE
 
 
 def test_a_sweep_stops_claiming_before_its_deadline(

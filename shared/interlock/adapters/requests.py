@@ -149,6 +149,21 @@ RESET_SET: Final = (
     "#decided_by, #decided_at_ms, #decided_via"
 )
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
+# What a finish removes from the pointer: the index entries of an open request, and the
+# paused run it no longer needs (its journal, its snapshot, which the bucket's lifecycle
+# deletes, and its claim's lease); the recorded answer, who gave it, and what it ended
+# with stay for replays and the surfaces. Also what keeps a finished download
+# approval's item under 1 KB.
+FINISHED: Final[dict[str, None]] = {
+    "journal_id": None,
+    "snapshot_key": None,
+    "snapshot_digest": None,
+    "worker": None,
+    "lease_token": None,
+    "lease_expires_at_ms": None,
+    "resume_deadline_ms": None,
+}
+ENDED_RUN: Final = ("sweep_shard", "inbox_user", *FINISHED)
 
 
 class RequestStore:
@@ -513,8 +528,7 @@ class RequestStore:
         if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
-        # The paused run is over: its journal goes with it.
-        update = f"SET {', '.join(sets)} REMOVE #sweep_shard, #inbox_user, #journal_id"
+        update = f"SET {', '.join(sets)} REMOVE {', '.join(f'#{name}' for name in ENDED_RUN)}"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
             return self._update(
@@ -538,7 +552,7 @@ class RequestStore:
             decision=decision,
             answered_at=now_ms // 1000,
             final_text=values.get(":final_text"),
-            journal_id=None,
+            **FINISHED,
         )
 
     def chain(
@@ -1065,6 +1079,9 @@ _FIELDS: Final = tuple(
 )
 
 
+# Fields every pointer has until its finish removes them (`FINISHED`): absent, they are None.
+_DROPPED_AT_FINISH: Final = frozenset(FINISHED)
+
 # Fields read from another attribute instead of stored twice: the chat's id is in the
 # key, and the second a request was created is in its millisecond (the inbox index's
 # sort key). DynamoDB bills a claimed request's item by the kilobyte on every step of
@@ -1148,6 +1165,8 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
                 found[name] = _DECODE[name](value) if name in _DECODE else value
             elif name in _IMPLIED:
                 found[name] = _IMPLIED[name](values)
+            elif name in _DROPPED_AT_FINISH:
+                found[name] = None
             elif required or attribute in _REQUIRED:
                 raise KeyError(attribute)
         if found.get("response") is not None:
