@@ -198,8 +198,16 @@ def conclude(
     now = rt.clock.now_ms()
     turn = answer_turn(text, calls)
     # The event commits with the answer it describes.
+    # A resumed run's event names the worker that finished it (its pointer keeps no lease).
+    ran_by = {"worker": rt.worker_id} if claim is not None else {}
     completed = audit_entry(
-        rt, caller, chat_id, "turn_completed", turn=turn_seq, model_calls=usage.model_calls
+        rt,
+        caller,
+        chat_id,
+        "turn_completed",
+        turn=turn_seq,
+        model_calls=usage.model_calls,
+        **ran_by,
     )
     if claim is not None:
         # A small answer is stored in the finish itself; a large one in S3 first, under a

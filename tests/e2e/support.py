@@ -55,6 +55,12 @@ def pointer(stores: Stores, chat: str) -> RequestRecord:
     return request
 
 
+def finished_by(stores: Stores, chat: str) -> str | None:
+    """The worker the chat's last finished run names in its `turn_completed` event."""
+    done = [e for e in stores.chats.events(chat, limit=1000) if e.type == "turn_completed"]
+    return done[-1].detail.get("worker") if done else None
+
+
 def outbox_records(aws: dict[str, Any]) -> list[dict[str, Any]]:
     pages = (
         aws["dynamodb"]

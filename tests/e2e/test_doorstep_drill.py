@@ -18,7 +18,7 @@ from examples.doorstep import ESCALATION, CaptainSignOff
 from examples.doorstep.roster import RESIDENTS, VOLUNTEERS, volunteer_message
 from interlock.adapters.factory import Stores
 from interlock.records import RequestState
-from tests.e2e.support import outbox_records, pointer
+from tests.e2e.support import finished_by, outbox_records, pointer
 from tests.e2e.test_processes import Lab
 
 pytestmark = pytest.mark.server
@@ -66,7 +66,11 @@ def test_the_drill_sends_exactly_one_volunteer_task(
     assert "The captain chose to send a volunteer for Ada Lind." in first["text"]
     assert (again["outcome"], again["text"]) == ("replayed", first["text"])
     done = pointer(server_stores, lab.chat)
-    assert (done.state, done.claim_count, done.worker) == (RequestState.DONE, 1, "B")
+    assert (done.state, done.claim_count, finished_by(server_stores, lab.chat)) == (
+        RequestState.DONE,
+        1,
+        "B",
+    )
     # And the outbox holds one case upsert and exactly one volunteer task, without
     # anything from today's call in it
     records = recorded(server_aws, lab.chat)

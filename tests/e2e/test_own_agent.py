@@ -27,7 +27,7 @@ from interlock.outcomes import TurnResult
 from interlock.records import RequestState
 from interlock.resume import resume_replies
 from interlock.turns import Runtime, TurnLimits, run_turn
-from tests.e2e.support import ALICE, TIMEOUT_S, outbox_records, pointer
+from tests.e2e.support import ALICE, TIMEOUT_S, finished_by, outbox_records, pointer
 from tests.e2e.test_processes import CRASH_LEASE, Lab, wait_for_lapse
 from tests.e2e.test_resume_race import RACE_LIMITS, RACERS, all_at_once
 
@@ -199,7 +199,11 @@ def test_own_agent_pauses_in_one_process_and_resumes_once_in_another(
     assert all(part in first["text"] for part in DONE_TEXT), first["text"]
     assert (again["outcome"], again["text"]) == ("replayed", first["text"])
     request = pointer(server_stores, lab.chat)
-    assert (request.state, request.claim_count, request.worker) == (RequestState.DONE, 1, "B")
+    assert (request.state, request.claim_count, finished_by(server_stores, lab.chat)) == (
+        RequestState.DONE,
+        1,
+        "B",
+    )
     assert_each_effect_once(server_aws, lab.chat)
 
 
@@ -228,7 +232,11 @@ def test_own_agent_killed_after_its_effect_is_taken_over_without_repeating_it(
     # Then C finished on a second claim and every effect happened exactly once
     assert c["first"]["outcome"] == "completed", c
     request = pointer(server_stores, lab.chat)
-    assert (request.state, request.claim_count, request.worker) == (RequestState.DONE, 2, "C")
+    assert (request.state, request.claim_count, finished_by(server_stores, lab.chat)) == (
+        RequestState.DONE,
+        2,
+        "C",
+    )
     assert_each_effect_once(server_aws, lab.chat)
 
 

@@ -28,6 +28,7 @@ from tests.e2e.support import (
     Placement,
     answer,
     assert_outbox_records,
+    finished_by,
     pointer,
     runtime,
     wait_for,
@@ -151,7 +152,11 @@ def test_a_pause_in_one_process_is_answered_once_in_another(
     # And B's model played only what was left of the script, not the steps before the pause
     assert b["model_calls"] == len(placement.scenario.steps) - placement.before_pause
     request = pointer(server_stores, lab.chat)
-    assert (request.state, request.claim_count, request.worker) == (RequestState.DONE, 1, "B")
+    assert (request.state, request.claim_count, finished_by(server_stores, lab.chat)) == (
+        RequestState.DONE,
+        1,
+        "B",
+    )
     assert_outbox_records(server_stores, server_aws, lab.chat, placement)
     assert lab.fetched_by() == placement.fetched_by
 
@@ -181,6 +186,10 @@ def test_a_worker_killed_mid_resume_is_taken_over_without_repeating_its_side_eff
     assert first["outcome"] == "completed" and crash.answer in first["text"]
     assert (again["outcome"], again["text"]) == ("replayed", first["text"])
     request = pointer(server_stores, lab.chat)
-    assert (request.state, request.claim_count, request.worker) == (RequestState.DONE, 2, "C")
+    assert (request.state, request.claim_count, finished_by(server_stores, lab.chat)) == (
+        RequestState.DONE,
+        2,
+        "C",
+    )
     assert_outbox_records(server_stores, server_aws, lab.chat, crash.placement)
     assert lab.fetched_by() == crash.fetched_by
