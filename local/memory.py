@@ -248,6 +248,14 @@ class MemoryRequests:
             meta = self._m.metas.get(chat_id, ChatMeta(chat_id))
             return self.get(chat_id, now_ms), meta
 
+    def read_for_turn(
+        self, chat_id: str, now_ms: int
+    ) -> tuple[RequestRecord | None, ChatMeta, bool]:
+        with self._m.lock:  # one instant, as the table's transactional read
+            found = self._m.requests.get(_chat(chat_id))
+            request, meta = self.get_with_chat(chat_id, now_ms)
+            return request, meta, found is None or found.state not in OPEN_STATES
+
     # -- opening
 
     def open(self, request: RequestRecord, now_ms: int, also: list[Entry] | None = None) -> None:

@@ -83,6 +83,10 @@ class RequestPort(Protocol):
 
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]: ...
 
+    def read_for_turn(
+        self, chat_id: str, now_ms: int
+    ) -> tuple[RequestRecord | None, ChatMeta, bool]: ...
+
     def open(
         self, request: RequestRecord, now_ms: int, also: list[Entry] | None = None
     ) -> None: ...

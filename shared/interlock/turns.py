@@ -28,7 +28,7 @@ from interlock.pause import PAUSE_FAILED as PAUSE_FAILED
 from interlock.pause import offer
 from interlock.ports import OutboxStore
 from interlock.progress import Progress, Started, ignore
-from interlock.records import OPEN_STATES, Fence, RequestRecord, Subject, TurnFence
+from interlock.records import Fence, RequestRecord, Subject, TurnFence
 from interlock.transcript import (
     answer_message_id,
     answer_turn,
@@ -61,7 +61,7 @@ def run_turn(
     if len(prompt) > rt.limits.max_prompt_chars:
         raise errors.InvalidInput(f"the prompt is over {rt.limits.max_prompt_chars} characters")
     stores = rt.stores
-    open_request, seen = stores.requests.get_with_chat(chat_id, now)
+    open_request, seen, settled = stores.requests.read_for_turn(chat_id, now)
     # Cheap early refusals; the admission write below is what decides.
     if seen.owner not in (None, caller.user_id):
         raise errors.Forbidden("this chat belongs to another user")
@@ -71,8 +71,7 @@ def run_turn(
         raise errors.TurnRunning("a turn is already running in this chat; wait for its answer")
     # A chat's first turn has no history to read.
     earlier = history(stores, chat_id) if seen.last_turn else []
-    # An ended or absent pointer needs no second look in the admission's write.
-    settled = open_request is None or open_request.state not in OPEN_STATES
+    # A pointer read absent or ended, as of the chat's meta item, needs no second look.
     admission = admitted(rt, caller, seen, prompt, now, request_settled=settled)
     with admission as (fence, turn_seq, held):
         try:

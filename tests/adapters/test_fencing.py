@@ -286,6 +286,40 @@ def test_a_settled_read_still_refuses_a_turn_admitted_after_it(
     assert [t["text"] for t in stores.chats.turns("c-settled")] == ["first"]
 
 
+def test_a_settled_admission_still_tells_a_second_user_the_chat_is_not_theirs(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # With the pointer check left out, the chat's own refusal is the one read back.
+    seen = stores.chats.meta("c-new")
+    stores.turns.admit(seen, "alice", {"role": "user", "text": "mine"}, clock.now_ms(), 60_000)
+
+    with pytest.raises(errors.Forbidden):
+        stores.turns.admit(
+            seen,
+            "bob",
+            {"role": "user", "text": "mine too"},
+            clock.now_ms(),
+            60_000,
+            request_settled=True,
+        )
+
+
+def test_a_turns_read_settles_only_an_absent_or_ended_pointer(
+    stores: Stores, clock: ManualClock
+) -> None:
+    assert stores.requests.read_for_turn(CHAT, clock.now_ms())[2] is True
+    opened = _opened(stores, clock)
+    request, meta, settled = stores.requests.read_for_turn(CHAT, clock.now_ms())
+    assert (request, meta.chat_id, settled) == (opened.request, CHAT, False)
+
+    # Past its TTL a pointer reads as gone, yet one left open settles nothing
+    clock.advance(seconds=opened.request.ttl - clock.now_ms() // 1000 + 1)
+    assert stores.requests.read_for_turn(CHAT, clock.now_ms())[::2] == (None, False)
+
+    stores.requests.cancel(opened.request, "changed my mind", clock.now_ms())
+    assert stores.requests.read_for_turn(CHAT, clock.now_ms())[2] is True
+
+
 def test_a_read_that_saw_a_running_turn_keeps_the_pointer_check(
     stores: Stores, clock: ManualClock
 ) -> None:

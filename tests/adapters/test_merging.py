@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from interlock import keys
 from interlock.adapters.dynamo import Cancelled, from_item, to_item, transact, writes
@@ -185,3 +186,23 @@ def test_a_spend_clears_the_days_before_it(aws: dict[str, Any], limits: LimitSto
     assert {k for k in item if k.startswith("B")} == {"B20261115", "B20261203"}, (
         "a day within the last two weeks is cleared; one from before is left to the TTL"
     )
+
+
+def test_a_write_of_the_users_item_is_sent_again_while_a_transaction_holds_it(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    # Every transition of a user's turns writes the one item; a lone write that meets
+    # one in flight is refused as a conflict, which changes nothing: it goes again.
+    conflicts = iter([True, True])
+
+    def conflicting(**_: Any) -> None:
+        if next(conflicts, False):
+            error = {"Code": "TransactionConflictException", "Message": "in flight"}
+            raise ClientError({"Error": error}, "UpdateItem")
+
+    aws["dynamodb"].meta.events.register("before-parameter-build.dynamodb.UpdateItem", conflicting)
+
+    slot = limits.reserve_slot("alice", "run", cap=1, hold_ms=HOUR_MS, now_ms=clock.now_ms())
+
+    assert (slot, _slots(aws, "alice")) == (0, {"SLOT0": "run"})
+    assert next(conflicts, None) is None, "both conflicts were met"

@@ -76,7 +76,8 @@ class TurnStore:
         the admission's own refusals.
 
         `request_settled`: the read that gave `seen` found the chat's pointer absent or
-        ended, and `seen` holds no running-turn token. Then the pointer is not checked
+        ended as of the same instant (`RequestPort.read_for_turn`), and `seen` holds no
+        running-turn token. Then the pointer is not checked
         again (a 2 WRU entry): a request opens only through a pause fenced by a turn's
         token or a chain fenced by a claim (an ended request holds none), and a turn
         admitted after the read moved `last_turn`, which this write pins to `seen`.
@@ -122,7 +123,8 @@ class TurnStore:
                 self._client,
                 [*own, *writes(also)],
                 "admit turn",
-                read_back=(0, 1)[skipped:],  # the open request and the chat: see `_refusal`
+                # The open request (unless left out) and the chat: see `_refusal`.
+                read_back=(0, 1)[: 2 - skipped],
             )
         except Cancelled as cancelled:
             if min(cancelled.failed) < len(own):

@@ -141,15 +141,24 @@ def transact(
             break
         except Cancelled as cancelled:
             lost = [(sent[i], old) for i, old in cancelled.failed.items()]
-            if any(not optional.intersection(parts) for parts, _ in lost):
-                failed = {i: old for parts, old in lost for i in _refused(parts, old, judges)}
-                raise Cancelled(failed) from None  # indexes as the caller numbered them
-            # Each entry that lost has best-effort parts: leave exactly those out (what
-            # else it holds may still hold).
-            for parts, _ in lost:
-                left_out = [i for i in parts if i in optional]
+            told = [(parts, old, _refused(parts, old, judges)) for parts, old in lost]
+            # An entry told apart lost by the parts it names; one that cannot be told
+            # apart lost by a part that must hold only if it has nothing to leave out.
+            hard: dict[int, dict[str, Any] | None] = {}
+            for parts, old, refused in told:
+                if refused is not None:
+                    hard |= {i: old for i in refused if i not in optional}
+                elif optional.isdisjoint(parts):
+                    hard |= {i: old for i in parts}
+            if hard:
+                raise Cancelled(hard) from None  # indexes as the caller numbered them
+            # Only best-effort parts lost, or may have: leave those out (what else an
+            # entry holds may still hold). One left out of a shared entry without
+            # knowing whether it lost is tried on its own once the rest is written.
+            for parts, _, refused in told:
+                left_out = [i for i in (parts if refused is None else refused) if i in optional]
                 kept -= set(left_out)
-                if len(parts) > 1:
+                if refused is None and len(parts) > 1:
                     alone += left_out
     for i in alone:
         _try_alone(client, entries[i])
@@ -159,13 +168,15 @@ def _refused(
     parts: list[int],
     old: dict[str, Any] | None,
     judges: Mapping[int, Callable[[dict[str, Any]], bool]],
-) -> list[int]:
-    """Which `parts` of an entry that lost refuse the item as it stood (all of them when
-    that cannot be told); `read_back` aside, a lone entry's old item is not known."""
-    if len(parts) == 1 or old is None:
+) -> list[int] | None:
+    """Which `parts` of an entry that lost refuse the item as it stood, or None when that
+    cannot be told: a lone entry (its own condition lost), or a shared one whose old item
+    did not come back or with a part that has no judge."""
+    if len(parts) == 1:
         return parts
-    refusing = [i for i in parts if i not in judges or judges[i](old)]
-    return refusing or parts
+    if old is None or any(i not in judges for i in parts):
+        return None
+    return [i for i in parts if judges[i](old)] or None
 
 
 def _joined(entries: Sequence[dict[str, Any]], parts: list[int]) -> dict[str, Any]:
@@ -347,6 +358,13 @@ def translated(action: str) -> Iterator[None]:
         if error.get("Code") == "ConditionalCheckFailedException":
             old = exc.response.get("Item")
             raise ConditionFailed(from_item(old) if old else None) from exc
+        reasons = exc.response.get("CancellationReasons") or []
+        if error.get("Code") == "TransactionConflictException" or any(
+            reason.get("Code") == "TransactionConflict" for reason in reasons
+        ):
+            # A transaction in flight held the item: nothing was done, and the same
+            # request may simply be sent again.
+            raise Conflicted(f"{action} failed: a concurrent transaction held an item") from exc
         raise StoreError(f"{action} failed: {error.get('Code', 'unknown error')}") from exc
     except BotoCoreError as exc:
         raise StoreError(f"{action} failed: {type(exc).__name__}") from exc

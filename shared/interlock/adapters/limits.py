@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import random
+import time
 from typing import Any, Final
 
 from interlock import keys
 from interlock.adapters.dynamo import (
     ConditionFailed,
+    Conflicted,
     DynamoDBClient,
     best_effort,
     expression,
@@ -45,6 +48,7 @@ _HELD_BY: Final = "#slot.#holder = :holder"
 # write (its TTL, then DynamoDB's delay in deleting it): an older day's attribute
 # could only be left by a user gone longer than that, whose item is gone with it.
 _BUDGET_DAYS_CLEARED: Final = 14
+_CONFLICT_ATTEMPTS: Final = 6
 
 
 class LimitStore:
@@ -81,8 +85,7 @@ class LimitStore:
             index = (first + offset) % cap
             take = self._take_args(user_id, holder, index, pool, now_ms, hold_ms)
             try:
-                with translated("reserve slot"):
-                    self._client.update_item(**take)
+                self._update("reserve slot", take)
             except ConditionFailed:
                 continue
             return index
@@ -91,8 +94,7 @@ class LimitStore:
     def release_slot(self, user_id: str, holder: str, index: int, pool: str = "SLOT") -> None:
         """Give the slot back, if this holder still has it (idempotent)."""
         try:
-            with translated("release slot"):
-                self._client.update_item(**self._release_args(user_id, holder, index, pool))
+            self._update("release slot", self._release_args(user_id, holder, index, pool))
         except ConditionFailed:
             return  # lapsed and taken by someone else, or never held
 
@@ -164,10 +166,8 @@ class LimitStore:
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the daily budget")
         try:
-            with translated("spend budget"):
-                response = self._client.update_item(
-                    ReturnValues="UPDATED_NEW", **self._spend_args(user_id, day, amount, cap)
-                )
+            spend = {"ReturnValues": "UPDATED_NEW", **self._spend_args(user_id, day, amount, cap)}
+            response = self._update("spend budget", spend)
         except ConditionFailed:
             raise LimitExceeded(f"the daily budget of {cap} is spent") from None
         return int(from_item(response["Attributes"])[_spent_on(day)])
@@ -199,20 +199,33 @@ class LimitStore:
     def refund(self, user_id: str, day: str, amount: int) -> None:
         """Give back `amount` of a day's spend for a request refused before it ran (a day
         with nothing spent has nothing to give back)."""
+        refund = {
+            "TableName": self._table,
+            "Key": _slots_key(user_id),
+            **expression(
+                condition="attribute_exists(#spent)",
+                update="ADD #spent :minus",
+                values={":minus": -amount},
+                names={"#spent": _spent_on(day)},
+            ),
+        }
         try:
-            with translated("refund budget"):
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=_slots_key(user_id),
-                    **expression(
-                        condition="attribute_exists(#spent)",
-                        update="ADD #spent :minus",
-                        values={":minus": -amount},
-                        names={"#spent": _spent_on(day)},
-                    ),
-                )
+            self._update("refund budget", refund)
         except ConditionFailed:
             return
+
+    def _update(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One conditional update of the user's item, sent again while a transaction in
+        flight holds the item (every transition of the user's turns writes it)."""
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            try:
+                with translated(action):
+                    return dict(self._client.update_item(**args))
+            except Conflicted:
+                if attempt == _CONFLICT_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.02 * 2**attempt))
+        raise AssertionError("unreachable")
 
     def rate_entry(self, user_id: str, window: str, amount: int, *, cap: int, ttl: int) -> Entry:
         """Spending `amount` of a short window's budget (the asks of one minute) as an

@@ -28,6 +28,7 @@ from interlock.adapters.chats import meta_from_item
 from interlock.adapters.dynamo import (
     Cancelled,
     ConditionFailed,
+    Conflicted,
     DynamoDBClient,
     batch_get,
     best_effort,
@@ -210,6 +211,37 @@ class RequestStore:
             return None, meta
         request = _from_item(item)
         return (request if request.ttl > now_ms // 1000 else None), meta
+
+    def read_for_turn(
+        self, chat_id: str, now_ms: int
+    ) -> tuple[RequestRecord | None, ChatMeta, bool]:
+        """`get_with_chat` as of one instant (a transactional read), for a new turn; and
+        whether the pointer was settled then: absent, or in an ended state.
+
+        Read apart (a batch read fetches its items one by one), the two could straddle a
+        pause: the pointer read before it opened, the meta item after it gave the chat
+        back. So a turn's admission may leave its pointer check out only on this read
+        (`TurnStore.admit`). A read that meets a write in flight is made apart instead,
+        and settles nothing.
+        """
+        gets = [
+            {"Get": {"TableName": self._table, "Key": key}}
+            for key in (_key(chat_id), _meta_key(chat_id))
+        ]
+        try:
+            with translated("read request and chat"):
+                response = self._client.transact_get_items(TransactItems=gets)
+        except Conflicted:
+            request, meta = self.get_with_chat(chat_id, now_ms)
+            return request, meta, False
+        pointer, row = (from_item(got.get("Item", {})) for got in response["Responses"])
+        observed(self._table, chat_id, row or None)
+        meta = meta_from_item(chat_id, row)
+        if not pointer:
+            return None, meta, True
+        request = _from_item(pointer)
+        settled = request.state not in OPEN_STATES
+        return (request if request.ttl > now_ms // 1000 else None), meta, settled
 
     # -- opening -------------------------------------------------------------------
 
