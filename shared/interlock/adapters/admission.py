@@ -77,10 +77,11 @@ class TurnStore:
 
         `request_settled`: the read that gave `seen` found the chat's pointer absent or
         ended as of the same instant (`RequestPort.read_for_turn`), and `seen` holds no
-        running-turn token. Then the pointer is not checked
-        again (a 2 WRU entry): a request opens only through a pause fenced by a turn's
-        token or a chain fenced by a claim (an ended request holds none), and a turn
-        admitted after the read moved `last_turn`, which this write pins to `seen`.
+        running-turn token. Then the pointer is not checked again (a 2 WRU entry): a
+        request opens only through a pause fenced by a turn's token or a chain fenced by
+        a claim (an ended request holds none), and a turn admitted after the read moved
+        `last_turn`, which this write pins to `seen`. (So every pause of a turn must carry
+        its fence: `persist_pause` without one is for tests and benchmarks only.)
 
         Raises:
             ChatBusy: the chat has an open request.

@@ -112,9 +112,11 @@ def transact(
     transaction is about; the others' old values are not asked for, nor sent back);
     anything else is a `StoreError`. Entries marked `best_effort` (bookkeeping such as
     giving a slot back) never cost the write: when only they lose, the rest is written
-    without them. Entries that write one item go out as one (`merging`); when such an
-    entry loses, its best-effort parts are left out, and once the rest is written each
-    is tried on its own, so its own condition decides.
+    without them. Entries that write one item go out as one (`merging`). When such an
+    entry loses, its parts' judges (`judged`) tell which lost, from the item as it
+    stood: a part that must hold fails the call, a best-effort part is left out. When
+    they cannot tell, its best-effort parts are left out, and once the rest is written
+    each is tried on its own, so its own condition still decides.
     """
     if any(EVENT in item for item in items):
         from interlock.adapters.numbering import counted_transact
@@ -169,9 +171,10 @@ def _refused(
     old: dict[str, Any] | None,
     judges: Mapping[int, Callable[[dict[str, Any]], bool]],
 ) -> list[int] | None:
-    """Which `parts` of an entry that lost refuse the item as it stood, or None when that
-    cannot be told: a lone entry (its own condition lost), or a shared one whose old item
-    did not come back or with a part that has no judge."""
+    """Which `parts` of an entry that lost refuse the item as it stood: a lone entry's
+    one part (its own condition lost); for a shared entry, the parts its judges name, or
+    None when that cannot be told (its old item did not come back, a part has no judge,
+    or no judge says it refused)."""
     if len(parts) == 1:
         return parts
     if old is None or any(i not in judges for i in parts):

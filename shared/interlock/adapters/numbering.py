@@ -220,7 +220,7 @@ def _carrying_counter(entry: dict[str, Any], last: int, to: int) -> dict[str, An
     """`entry` (an `Update` or `ConditionCheck` of the chat's meta item) as an `Update`
     that also moves the counter from `last` to `to`, on the condition it still holds
     `last`; its old item comes back on a refusal, telling which condition lost."""
-    ((_, body),) = entry.items()
+    ((_, body),) = ((k, v) for k, v in entry.items() if k not in MARKS)
     names = body.get("ExpressionAttributeNames", {})
     values = body.get("ExpressionAttributeValues", {})
     if {_FOLDED_NAME} & names.keys() or {_FOLDED_TO, _FOLDED_SEEN} & values.keys():
