@@ -196,8 +196,8 @@ def conclude(
             text, message_id = refused.message, answer_message_id(chat_id, turn_seq, interrupt_id)
     now = rt.clock.now_ms()
     turn = answer_turn(text, calls)
-    # The event commits with the answer it describes.
-    # A resumed run's event names the worker that finished it (its pointer keeps no lease).
+    # The event commits with the answer it describes; a resumed run's also names the
+    # worker that finished it (its finished pointer keeps no lease).
     ran_by = {"worker": rt.worker_id} if claim is not None else {}
     completed = audit_entry(
         rt,

@@ -15,7 +15,7 @@ from interlock import errors
 from interlock.outcomes import Offer
 from interlock.pause import persist_pause
 from interlock.ports import Stores
-from interlock.records import ChatMeta, RequestState, Subject
+from interlock.records import ChatMeta, RequestState, Subject, TurnFence
 from interlock.timing import ManualClock
 from tests.turns import append_turn
 
@@ -23,18 +23,34 @@ CHAT = "c-fence"
 SITE = Subject("site", "data.example.org")
 
 
-def _opened(stores: Stores, clock: ManualClock) -> Offer:
+def _opened(
+    stores: Stores,
+    clock: ManualClock,
+    chat: str = CHAT,
+    fence: TurnFence | None = None,
+    turn_seq: int = 1,
+) -> Offer:
+    """A download approval opened in `chat` (by the turn holding `fence`, if given)."""
     return persist_pause(
         stores,
-        chat_id=CHAT,
+        chat_id=chat,
         user_id="alice",
         interrupt_id="v1:tool_call:t1:a",
         kind="approval",
         card={"card_id": "card-1", "type": "download", "sites": [SITE.name]},
         snapshot={"messages": []},
-        turn_seq=1,
+        turn_seq=turn_seq,
         now_ms=clock.now_ms(),
+        fence=fence,
     )
+
+
+def _admitted_on_a_settled_read(
+    stores: Stores, clock: ManualClock, seen: ChatMeta, user: str = "alice"
+) -> Any:
+    """A turn admitted on `seen`, read as if it found no open request."""
+    turn = {"role": "user", "text": "next"}
+    return stores.turns.admit(seen, user, turn, clock.now_ms(), 60_000, request_settled=True)
 
 
 def _claimed(stores: Stores, clock: ManualClock, worker: str = "w1") -> Any:
@@ -261,28 +277,10 @@ def test_a_settled_read_still_refuses_a_turn_admitted_after_it(
     other, seq = stores.turns.admit(
         seen, "alice", {"role": "user", "text": "first"}, clock.now_ms(), 60_000
     )
-    persist_pause(
-        stores,
-        chat_id="c-settled",
-        user_id="alice",
-        interrupt_id="v1:tool_call:t9:a",
-        kind="approval",
-        card={"card_id": "card-9", "type": "download", "sites": [SITE.name]},
-        snapshot={"messages": []},
-        turn_seq=seq,
-        now_ms=clock.now_ms(),
-        fence=other,
-    )
+    _opened(stores, clock, "c-settled", fence=other, turn_seq=seq)
 
     with pytest.raises(errors.TurnRunning):
-        stores.turns.admit(
-            seen,
-            "alice",
-            {"role": "user", "text": "late"},
-            clock.now_ms(),
-            60_000,
-            request_settled=True,
-        )
+        _admitted_on_a_settled_read(stores, clock, seen)
     assert [t["text"] for t in stores.chats.turns("c-settled")] == ["first"]
 
 
@@ -294,14 +292,7 @@ def test_a_settled_admission_still_tells_a_second_user_the_chat_is_not_theirs(
     stores.turns.admit(seen, "alice", {"role": "user", "text": "mine"}, clock.now_ms(), 60_000)
 
     with pytest.raises(errors.Forbidden):
-        stores.turns.admit(
-            seen,
-            "bob",
-            {"role": "user", "text": "mine too"},
-            clock.now_ms(),
-            60_000,
-            request_settled=True,
-        )
+        _admitted_on_a_settled_read(stores, clock, seen, user="bob")
 
 
 def test_a_turns_read_settles_only_an_absent_or_ended_pointer(
@@ -330,28 +321,10 @@ def test_a_read_that_saw_a_running_turn_keeps_the_pointer_check(
     )
     clock.advance(ms=1_001)
     seen = stores.chats.meta("c-zombie")
-    persist_pause(
-        stores,
-        chat_id="c-zombie",
-        user_id="alice",
-        interrupt_id="v1:tool_call:t8:a",
-        kind="approval",
-        card={"card_id": "card-8", "type": "download", "sites": [SITE.name]},
-        snapshot={"messages": []},
-        turn_seq=seq,
-        now_ms=clock.now_ms(),
-        fence=dead,
-    )
+    _opened(stores, clock, "c-zombie", fence=dead, turn_seq=seq)
 
     with pytest.raises(errors.ChatBusy):
-        stores.turns.admit(
-            seen,
-            "alice",
-            {"role": "user", "text": "next"},
-            clock.now_ms(),
-            1_000,
-            request_settled=True,
-        )
+        _admitted_on_a_settled_read(stores, clock, seen)
     assert [t["text"] for t in stores.chats.turns("c-zombie")] == ["slow"]
 
 

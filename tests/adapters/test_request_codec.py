@@ -82,6 +82,16 @@ def test_an_item_without_what_every_request_has_is_a_store_error(attribute: str)
         request_from_item(stored)
 
 
+def test_a_snapshot_key_is_left_off_only_by_a_finish() -> None:
+    # A finished pointer no longer names its snapshot; an open one without it is broken.
+    open_one: dict[str, Any] = from_item(_to_item(every_field_set()))
+    del open_one["snapshot_key"]
+    with pytest.raises(errors.StoreError, match="malformed request record: 'snapshot_key'"):
+        request_from_item(open_one)
+    finished = {**open_one, "state": RequestState.DONE.value}
+    assert request_from_item(finished).snapshot_key is None
+
+
 def test_cards_are_stored_compressed_and_cards_stored_as_text_still_read() -> None:
     record = replace(
         every_field_set(),

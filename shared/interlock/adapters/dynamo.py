@@ -7,11 +7,13 @@ AWS errors are translated here, once: a failed condition becomes `ConditionFaile
 from __future__ import annotations
 
 import logging
+import random
 import re
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
@@ -49,8 +51,13 @@ MARKS: Final = (BEST_EFFORT, REFUSED_BY)  # what `transact` reads and never send
 # (`interlock.adapters.numbering`); the value is the chat id.
 EVENT: Final = "InterlockEvent"
 _serializer = TypeSerializer()
-logger = logging.getLogger(__name__)
 _deserializer = TypeDeserializer()
+logger = logging.getLogger(__name__)
+# Writes that meet a transaction in flight on their item (a run's parallel tools all
+# check the claim's item; every transition of a user's turns writes the user's item)
+# come in bursts: back off exponentially, with jitter, for up to about a second in all.
+_CONFLICT_ATTEMPTS: Final = 6
+T = TypeVar("T")
 
 
 class ConditionFailed(Exception):
@@ -240,6 +247,17 @@ def _transact(client: DynamoDBClient, items: list[dict[str, Any]], action: str) 
 class Conflicted(StoreError):
     """A transaction lost to another one in flight on the same item: nothing was
     written, and the same write may simply be sent again."""
+
+
+def again_on_conflict(send: Callable[[], T]) -> T:
+    """`send()`, sent again while it meets a transaction in flight on an item it writes
+    (`Conflicted`: nothing was written), up to a few times with a short backoff."""
+    for attempt in range(_CONFLICT_ATTEMPTS - 1):
+        try:
+            return send()
+        except Conflicted:
+            time.sleep(random.uniform(0, 0.02 * 2**attempt))
+    return send()
 
 
 # BatchGetItem may hand back keys it did not read (throttling); they are asked again.

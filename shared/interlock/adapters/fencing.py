@@ -16,15 +16,13 @@ is always `LeaseLost`, and nothing of that transaction is written.
 
 from __future__ import annotations
 
-import random
-import time
 from typing import Any, Final
 
 from interlock import errors, keys
 from interlock.adapters.dynamo import (
     Cancelled,
-    Conflicted,
     DynamoDBClient,
+    again_on_conflict,
     expression,
     to_item,
     transact,
@@ -104,22 +102,9 @@ def fenced(
         raise Cancelled({i - 1: old for i, old in cancelled.failed.items()}) from None
 
 
-# A run's journal steps, outbox records and acting mark all check the claim's item, so
-# a batch of parallel tools meets conflicts in bursts: back off exponentially, with
-# jitter, for up to about a second in all.
-_CONFLICT_ATTEMPTS: Final = 6
-
-
 def _sent(client: DynamoDBClient, entries: list[dict[str, Any]], action: str) -> None:
     # Two fenced writes of one run (parallel tools of a batch) both check the claim's
-    # item: DynamoDB cancels one as a conflict, which is no refusal: send it again.
-    for attempt in range(_CONFLICT_ATTEMPTS):
-        try:
-            # A lost fence is `LeaseLost` whatever the item holds: its old value is not
-            # asked for (nor sent back), as no other entry's is.
-            transact(client, entries, action, read_back=())
-            return
-        except Conflicted:
-            if attempt == _CONFLICT_ATTEMPTS - 1:
-                raise
-            time.sleep(random.uniform(0, 0.02 * 2**attempt))
+    # item: DynamoDB cancels one as a conflict, which is no refusal: send it again. A
+    # lost fence is `LeaseLost` whatever the item holds: its old value is not asked for
+    # (nor sent back), as no other entry's is.
+    again_on_conflict(lambda: transact(client, entries, action, read_back=()))

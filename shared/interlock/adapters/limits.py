@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import random
-import time
 from typing import Any, Final
 
 from interlock import keys
 from interlock.adapters.dynamo import (
     ConditionFailed,
-    Conflicted,
     DynamoDBClient,
+    again_on_conflict,
     best_effort,
     expression,
     from_item,
@@ -48,7 +46,6 @@ _HELD_BY: Final = "#slot.#holder = :holder"
 # write (its TTL, then DynamoDB's delay in deleting it): an older day's attribute
 # could only be left by a user gone longer than that, whose item is gone with it.
 _BUDGET_DAYS_CLEARED: Final = 14
-_CONFLICT_ATTEMPTS: Final = 6
 
 
 class LimitStore:
@@ -217,15 +214,12 @@ class LimitStore:
     def _update(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
         """One conditional update of the user's item, sent again while a transaction in
         flight holds the item (every transition of the user's turns writes it)."""
-        for attempt in range(_CONFLICT_ATTEMPTS):
-            try:
-                with translated(action):
-                    return dict(self._client.update_item(**args))
-            except Conflicted:
-                if attempt == _CONFLICT_ATTEMPTS - 1:
-                    raise
-                time.sleep(random.uniform(0, 0.02 * 2**attempt))
-        raise AssertionError("unreachable")
+
+        def send() -> dict[str, Any]:
+            with translated(action):
+                return dict(self._client.update_item(**args))
+
+        return again_on_conflict(send)
 
     def rate_entry(self, user_id: str, window: str, amount: int, *, cap: int, ttl: int) -> Entry:
         """Spending `amount` of a short window's budget (the asks of one minute) as an

@@ -164,7 +164,7 @@ FINISHED: Final[dict[str, None]] = {
     "lease_expires_at_ms": None,
     "resume_deadline_ms": None,
 }
-ENDED_RUN: Final = ("sweep_shard", "inbox_user", *FINISHED)
+_ENDED_RUN: Final = ("sweep_shard", "inbox_user", *FINISHED)
 
 
 class RequestStore:
@@ -560,7 +560,7 @@ class RequestStore:
         if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
-        update = f"SET {', '.join(sets)} REMOVE {', '.join(f'#{name}' for name in ENDED_RUN)}"
+        update = f"SET {', '.join(sets)} REMOVE {', '.join(f'#{name}' for name in _ENDED_RUN)}"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
         if not also:
             return self._update(
@@ -1111,8 +1111,12 @@ _FIELDS: Final = tuple(
 )
 
 
-# Fields every pointer has until its finish removes them (`FINISHED`): absent, they are None.
+# Fields every pointer has until its finish removes them (`FINISHED`): absent from an
+# ended one, they are None (from an open one, the record is malformed).
 _DROPPED_AT_FINISH: Final = frozenset(FINISHED)
+_ENDED_STATES: Final = frozenset(state.value for state in RequestState) - {
+    s.value for s in OPEN_STATES
+}
 
 # Fields read from another attribute instead of stored twice: the chat's id is in the
 # key, and the second a request was created is in its millisecond (the inbox index's
@@ -1197,7 +1201,7 @@ def _from_item(values: dict[str, Any]) -> RequestRecord:
                 found[name] = _DECODE[name](value) if name in _DECODE else value
             elif name in _IMPLIED:
                 found[name] = _IMPLIED[name](values)
-            elif name in _DROPPED_AT_FINISH:
+            elif name in _DROPPED_AT_FINISH and values.get("state") in _ENDED_STATES:
                 found[name] = None
             elif required or attribute in _REQUIRED:
                 raise KeyError(attribute)
