@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,9 @@ from examples.mcp import SCENARIOS  # noqa: E402
 from interlock.agent import load_factory  # noqa: E402
 from interlock.answers import Reply  # noqa: E402
 from interlock.harness.model import Block, Scenario, ScriptedModel  # noqa: E402
+from strands.types.content import Messages  # noqa: E402
+from strands.types.streaming import StreamEvent  # noqa: E402
+from strands.types.tools import ToolSpec  # noqa: E402
 from interlock.harness.tools import ASKING_TOOLS  # noqa: E402
 from interlock.manage import cancel_request  # noqa: E402
 from interlock.outcomes import Offer, TurnResult  # noqa: E402
@@ -99,12 +102,16 @@ REFERENCE = Scenario(
 
 
 class Models:
+    """Builds each run's scripted model; while `dying`, one whose process dies as it is
+    asked for its answer (`_DiesAtAnswer`)."""
+
     def __init__(self, scenarios: Sequence[Scenario] = (REFERENCE,)) -> None:
         self.scenarios = scenarios
         self.built: list[ScriptedModel] = []
+        self.dying = False
 
     def __call__(self) -> ScriptedModel:
-        model = ScriptedModel(self.scenarios)
+        model = (_DiesAtAnswer if self.dying else ScriptedModel)(self.scenarios)
         self.built.append(model)
         return model
 
@@ -168,19 +175,24 @@ class Crash(BaseException):
     """The worker's process dies here (not an error it could handle)."""
 
 
-class _DiesBeforeAnswer:
-    """The pointer store of a worker that dies just before storing the final answer (its
-    finish, which holds a small answer itself): every step of its run is recorded, none
-    of its end is."""
+class _DiesAtAnswer(ScriptedModel):
+    """The model of a worker that dies as it asks for the run's answer (the scenario's
+    last step): every step before it is recorded, and nothing of the end is. It is the
+    last place a death costs nothing: the answer is stored by the finish itself, so a
+    death once it has come costs that one model call (`Journal`)."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def finish(self, *args: Any, **kwargs: Any) -> Any:
-        raise Crash()
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        scenario, step = self.step_for(messages)
+        if step == len(scenario.steps) - 1:
+            raise Crash()
+        async for event in super().stream(messages, tool_specs, system_prompt, **kwargs):
+            yield event
 
 
 class _Later:
@@ -194,8 +206,8 @@ class _Later:
 
 
 def takeover_after_crash(stores: Stores) -> dict[str, Any]:
-    """Worker 1 resumes and dies after its last step, before storing the answer; worker 2
-    takes the request over and finishes it from the journal."""
+    """Worker 1 resumes and dies as it asks for the answer, every step before recorded;
+    worker 2 takes the request over and finishes it from the journal."""
     models = Models()
     fetched: Counter[str] = Counter()
 
@@ -217,12 +229,12 @@ def takeover_after_crash(stores: Stores) -> dict[str, Any]:
         "status": "resolved",
         "payload": {"decision": "approve"},
     }
-    dying = dataclasses.replace(stores, requests=_DiesBeforeAnswer(stores.requests))
+    models.dying = True
     try:
-        resume_turn(dataclasses.replace(rt, stores=dying), alice, "c-takeover", **answer)
+        resume_turn(rt, alice, "c-takeover", **answer)
         raise AssertionError("worker 1 was meant to die")
     except Crash:
-        pass
+        models.dying = False
     crashed = stores.requests.get("c-takeover", _now())
     assert crashed is not None
     journal = stores.requests.steps(crashed)
@@ -336,18 +348,18 @@ def doorstep_resume(stores: Stores) -> dict[str, Any]:
 
 
 def doorstep_takeover(stores: Stores) -> dict[str, Any]:
-    """The worker that got the captain's answers sends the task and dies before storing
-    the run's end; its successor finishes from the journal."""
+    """The worker that got the captain's answers sends the task and dies as it asks for
+    the answer; its successor finishes from the journal."""
     models = Models(DOORSTEP_SCRIPT)
     rt = _doorstep(stores, models, worker_id="w1")
     paused = run_turn(rt, DISPATCHER, "d-takeover", HEAT)
     assert paused.offer is not None
-    dying = dataclasses.replace(stores, requests=_DiesBeforeAnswer(stores.requests))
+    models.dying = True
     try:
-        _answer_all(dataclasses.replace(rt, stores=dying), "d-takeover", paused.offer)
+        _answer_all(rt, "d-takeover", paused.offer)
         raise AssertionError("worker 1 was meant to die")
     except Crash:
-        pass
+        models.dying = False
     later = _Later(stores.policy.lease_ms + 1)
     successor = dataclasses.replace(rt, clock=later, worker_id="w2")
     done = _answer_all(successor, "d-takeover", paused.offer)

@@ -250,11 +250,12 @@ def test_a_long_run_killed_at_step_ten_is_taken_over_repeating_no_model_call_or_
     assert calls == Counter(
         [f"model {k}" for k in range(STEPS + 2)] + [f"tool {n}" for n in range(1, STEPS + 1)]
     )
-    # Each step is an item of its own (the question tool's result, 21 responses and 20
-    # results), so the 150 KB of results never met a journal cap; each big result is an
-    # S3 object its item points at (read back whole by the takeover), the rest inline
+    # Each step is an item of its own (the question tool's result, the 20 responses that
+    # called a part's tool and the 20 results; the last response, the answer, is stored
+    # by the finish), so the 150 KB of results never met a journal cap; each big result
+    # is an S3 object its item points at (read back whole by the takeover), the rest inline
     steps = _step_items(server_aws)
-    assert len(steps) == 2 * STEPS + 2
+    assert len(steps) == 2 * STEPS + 1
     entries = [json.loads(_entry(item)) for item in steps]
     pointers = [e for e in entries if e.get("k") == "object"]
     assert len(pointers) == len(BIG)

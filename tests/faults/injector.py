@@ -124,10 +124,13 @@ def in_flight(op: str, mode: str) -> bool:
     """Whether a fault here can catch a finished model call or tool body before its
     journal record: the one step such a fault may legitimately repeat. Killed after the
     record's own write, nothing was lost; a step's object comes before its record, so
-    a fault there in any mode loses the step."""
-    if op.startswith("PutObject steps"):
+    a fault there in any mode loses the step. The run's answer (a response that calls
+    no tool) is recorded by the finish itself, its object first, so a fault at either
+    costs that one model call."""
+    if op.startswith(("PutObject steps", "PutObject answers")):
         return True
-    return ("Put STEP" in op or "OUTBOX" in op) and mode != "kill_after"
+    finish = op.startswith("Transact[Update REQUEST") and "Put TURN" in op
+    return ("Put STEP" in op or "OUTBOX" in op or finish) and mode != "kill_after"
 
 
 def _sk(body: dict[str, Any]) -> str:

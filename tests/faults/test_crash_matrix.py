@@ -325,8 +325,10 @@ class Lab:
         as it is described, and which of the calls described so it is."""
         if story not in self._steps:
             ops = self.trace(story, "resume")
+            # Its answer is never a step (the finish stores it): after any step, the
+            # run still has the model to ask
             steps = [i for i, op in enumerate(ops) if "Put STEP" in op]
-            assert len(steps) > STEPS_BEFORE_TAKEOVER, ops
+            assert len(steps) >= STEPS_BEFORE_TAKEOVER, ops
             at = steps[STEPS_BEFORE_TAKEOVER - 1]
             self._steps[story] = (ops[at], ops[:at].count(ops[at]))
         return self._steps[story]

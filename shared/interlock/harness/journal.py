@@ -1,5 +1,9 @@
 """The journal of a resumed run: every model response and tool result, recorded as it
 happens, so a worker that takes the run over continues from the last recorded step.
+A response that calls no tool is the run's answer: it is recorded only if the run goes
+on past it (`flush`), since the write that finishes the run stores that answer anyway,
+and a step recorded just before that write would save a takeover nothing the finish
+does not (a fault between the response and either write costs the same model call).
 
 Like a durable-execution engine's event history, adapted to Strands: the model is
 wrapped so a recorded response is replayed instead of asking the model again (same
@@ -71,6 +75,8 @@ class Journal:
         self._recomputed = frozenset(recomputed)
         self._next_model = 0
         self._seq = len(parsed)
+        # A response that called no tool, held back until the run goes on past it.
+        self._pending: dict[str, Any] | None = None
         # One step is written at a time (parallel tool calls finish in threads), so steps
         # are numbered without gaps and a failed write leaves its number free.
         self._writing = threading.Lock()
@@ -94,16 +100,33 @@ class Journal:
 
     def record_model(self, events: list[StreamEvent]) -> None:
         """Record a fresh model response before the agent acts on it; one that calls a
-        tool marks the answer as acted on in the same write (a tool is about to run)."""
+        tool marks the answer as acted on in the same write (a tool is about to run).
+        One that calls no tool ends the run unless something asks the model again: it
+        is held back until then (`flush`), and the run's finish stores it otherwise."""
         compacted = compact(events)
         calls_tool = any(
             "toolUse" in e.get("contentBlockStart", {}).get("start", {}) for e in compacted
         )
-        acting = calls_tool and not self.acted
-        self._append({"k": MODEL, "events": compacted}, acting=acting)
-        self.acted = self.acted or acting
+        entry = {"k": MODEL, "events": compacted}
+        if calls_tool:
+            acting = not self.acted
+            self._append(entry, acting=acting)
+            self.acted = self.acted or acting
+        else:
+            self._hold(entry)
         self._models.append(compacted)
         self._next_model = len(self._models)
+
+    def flush(self) -> None:
+        """Record the held-back response: the run goes on past it (the model is asked
+        again, or another step follows), so a takeover must replay it."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._append(pending)
+
+    def _hold(self, entry: dict[str, Any]) -> None:
+        self.flush()
+        self._pending = entry
 
     def before_body(self) -> None:
         """Called before a tool body runs (not a replayed or recomputed one): the worker
@@ -137,6 +160,7 @@ class Journal:
         self._tools[result["toolUseId"]] = result
 
     def _append(self, entry: dict[str, Any], acting: bool = False) -> None:
+        self.flush()  # steps keep their order: a held-back response comes first
         text = json.dumps(entry, separators=(",", ":"), default=str)
         size = len(text.encode())
         with self._writing:
@@ -196,6 +220,7 @@ class JournaledModel(WrappedModel):
         system_prompt: str | None = None,
         **kwargs: Any,
     ) -> AsyncIterable[StreamEvent]:
+        self._journal.flush()  # asked again: the response held back is not the answer
         recorded = self._journal.next_model_response()
         if recorded is not None:
             for event in recorded:

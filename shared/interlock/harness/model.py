@@ -88,8 +88,7 @@ class ScriptedModel(Model):
         **kwargs: Any,
     ) -> AsyncIterable[StreamEvent]:
         self.calls += 1
-        scenario = self.scenario_for(messages)
-        step = _assistant_messages_this_turn(messages)
+        scenario, step = self.step_for(messages)
         self.played.append((scenario.name, step))
         blocks = [
             self._with_id(b, (scenario.name, step)) for b in self._blocks(scenario, step, messages)
@@ -111,6 +110,10 @@ class ScriptedModel(Model):
         tool_use_id = f"tooluse_{uuid.uuid4().hex[:16]}"
         self.tool_steps[tool_use_id] = step
         return {**block, "id": tool_use_id}
+
+    def step_for(self, messages: Messages) -> tuple[Scenario, int]:
+        """The scenario a call with `messages` plays, and which of its steps."""
+        return self.scenario_for(messages), _assistant_messages_this_turn(messages)
 
     def scenario_for(self, messages: Messages) -> Scenario:
         prompt = _turn_prompt(messages).lower()
