@@ -36,14 +36,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from strands.types.content import Messages  # noqa: E402
+from strands.types.streaming import StreamEvent  # noqa: E402
+from strands.types.tools import ToolSpec  # noqa: E402
+
 from examples.doorstep.script import SCRIPT as DOORSTEP_SCRIPT  # noqa: E402
 from examples.mcp import SCENARIOS  # noqa: E402
 from interlock.agent import load_factory  # noqa: E402
 from interlock.answers import Reply  # noqa: E402
 from interlock.harness.model import Block, Scenario, ScriptedModel  # noqa: E402
-from strands.types.content import Messages  # noqa: E402
-from strands.types.streaming import StreamEvent  # noqa: E402
-from strands.types.tools import ToolSpec  # noqa: E402
 from interlock.harness.tools import ASKING_TOOLS  # noqa: E402
 from interlock.manage import cancel_request  # noqa: E402
 from interlock.outcomes import Offer, TurnResult  # noqa: E402
