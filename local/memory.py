@@ -101,6 +101,7 @@ class Memory:
     admin: dict[Subject, Approval] = field(default_factory=dict)
     slots: dict[tuple[str, str, int], tuple[str, int]] = field(default_factory=dict)
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)
+    rates: dict[str, tuple[int, int]] = field(default_factory=dict)  # minute, opened in it
     outbox: dict[str, dict[str, Any]] = field(default_factory=dict)
     objects: dict[str, bytes] = field(default_factory=dict)
     links: dict[tuple[str, str], Link] = field(default_factory=dict)
@@ -1216,10 +1217,26 @@ class MemoryLimits:
             raise LimitExceeded("the request alone exceeds the daily budget")
         return entry(Role.BUDGET, self._spend(user_id, day, amount, cap))
 
-    def rate_entry(self, user_id: str, window: str, amount: int, *, cap: int, ttl: int) -> Entry:
+    def rate_entries(
+        self, user_id: str, minute: int, amount: int, *, cap: int
+    ) -> tuple[Entry, Entry]:
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the budget")
-        return entry(Role.BUDGET, self._spend(user_id, f"window#{window}", amount, cap))
+        rates, key = self._m.rates, _user(user_id)
+
+        def begun() -> bool:
+            return key in rates and rates[key][0] >= minute
+
+        def start() -> None:
+            rates[key] = (minute, amount)
+
+        def count() -> None:
+            opened, count = rates[key]
+            rates[key] = (opened, count + amount)
+
+        starts = Write(lambda: not begun(), start, item=("RATE", key))
+        counts = Write(lambda: begun() and rates[key][1] <= cap - amount, count, item=("RATE", key))
+        return entry(Role.BUDGET, starts), entry(Role.BUDGET, counts)
 
     def spend(self, user_id: str, day: str, amount: int, *, cap: int) -> int:
         if amount > cap:

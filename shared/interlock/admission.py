@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -188,21 +187,19 @@ def ask_slot_riders(rt: Runtime, request: RequestRecord) -> list[Entry]:
 @dataclass(frozen=True)
 class AskSlots:
     """Backpressure on a user's open requests, as entries of the pause's own transaction:
-    one unit of the per-minute budget (`spend`), and the open-request slots to try in
-    order (`slots`: index and entry; the chat is the holder, so a chained request keeps
-    its slot). A refused pause spent nothing."""
+    one unit of the per-minute budget (`spends`: two forms of it to try in turn, see
+    `LimitPort.rate_entries`), and the open-request slots to try in order (`slots`:
+    index and entry; the chat is the holder, so a chained request keeps its slot). A
+    refused pause spent nothing."""
 
-    spend: Entry
+    spends: tuple[Entry, ...]
     slots: list[tuple[int, Entry]]
 
 
 def ask_slots(rt: Runtime, caller: Caller, chat_id: str, now: int) -> AskSlots:
     """The backpressure entries of a new pause in `chat_id` (see `AskSlots`)."""
     config, limits = rt.config, rt.stores.limits
-    minute = time.strftime("%Y%m%d%H%M", time.gmtime(now // 1000))
-    spend = limits.rate_entry(
-        caller.user_id, f"asks-{minute}", 1, cap=config.asks_per_minute, ttl=now // 1000 + 120
-    )
+    spends = limits.rate_entries(caller.user_id, now // 60_000, 1, cap=config.asks_per_minute)
     expires_at, _ = rt.stores.policy.expiry(now)
     slots = [
         (
@@ -218,7 +215,7 @@ def ask_slots(rt: Runtime, caller: Caller, chat_id: str, now: int) -> AskSlots:
         )
         for index in slot_order(chat_id, config.max_open_requests)
     ]
-    return AskSlots(spend, slots)
+    return AskSlots(spends, slots)
 
 
 def pause_refused(rt: Runtime, caller: Caller, chat_id: str, exc: Exception) -> PauseRefused:

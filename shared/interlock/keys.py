@@ -96,10 +96,6 @@ def slot_attribute(index: int, pool: str = "SLOT") -> str:
     return f"{pool}{index}"
 
 
-def budget_sk(day: str) -> str:
-    return f"BUDGET#{day}"
-
-
 def outbox_pk(idempotency_key: str) -> str:
     if not idempotency_key or len(idempotency_key) > 512:
         raise InvalidInput("outbox key must be 1-512 characters")

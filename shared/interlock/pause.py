@@ -81,8 +81,10 @@ def persist_pause(
         chat_id, interrupt_id, snapshot, version=fence.token if fence else None
     )
     fenced = [stores.turns.end_run(fence)] if fence else []
-    tries = asks.slots if asks else [(ask_slot, None)]
-    for index, take in tries:
+    tries = list(asks.slots if asks else [(ask_slot, None)])
+    spends = list(asks.spends if asks else ())
+    while tries:
+        index, take = tries[0]
         request, secret = new_request(
             stores.policy,
             chat_id=chat_id,
@@ -100,14 +102,18 @@ def persist_pause(
             notify_due_ms=notify_due_ms,
         )
         # Conditional entries first: the first that lost is the one reported.
-        backpressure = [asks.spend, take] if asks and take else []
+        backpressure = [spends[0], take] if spends and take else []
         also = [*fenced, *backpressure, *events]
         try:
             stores.requests.open(request, now_ms, also=also or None)
         except EntryRefused as refused:
             if refused.role is Role.SLOT:
+                tries.pop(0)
                 continue  # that open-request slot is held: the next one
             if refused.role is Role.BUDGET:
+                spends.pop(0)
+                if spends:
+                    continue  # the minute's budget in its other form
                 raise errors.LimitExceeded("too many requests opened this minute") from None
             if refused.role is Role.TURN:
                 raise errors.LeaseLost("the turn was lost; the request was not opened") from None

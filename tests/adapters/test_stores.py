@@ -6,15 +6,19 @@ from typing import Any
 
 import pytest
 
-from interlock import errors
-from interlock.adapters.dynamo import transact, writes
+from interlock import errors, keys
+from interlock.adapters.dynamo import from_item, to_item, transact, writes
 from interlock.adapters.factory import Stores
+from interlock.adapters.limits import OPENED_COUNT, OPENED_MINUTE, LimitStore
+from interlock.admission import ASK_POOL, AskSlots
+from interlock.pause import persist_pause
 from interlock.records import Subject
 from interlock.timing import ManualClock
 from tests.turns import append_turn
 
 SITE = Subject("site", "example.org")
 PKG = Subject("package", "pandas")
+HOUR_MS = 3_600_000
 
 
 # -- approvals -------------------------------------------------------------------------------
@@ -162,6 +166,66 @@ def test_daily_budget(stores: Stores) -> None:
     with pytest.raises(errors.LimitExceeded):
         stores.limits.spend("alice", "2026-11-29", 1, cap=5)
     assert stores.limits.spend("alice", "2026-11-30", 1, cap=5) == 1
+
+
+def _pause_with_asks(stores: Stores, limits: Any, chat: str, now_ms: int, cap: int) -> None:
+    """A pause of alice's in `chat` under `cap` new requests a minute (`limits` spends)."""
+    asks = AskSlots(
+        limits.rate_entries("alice", now_ms // 60_000, 1, cap=cap),
+        [
+            (n, limits.slot_entry("alice", chat, n, hold_ms=HOUR_MS, now_ms=now_ms, pool=ASK_POOL))
+            for n in range(4)
+        ],
+    )
+    persist_pause(
+        stores,
+        chat_id=chat,
+        user_id="alice",
+        interrupt_id=f"v1:tool_call:t-{chat}:a",
+        kind="approval",
+        card={"card_id": chat},
+        snapshot={"agent": chat},
+        turn_seq=1,
+        now_ms=now_ms,
+        asks=asks,
+    )
+
+
+def test_the_minute_budget_of_new_requests_caps_each_minute_and_starts_again(
+    stores: Stores, clock: ManualClock
+) -> None:
+    clock.advance(ms=-(clock.now_ms() % 60_000))  # the top of a minute
+    _pause_with_asks(stores, stores.limits, "c1", clock.now_ms(), cap=2)
+    clock.advance(seconds=30)
+    _pause_with_asks(stores, stores.limits, "c2", clock.now_ms(), cap=2)
+    with pytest.raises(errors.LimitExceeded, match="this minute"):
+        _pause_with_asks(stores, stores.limits, "c3", clock.now_ms(), cap=2)
+    assert stores.requests.get("c3", clock.now_ms()) is None, "a refused pause wrote nothing"
+
+    clock.advance(seconds=30)  # the next minute
+    _pause_with_asks(stores, stores.limits, "c3", clock.now_ms(), cap=2)
+    assert stores.requests.get("c3", clock.now_ms()) is not None
+
+
+def test_a_store_that_guesses_the_minute_wrong_tries_the_other_form(
+    aws: dict[str, Any], stores: Stores, clock: ManualClock
+) -> None:
+    # Each store guesses from the pauses it made itself: another process's store knows
+    # nothing of alice's minute and starts it, is refused, and counts on instead.
+    clock.advance(ms=-(clock.now_ms() % 60_000))
+    elsewhere = LimitStore(aws["dynamodb"], aws["table"])
+    _pause_with_asks(stores, stores.limits, "c1", clock.now_ms(), cap=2)
+    _pause_with_asks(stores, elsewhere, "c2", clock.now_ms(), cap=2)
+    with pytest.raises(errors.LimitExceeded):
+        _pause_with_asks(stores, stores.limits, "c3", clock.now_ms(), cap=2)
+    clock.advance(seconds=60)
+    _pause_with_asks(stores, stores.limits, "c3", clock.now_ms(), cap=2)  # a new minute
+
+    key = to_item({"pk": keys.user_pk("alice"), "sk": keys.SLOTS_SK})
+    item = from_item(aws["dynamodb"].get_item(TableName=aws["table"], Key=key)["Item"])
+    assert (item[OPENED_MINUTE], item[OPENED_COUNT]) == (clock.now_ms() // 60_000, 1)
+    listed = aws["dynamodb"].scan(TableName=aws["table"])["Items"]
+    assert [i["sk"]["S"] for i in listed if i["pk"]["S"] == keys.user_pk("alice")] == ["SLOTS"]
 
 
 # -- outbox and blobs ----------------------------------------------------------------------------

@@ -8,7 +8,11 @@ holder and its expiry) and one for the day's spend (`B20261204`), each taken, gi
 back or spent under its own condition. So a turn's slot and its budget unit, a pause's
 slot swap, or a finish's two releases write the item once (`merging` joins the entries
 of one transaction that write it; `judged` tells which of them a refusal was about).
-A short window's budget (the asks of one minute) is an item of its own that expires.
+The minute's budget of new requests is two attributes of the item too: the minute
+(`opened_minute`) and how many were opened in it (`opened_count`). An update cannot
+choose between starting a minute and counting on in one, so it is offered as two
+entries to try in turn (`rate_entries`): the one that lost its condition is followed by
+the other, and a second refusal means the minute's budget is spent.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ _HELD_BY: Final = "#slot.#holder = :holder"
 # write (its TTL, then DynamoDB's delay in deleting it): an older day's attribute
 # could only be left by a user gone longer than that, whose item is gone with it.
 _BUDGET_DAYS_CLEARED: Final = 14
+# The minute new requests were last opened in (minutes since the epoch), and how many.
+OPENED_MINUTE: Final = "opened_minute"
+OPENED_COUNT: Final = "opened_count"
 
 
 class LimitStore:
@@ -59,6 +66,9 @@ class LimitStore:
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
+        # The minute each user last opened a request through this store: which of the
+        # two rate entries is likelier to hold (a guess; the other follows if it loses).
+        self._opened: dict[str, int] = {}
 
     def reserve_slot(
         self,
@@ -221,22 +231,57 @@ class LimitStore:
 
         return again_on_conflict(send)
 
-    def rate_entry(self, user_id: str, window: str, amount: int, *, cap: int, ttl: int) -> Entry:
-        """Spending `amount` of a short window's budget (the asks of one minute) as an
-        entry of another write's transaction: an item of its own, `BUDGET#<window>`,
-        gone with its `ttl` (refused, `EntryRefused`, when it would pass `cap`)."""
+    def rate_entries(
+        self, user_id: str, minute: int, amount: int, *, cap: int
+    ) -> tuple[Entry, Entry]:
+        """Spending `amount` of the user's budget of new requests for `minute` (minutes
+        since the epoch), as two entries of another write's transaction, to try in turn:
+        one starts the minute (refused when it has begun), the other counts on in it
+        (refused when it has not, or when it would pass `cap`). Each sets no TTL: it
+        rides with the open-request slot's take, which does."""
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the budget")
-        update = {
-            "TableName": self._table,
-            "Key": _key(user_id, keys.budget_sk(window)),
-            **expression(
-                condition="attribute_not_exists(#used) OR #used <= :room",
-                update="ADD #used :amount SET #ttl = :ttl",
-                values={":room": cap - amount, ":amount": amount, ":ttl": ttl},
-            ),
+        names = {"#minute": OPENED_MINUTE, "#count": OPENED_COUNT}
+        starts = {
+            "Update": {
+                "TableName": self._table,
+                "Key": _slots_key(user_id),
+                **expression(
+                    condition="attribute_not_exists(#minute) OR #minute < :minute",
+                    update="SET #minute = :minute, #count = :amount",
+                    values={":minute": minute, ":amount": amount},
+                    names=names,
+                ),
+            }
         }
-        return Entry(Role.BUDGET, {"Update": update})
+        # A minute later than this writer's (another writer's clock ran ahead) is
+        # counted in, not started again.
+        counts = {
+            "Update": {
+                "TableName": self._table,
+                "Key": _slots_key(user_id),
+                **expression(
+                    condition="#minute >= :minute AND #count <= :room",
+                    update="ADD #count :amount",
+                    values={":minute": minute, ":room": cap - amount, ":amount": amount},
+                    names=names,
+                ),
+            }
+        }
+
+        def begun(old: dict[str, Any]) -> bool:
+            return int(old.get(OPENED_MINUTE, minute - 1)) >= minute
+
+        def full(old: dict[str, Any]) -> bool:
+            return not begun(old) or int(old.get(OPENED_COUNT, 0)) > cap - amount
+
+        entries = (
+            Entry(Role.BUDGET, judged(starts, begun)),
+            Entry(Role.BUDGET, judged(counts, full)),
+        )
+        guess = self._opened.get(user_id) == minute
+        self._opened[user_id] = minute
+        return (entries[1], entries[0]) if guess else entries
 
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
