@@ -980,9 +980,9 @@ class MemoryTurns:
             Role.TURN, Write(lambda: m.fence_holds(fence), release, item=("META", chat_id))
         )
 
-    def abandon(self, fence: TurnFence) -> None:
+    def abandon(self, fence: TurnFence, also: Sequence[Entry] = ()) -> None:
         try:
-            self._m.commit([_write_of(self.end_run(fence))])
+            self._m.commit([_write_of(self.end_run(fence))], also)
         except Refused:
             return
 

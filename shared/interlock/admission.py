@@ -54,15 +54,24 @@ def admitted(
 
     The refusal comes from the write itself, so of two turns submitted at once, or two
     users racing for a new chat, exactly one is admitted and the other hears why; a
-    refused turn spent nothing. The turn's `turn_started` event commits with it. The
-    slot is given back when the block ends, unless the turn's last write already did.
-    `request_settled`: the read behind `seen` found no open request (see `TurnPort.admit`).
+    refused turn spent nothing. The slot is given back when the block ends, unless the
+    turn's last write already did. `request_settled`: the read behind `seen` found no
+    open request (see `TurnPort.admit`).
+
+    A turn's events are written by its end (`paused`, `turn_completed`, `turn_failed`,
+    each naming the turn; the prompt's row holds when it began), so the admission writes
+    one only when it takes the chat from a turn whose lease lapsed with no end written:
+    `turn_lapsed`, so a worker's death still shows in the trail.
 
     Raises:
         ChatBusy, Forbidden, TurnRunning: the chat cannot take the turn.
         LimitExceeded: every slot is held, or the day's budget is spent.
     """
-    started = audit_entry(rt, caller, seen.chat_id, "turn_started", turn=seen.last_turn + 1)
+    lapsed = (
+        [audit_entry(rt, caller, seen.chat_id, "turn_lapsed", turn=seen.last_turn)]
+        if seen.run_token is not None
+        else []
+    )
     turn = {"role": "user", "text": prompt}
 
     def admit(reservation: list[Entry]) -> tuple[TurnFence, int]:
@@ -72,7 +81,7 @@ def admitted(
             turn,
             now_ms,
             rt.limits.run_lease_ms,
-            also=[*reservation, started],
+            also=[*reservation, *lapsed],
             request_settled=request_settled,
         )
 

@@ -175,6 +175,7 @@ def offer(
             card_id=one.card.get("card_id"),
             kind=kind_of(one.card),
             chained=claim is not None,
+            turn=claim.turn_seq if claim is not None else turn_seq,
         )
         for one in asked
     ]

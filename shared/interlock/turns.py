@@ -95,8 +95,12 @@ def run_turn(
                 held=held,
             )
         except BaseException as failure:
-            stores.turns.abandon(fence)  # the chat is free again; nothing else was saved
-            if (failed := model_failure(failure)) is not None:
+            failed = model_failure(failure)
+            reason = failed.code if failed is not None else type(failure).__name__
+            failing = audit_entry(rt, caller, chat_id, "turn_failed", turn=turn_seq, reason=reason)
+            # The chat is free again, and the trail says why; nothing else was saved.
+            stores.turns.abandon(fence, also=[failing])
+            if failed is not None:
                 raise failed from failure
             raise
     if ended.offer is not None and rt.notifier is not None:

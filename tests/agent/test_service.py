@@ -71,7 +71,9 @@ def test_a_turn_pauses_with_a_durable_card(
     # The paused run, small as it is, is an S3 object the pointer names
     assert request.snapshot_key is not None and request.snapshot_key.startswith("snapshots/")
     assert stores.blobs.read_snapshot(request.stored_snapshot)["interlock_schema"] == 1
-    assert events(stores) == ["turn_started", "paused"]
+    assert events(stores) == ["paused"]
+    paused_event = stores.chats.events(CHAT)[0]
+    assert paused_event.detail["turn"] == 1  # the turn it ends; its prompt's row began it
     assert [t["role"] for t in stores.chats.turns(CHAT)] == ["user"]
 
 
@@ -556,3 +558,40 @@ def test_an_early_expiry_frees_the_open_request_slot(
     with pytest.raises(errors.RequestExpired):
         answer(rt, alice, paused)
     assert run_turn(rt, alice, "other", "download the table").outcome == "interrupted"
+
+
+def test_a_turn_that_fails_says_so_in_the_trail_and_frees_the_chat(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    def broken(results: list[str]) -> list[dict[str, Any]]:
+        raise RuntimeError("the model went away")
+
+    rt = replace(runtime, model_factory=Models([scenario(broken)]))
+    with pytest.raises(RuntimeError):
+        run_turn(rt, alice, CHAT, "hello")
+
+    [failed] = stores.chats.events(CHAT)
+    assert (failed.type, failed.detail["turn"], failed.detail["reason"]) == (
+        "turn_failed",
+        1,
+        "RuntimeError",
+    )
+    assert stores.chats.meta(CHAT).run_token is None
+    assert [t["role"] for t in stores.chats.turns(CHAT)] == ["user"]
+
+
+def test_a_turn_whose_worker_died_is_named_by_the_turn_that_takes_the_chat_after_it(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    # A worker admitted turn 1 and died: no end was written, its lease just lapses
+    _, seen, _ = stores.requests.read_for_turn(CHAT, clock.now_ms())
+    lease = runtime.limits.run_lease_ms
+    stores.turns.admit(seen, "alice", {"role": "user", "text": "hi"}, clock.now_ms(), lease)
+    assert events(stores) == []
+    clock.advance(ms=lease + 1)
+
+    run_turn(runtime, alice, CHAT, "hello again")
+
+    lapsed = stores.chats.events(CHAT)[0]
+    assert (lapsed.type, lapsed.detail["turn"]) == ("turn_lapsed", 1)
+    assert events(stores) == ["turn_lapsed", "turn_completed"]

@@ -116,12 +116,17 @@ def test_json_routes_and_their_errors(api: tuple[Client, bytes]) -> None:
     assert client.get("/chats/c1/request", headers=forged).status_code == 401
 
     client.post("/runs", data=run_body("c1", "hello"), headers=auth(key))
+    client.post("/runs", data=run_body("c1", "hello again"), headers=auth(key))
     every = client.get("/chats/c1/events", headers=auth(key)).json["events"]
+    assert [(e["type"], e["detail"]["turn"]) for e in every] == [
+        ("turn_completed", 1),
+        ("turn_completed", 3),
+    ]
     first, last = every[0]["seq"], every[-1]["seq"]
     events = client.get(f"/chats/c1/events?after={first}", headers=auth(key)).json["events"]
-    assert [e["seq"] for e in events] == [last] and events[0]["type"] == "turn_completed"
+    assert [e["seq"] for e in events] == [last]
     turns = client.get("/chats/c1/turns", headers=auth(key)).json["turns"]
-    assert [t["role"] for t in turns] == ["user", "assistant"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant"]
     other = client.get("/chats/c1/turns", headers=auth(key, "mallory"))
     assert (other.status_code, other.json["error"]["code"]) == (403, "forbidden")
 

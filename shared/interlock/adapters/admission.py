@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import Any, Final
 
 from interlock import errors, keys
@@ -181,8 +182,9 @@ class TurnStore:
         }
         return Entry(Role.TURN, {"Update": release})
 
-    def abandon(self, fence: TurnFence) -> None:
-        """Release the running-turn lease of a turn that failed (idempotent).
+    def abandon(self, fence: TurnFence, also: Sequence[Entry] = ()) -> None:
+        """Release the running-turn lease of a turn that failed (idempotent), with `also`
+        (its `turn_failed` event) in the same write.
 
         It runs while the turn's own error is on its way out, so it never raises over
         it: a release that keeps meeting other writes to the chat's meta item (any of the
@@ -190,7 +192,7 @@ class TurnStore:
         """
         for attempt in range(_ABANDON_ATTEMPTS):
             try:
-                transact(self._client, [self.end_run(fence).write], "abandon turn")
+                transact(self._client, writes([self.end_run(fence), *also]), "abandon turn")
                 return
             except Cancelled:
                 return  # already released, or taken over after it lapsed
