@@ -896,6 +896,7 @@ class MemoryTurns:
                 found.owner in (None, user_id)
                 and (found.run_until_ms is None or found.run_until_ms <= now_ms)
                 and (chat_id not in m.metas or found.last_turn == seen.last_turn)
+                and (seen.run_token is None or found.run_token == seen.run_token)
             )
 
         def take() -> None:
@@ -931,7 +932,7 @@ class MemoryTurns:
                     "a turn is already running in this chat; wait for its answer"
                 ) from None
             raise errors.TurnRunning(
-                "another turn was saved in this chat meanwhile; send it again"
+                "the chat changed meanwhile (another turn started or ended); send it again"
             ) from None
         return fence, seq
 
@@ -1219,7 +1220,7 @@ class MemoryLimits:
 
     def rate_entries(
         self, user_id: str, minute: int, amount: int, *, cap: int
-    ) -> tuple[Entry, Entry]:
+    ) -> tuple[Entry, ...]:
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the budget")
         rates, key = self._m.rates, _user(user_id)

@@ -196,7 +196,7 @@ def ask_slot_riders(rt: Runtime, request: RequestRecord) -> list[Entry]:
 @dataclass(frozen=True)
 class AskSlots:
     """Backpressure on a user's open requests, as entries of the pause's own transaction:
-    one unit of the per-minute budget (`spends`: two forms of it to try in turn, see
+    one unit of the per-minute budget (`spends`: its forms to try in turn, see
     `LimitPort.rate_entries`), and the open-request slots to try in order (`slots`:
     index and entry; the chat is the holder, so a chained request keeps its slot). A
     refused pause spent nothing."""

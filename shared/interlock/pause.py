@@ -113,7 +113,7 @@ def persist_pause(
             if refused.role is Role.BUDGET:
                 spends.pop(0)
                 if spends:
-                    continue  # the minute's budget in its other form
+                    continue  # the minute's budget in its next form
                 raise errors.LimitExceeded("too many requests opened this minute") from None
             if refused.role is Role.TURN:
                 raise errors.LeaseLost("the turn was lost; the request was not opened") from None

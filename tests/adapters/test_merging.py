@@ -248,3 +248,26 @@ def test_best_effort_parts_that_cannot_be_told_apart_are_each_tried_on_their_own
     assert (shared.get("a"), shared.get("c")) == (1, None)
     other_key = to_item({"pk": "P", "sk": "other"})
     assert "Item" in aws["dynamodb"].get_item(TableName=aws["table"], Key=other_key)
+
+
+def test_a_count_tried_first_is_tried_again_after_the_start_it_raced(
+    aws: dict[str, Any], limits: LimitStore, clock: ManualClock
+) -> None:
+    # The store counts on in a minute it saw begun; the minute has not begun (its last
+    # pause was refused), and another writer begins it between this one's tries.
+    minute = clock.now_ms() // 60_000
+    limits.rate_entries("alice", minute, 1, cap=2)
+    count, start, again = limits.rate_entries("alice", minute, 1, cap=2)
+    elsewhere = LimitStore(aws["dynamodb"], aws["table"])
+
+    with pytest.raises(Cancelled):
+        transact(aws["dynamodb"], writes([count]), "count")  # not begun
+    transact(aws["dynamodb"], writes([elsewhere.rate_entries("alice", minute, 1, cap=2)[0]]), "x")
+    with pytest.raises(Cancelled):
+        transact(aws["dynamodb"], writes([start]), "start")  # begun meanwhile
+    transact(aws["dynamodb"], writes([again]), "count again")
+
+    key = to_item({"pk": keys.user_pk("alice"), "sk": keys.SLOTS_SK})
+    item = from_item(aws["dynamodb"].get_item(TableName=aws["table"], Key=key)["Item"])
+    assert (item["opened_minute"], item["opened_count"]) == (minute, 2)
+    assert len(elsewhere.rate_entries("alice", minute + 1, 1, cap=2)) == 2, "no guess: start"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from interlock import errors, keys
 from interlock.adapters.dynamo import from_item, to_item, transact, writes
@@ -118,6 +119,36 @@ def test_turns_and_meta(stores: Stores, clock: ManualClock) -> None:
     assert [t["text"] for t in stores.chats.turns("c1")] == ["hi", "yo"]
     assert [t["seq"] for t in stores.chats.turns("c1", after=1)] == [2]
     assert stores.chats.meta("c1").last_turn == 2
+
+
+# -- turns ----------------------------------------------------------------------------
+
+
+def test_a_failed_turns_release_never_raises_over_its_error_and_drops_an_unnumbered_event(
+    aws: dict[str, Any], stores: Stores, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every transaction meets a conflict: the event cannot be numbered, the release
+    # cannot land. It gives up quietly (the lease lapses), as it did without the event.
+    _, seen, _ = stores.requests.read_for_turn("c1", clock.now_ms())
+    turn = {"role": "user", "text": "hi"}
+    fence, seq = stores.turns.admit(seen, "alice", turn, clock.now_ms(), 60_000)
+    failed = stores.chats.event_entry("c1", "turn_failed", "alice", clock.now_ms(), turn=seq)
+
+    def conflict(**_: Any) -> None:
+        reasons = [{"Code": "TransactionConflict"}, {"Code": "None"}]
+        error = {"Code": "TransactionCanceledException", "Message": "conflict"}
+        raise ClientError({"Error": error, "CancellationReasons": reasons}, "TransactWriteItems")
+
+    monkeypatch.setattr("interlock.adapters.numbering.time.sleep", lambda _: None)
+    monkeypatch.setattr("interlock.adapters.admission.time.sleep", lambda _: None)
+    with monkeypatch.context() as patched:
+        patched.setattr(aws["dynamodb"], "transact_write_items", conflict)
+        stores.turns.abandon(fence, also=[failed])
+    assert stores.chats.meta("c1").run_token == fence.run_token  # left to lapse
+
+    stores.turns.abandon(fence, also=[failed])  # the store answers again
+    assert stores.chats.meta("c1").run_token is None
+    assert [e.type for e in stores.chats.events("c1")] == ["turn_failed"]
 
 
 # -- limits ---------------------------------------------------------------------------

@@ -595,3 +595,30 @@ def test_a_turn_whose_worker_died_is_named_by_the_turn_that_takes_the_chat_after
     lapsed = stores.chats.events(CHAT)[0]
     assert (lapsed.type, lapsed.detail["turn"]) == ("turn_lapsed", 1)
     assert events(stores) == ["turn_lapsed", "turn_completed"]
+
+
+def test_a_lapsed_turn_whose_late_end_lands_first_is_not_reported_lapsed(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock, monkeypatch: Any
+) -> None:
+    import interlock.turns
+
+    _, seen, _ = stores.requests.read_for_turn(CHAT, clock.now_ms())
+    lease = runtime.limits.run_lease_ms
+    turn = {"role": "user", "text": "hi"}
+    fence, seq = stores.turns.admit(seen, "alice", turn, clock.now_ms(), lease)
+    clock.advance(ms=lease + 1)
+    read_history = interlock.turns.history
+
+    def late_end(*args: Any, **kwargs: Any) -> Any:
+        # Turn 1's slow worker fails after the next turn read its lapsed lease
+        failed = stores.chats.event_entry(CHAT, "turn_failed", "alice", clock.now_ms(), turn=seq)
+        stores.turns.abandon(fence, also=[failed])
+        return read_history(*args, **kwargs)
+
+    monkeypatch.setattr(interlock.turns, "history", late_end)
+    with pytest.raises(errors.TurnRunning, match="send it again"):
+        run_turn(runtime, alice, CHAT, "hello again")
+    monkeypatch.setattr(interlock.turns, "history", read_history)
+    run_turn(runtime, alice, CHAT, "hello again")
+
+    assert events(stores) == ["turn_failed", "turn_completed"]

@@ -129,8 +129,15 @@ def in_flight(op: str, mode: str) -> bool:
     costs that one model call."""
     if op.startswith(("PutObject steps", "PutObject answers")):
         return True
-    finish = op.startswith("Transact[Update REQUEST") and "Put TURN" in op
-    return ("Put STEP" in op or "OUTBOX" in op or finish) and mode != "kill_after"
+    return ("Put STEP" in op or "OUTBOX" in op or finishes(op)) and mode != "kill_after"
+
+
+def finishes(op: str) -> bool:
+    """Whether the described call stores a run's answer (the finish, or its object
+    first): a fault there can cost the answer's model call, never a tool body."""
+    return op.startswith("PutObject answers") or (
+        op.startswith("Transact[Update REQUEST") and "Put TURN" in op
+    )
 
 
 def _sk(body: dict[str, Any]) -> str:

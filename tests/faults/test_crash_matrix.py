@@ -47,7 +47,7 @@ from interlock.records import RequestState
 from interlock.timing import StorePolicy, SystemClock
 from tests.e2e.test_mcp_input import Bank, serve_bank
 from tests.faults.cell import LATER_MS, OVERDUE_MS, STORIES, CellSpec, Story, read_lines
-from tests.faults.injector import in_flight, is_write
+from tests.faults.injector import finishes, in_flight, is_write
 from tests.faults.zygote import Zygote
 
 pytestmark = pytest.mark.server
@@ -245,8 +245,10 @@ class Lab:
         for phase, offset in _recovery(cell):
             assert self.run(self.spec(place, cell.story, phase, offset_ms=offset)) == 0
         allowance = 1 if in_flight(cell.op, cell.mode) else 0
+        # A fault at the finish can cost the answer's model call only, never a body
+        bodies = 0 if finishes(cell.op) else allowance
         story = STORIES[cell.story]
-        broken = verdict(self.stores(place), self.storage(place), place, story, allowance)
+        broken = verdict(self.stores(place), self.storage(place), place, story, allowance, bodies)
         if story.agent == "payments" and self.bank is not None:
             broken += bank_verdict(self.stores(place), place.chat, self.bank, cell)
         self._drop(place)
@@ -356,9 +358,15 @@ def _recovery(cell: Cell) -> list[tuple[str, int]]:
 
 
 def verdict(
-    stores: Stores, aws: dict[str, Any], place: Place, story: Story, allowance: int
+    stores: Stores,
+    aws: dict[str, Any],
+    place: Place,
+    story: Story,
+    allowance: int,
+    bodies: int,
 ) -> list[str]:
-    """Every invariant of the module docstring, as a list of what is broken."""
+    """Every invariant of the module docstring, as a list of what is broken: at most
+    `allowance` repeats in all, of which at most `bodies` tool bodies."""
     chat, work = place.chat, place.work
     user = f"u-{chat}"
     later = SystemClock().now_ms() + 3 * OVERDUE_MS
@@ -382,7 +390,8 @@ def verdict(
     # responses away with the answer (the decision rule): asking the model again then is
     # by design, and costs no effect. Tool bodies still never repeat.
     reset = any(e.type == "run_failed" and e.detail.get("reset") for e in stores.chats.events(chat))
-    broken += _repeats(work, allowance, _answered_calls(stores, chat), models_too=not reset)
+    answered = _answered_calls(stores, chat)
+    broken += _repeats(work, allowance, bodies, answered, models_too=not reset)
     meta = stores.chats.meta(chat)
     if meta.run_token is not None:
         broken.append("a turn still holds the chat")
@@ -446,7 +455,7 @@ def _answered_calls(stores: Stores, chat: str) -> frozenset[str]:
 
 
 def _repeats(
-    work: Path, allowance: int, answered: frozenset[str], models_too: bool = True
+    work: Path, allowance: int, bodies: int, answered: frozenset[str], models_too: bool = True
 ) -> list[str]:
     models = Counter(
         (line["scenario"], line["step"])
@@ -461,8 +470,11 @@ def _repeats(
         if line["role"] == "resume"
         and not (line["name"] in ASKING_TOOLS and line["id"] in answered)
     )
-    repeated = sum(n - 1 for n in models.values()) + sum(n - 1 for n in tools.values())
-    return [f"{repeated} repeated model calls or tool bodies"] if repeated > allowance else []
+    repeated_bodies = sum(n - 1 for n in tools.values())
+    repeated = sum(n - 1 for n in models.values()) + repeated_bodies
+    if repeated > allowance or repeated_bodies > bodies:
+        return [f"{repeated} repeated model calls or tool bodies ({repeated_bodies} bodies)"]
+    return []
 
 
 def _rows(

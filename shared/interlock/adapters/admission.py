@@ -84,10 +84,14 @@ class TurnStore:
         `last_turn`, which this write pins to `seen`. (So every pause of a turn must carry
         its fence: `persist_pause` without one is for tests and benchmarks only.)
 
+        When `seen` holds a lapsed turn's token, the write takes the chat only from that
+        turn (its token is pinned), so a turn whose late end landed in between is never
+        reported as lapsed (`admission.admitted`).
+
         Raises:
             ChatBusy: the chat has an open request.
             Forbidden: the chat belongs to another user.
-            TurnRunning: another turn is running, or one was saved since `seen`.
+            TurnRunning: another turn is running, or the chat changed since `seen`.
         """
         chat_id = seen.chat_id
         fence = TurnFence(chat_id, new_token())
@@ -108,10 +112,13 @@ class TurnStore:
             ":run_token": fence.run_token,
             ":run_until_ms": now_ms + lease_ms,
         }
+        condition = ADMIT
+        if seen.run_token is not None:
+            condition, values[":lapsed"] = f"{ADMIT} AND #run_token = :lapsed", seen.run_token
         take = {
             "TableName": self._table,
             "Key": _meta_key(chat_id),
-            **expression(condition=ADMIT, update=ADMIT_SET, values=values),
+            **expression(condition=condition, update=ADMIT_SET, values=values),
         }
         # The caller's read settles the pointer only while no turn could still pause.
         skipped = 1 if request_settled and seen.run_token is None else 0
@@ -190,14 +197,19 @@ class TurnStore:
         it: a release that keeps meeting other writes to the chat's meta item (any of the
         chat's events moves the counter there) leaves the lease to lapse instead.
         """
+        events = list(also)
         for attempt in range(_ABANDON_ATTEMPTS):
             try:
-                transact(self._client, writes([self.end_run(fence), *also]), "abandon turn")
+                transact(self._client, writes([self.end_run(fence), *events]), "abandon turn")
                 return
             except Cancelled:
                 return  # already released, or taken over after it lapsed
             except Conflicted:
                 time.sleep(random.uniform(0, 0.02 * 2**attempt))
+            except errors.StoreError:
+                if not events:
+                    return  # the store is failing too: the lease lapses instead
+                events = []  # the event could not be numbered: the release goes alone
 
     def answer_entries(
         self, chat_id: str, seq: int, turn: dict[str, Any], now_ms: int
@@ -242,7 +254,9 @@ def _refusal(refused: Cancelled, user_id: str, now_ms: int) -> errors.InterlockE
         return errors.Forbidden("this chat belongs to another user")
     if meta.get("run_until_ms", 0) > now_ms:
         return errors.TurnRunning("a turn is already running in this chat; wait for its answer")
-    return errors.TurnRunning("another turn was saved in this chat meanwhile; send it again")
+    return errors.TurnRunning(
+        "the chat changed meanwhile (another turn started or ended); send it again"
+    )
 
 
 def _meta_key(chat_id: str) -> dict[str, Any]:

@@ -10,9 +10,9 @@ slot swap, or a finish's two releases write the item once (`merging` joins the e
 of one transaction that write it; `judged` tells which of them a refusal was about).
 The minute's budget of new requests is two attributes of the item too: the minute
 (`opened_minute`) and how many were opened in it (`opened_count`). An update cannot
-choose between starting a minute and counting on in one, so it is offered as two
-entries to try in turn (`rate_entries`): the one that lost its condition is followed by
-the other, and a second refusal means the minute's budget is spent.
+choose between starting a minute and counting on in one, so it is offered as entries
+to try in turn (`rate_entries`): the one that lost its condition is followed by the
+other, until a refusal can only mean that the minute's budget is spent.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ _HELD_BY: Final = "#slot.#holder = :holder"
 # write (its TTL, then DynamoDB's delay in deleting it): an older day's attribute
 # could only be left by a user gone longer than that, whose item is gone with it.
 _BUDGET_DAYS_CLEARED: Final = 14
+# The users whose minute a store remembers, at most (its guess of which entry holds).
+_OPENED_KEPT: Final = 10_000
 # The minute new requests were last opened in (minutes since the epoch), and how many.
 OPENED_MINUTE: Final = "opened_minute"
 OPENED_COUNT: Final = "opened_count"
@@ -233,12 +235,15 @@ class LimitStore:
 
     def rate_entries(
         self, user_id: str, minute: int, amount: int, *, cap: int
-    ) -> tuple[Entry, Entry]:
+    ) -> tuple[Entry, ...]:
         """Spending `amount` of the user's budget of new requests for `minute` (minutes
-        since the epoch), as two entries of another write's transaction, to try in turn:
-        one starts the minute (refused when it has begun), the other counts on in it
-        (refused when it has not, or when it would pass `cap`). Each sets no TTL: it
-        rides with the open-request slot's take, which does."""
+        since the epoch), as entries of another write's transaction to try in turn until
+        one holds: one starts the minute (refused when it has begun), the other counts on
+        in it (refused when it has not, or when it would pass `cap`). The last refusal
+        means the budget is spent: a refused start means the minute has begun, so a
+        count after it is refused only when full; a count tried first is tried again
+        after the start, in case another writer began the minute in between. Each
+        sets no TTL: it rides with the open-request slot's take, which does."""
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the budget")
         names = {"#minute": OPENED_MINUTE, "#count": OPENED_COUNT}
@@ -275,13 +280,13 @@ class LimitStore:
         def full(old: dict[str, Any]) -> bool:
             return not begun(old) or int(old.get(OPENED_COUNT, 0)) > cap - amount
 
-        entries = (
-            Entry(Role.BUDGET, judged(starts, begun)),
-            Entry(Role.BUDGET, judged(counts, full)),
-        )
-        guess = self._opened.get(user_id) == minute
+        start = Entry(Role.BUDGET, judged(starts, begun))
+        count = Entry(Role.BUDGET, judged(counts, full))
+        counting = self._opened.get(user_id) == minute
+        if len(self._opened) >= _OPENED_KEPT:
+            self._opened.clear()  # only a guess: forgetting costs at most a refused try
         self._opened[user_id] = minute
-        return (entries[1], entries[0]) if guess else entries
+        return (count, start, count) if counting else (start, count)
 
 
 def _key(user_id: str, sk: str) -> dict[str, Any]:
