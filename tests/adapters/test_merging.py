@@ -52,12 +52,18 @@ def _held(
     transact(aws["dynamodb"], writes([_take(limits, holder, index, now, pool)]), "take")
 
 
+def _pause_swap(limits: LimitStore, now: int) -> list[Any]:
+    """A pause's two entries on the user's item: the chat takes open-request slot 7, the
+    run gives slot 2 back."""
+    return [_take(limits, "chat", 7, now, pool="ASK"), limits.release_entry("alice", "run", 2)]
+
+
 def test_a_pause_gives_its_slot_back_and_takes_another_in_one_write(
     aws: dict[str, Any], limits: LimitStore, clock: ManualClock
 ) -> None:
     now = clock.now_ms()
     _held(aws, limits, "run", 2, now)
-    entries = [_take(limits, "chat", 7, now, pool="ASK"), limits.release_entry("alice", "run", 2)]
+    entries = _pause_swap(limits, now)
     sent: list[list[dict[str, Any]]] = []
     aws["dynamodb"].meta.events.register(
         "provide-client-params.dynamodb.TransactWriteItems",
@@ -77,9 +83,8 @@ def test_a_lost_best_effort_part_leaves_the_rest_to_land(
     # and the open-request slot is still taken.
     now = clock.now_ms()
     _held(aws, limits, "other", 2, now)
-    entries = [_take(limits, "chat", 7, now, pool="ASK"), limits.release_entry("alice", "run", 2)]
 
-    transact(aws["dynamodb"], writes(entries), "pause")
+    transact(aws["dynamodb"], writes(_pause_swap(limits, now)), "pause")
 
     assert _slots(aws, "alice") == {"SLOT2": "other", "ASK7": "chat"}
 

@@ -58,7 +58,7 @@ OPENED_COUNT: Final = "opened_count"
 
 
 class LimitStore:
-    """Reserve and release concurrency slots; spend a daily budget.
+    """Reserve and release concurrency slots; spend a daily and a per-minute budget.
 
     Args:
         client: A boto3 DynamoDB client.
@@ -147,28 +147,22 @@ class LimitStore:
             ":slot": {"holder": holder, "until": now_ms + hold_ms},
             ":ttl": now_ms // 1000 + _SLOTS_KEPT_S,
         }
-        return {
-            "TableName": self._table,
-            "Key": _slots_key(user_id),
-            **expression(
-                condition=_TAKEABLE,
-                update="SET #slot = :slot, #ttl = :ttl",
-                values=values,
-                names={"#slot": keys.slot_attribute(index, pool)},
-            ),
-        }
+        return self._on_slots(
+            user_id,
+            condition=_TAKEABLE,
+            update="SET #slot = :slot, #ttl = :ttl",
+            values=values,
+            names={"#slot": keys.slot_attribute(index, pool)},
+        )
 
     def _release_args(self, user_id: str, holder: str, index: int, pool: str) -> dict[str, Any]:
-        return {
-            "TableName": self._table,
-            "Key": _slots_key(user_id),
-            **expression(
-                condition=_HELD_BY,
-                update="REMOVE #slot",
-                values={":holder": holder},
-                names={"#slot": keys.slot_attribute(index, pool)},
-            ),
-        }
+        return self._on_slots(
+            user_id,
+            condition=_HELD_BY,
+            update="REMOVE #slot",
+            values={":holder": holder},
+            names={"#slot": keys.slot_attribute(index, pool)},
+        )
 
     def spend(self, user_id: str, day: str, amount: int, *, cap: int) -> int:
         """Add `amount` to the user's spend for `day`, refusing to pass `cap`."""
@@ -194,34 +188,41 @@ class LimitStore:
         # The days before it go (bare names, letters and digits), so the item keeps one.
         stale = _days_before(day)
         update = "ADD #spent :amount" + (f" REMOVE {', '.join(stale)}" if stale else "")
-        return {
-            "TableName": self._table,
-            "Key": _slots_key(user_id),
-            **expression(
-                condition="attribute_not_exists(#spent) OR #spent <= :room",
-                update=update,
-                values={":room": cap - amount, ":amount": amount},
-                names={"#spent": _spent_on(day)},
-            ),
-        }
+        return self._on_slots(
+            user_id,
+            condition="attribute_not_exists(#spent) OR #spent <= :room",
+            update=update,
+            values={":room": cap - amount, ":amount": amount},
+            names={"#spent": _spent_on(day)},
+        )
 
     def refund(self, user_id: str, day: str, amount: int) -> None:
         """Give back `amount` of a day's spend for a request refused before it ran (a day
         with nothing spent has nothing to give back)."""
-        refund = {
-            "TableName": self._table,
-            "Key": _slots_key(user_id),
-            **expression(
-                condition="attribute_exists(#spent)",
-                update="ADD #spent :minus",
-                values={":minus": -amount},
-                names={"#spent": _spent_on(day)},
-            ),
-        }
+        refund = self._on_slots(
+            user_id,
+            condition="attribute_exists(#spent)",
+            update="ADD #spent :minus",
+            values={":minus": -amount},
+            names={"#spent": _spent_on(day)},
+        )
         try:
             self._update("refund budget", refund)
         except ConditionFailed:
             return
+
+    def _on_slots(
+        self,
+        user_id: str,
+        *,
+        condition: str,
+        update: str,
+        values: dict[str, Any],
+        names: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The arguments of one conditional update of the user's item."""
+        written = expression(condition=condition, update=update, values=values, names=names)
+        return {"TableName": self._table, "Key": _slots_key(user_id), **written}
 
     def _update(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
         """One conditional update of the user's item, sent again while a transaction in
@@ -247,32 +248,22 @@ class LimitStore:
         if amount > cap:
             raise LimitExceeded("the request alone exceeds the budget")
         names = {"#minute": OPENED_MINUTE, "#count": OPENED_COUNT}
-        starts = {
-            "Update": {
-                "TableName": self._table,
-                "Key": _slots_key(user_id),
-                **expression(
-                    condition="attribute_not_exists(#minute) OR #minute < :minute",
-                    update="SET #minute = :minute, #count = :amount",
-                    values={":minute": minute, ":amount": amount},
-                    names=names,
-                ),
-            }
-        }
+        starts = self._on_slots(
+            user_id,
+            condition="attribute_not_exists(#minute) OR #minute < :minute",
+            update="SET #minute = :minute, #count = :amount",
+            values={":minute": minute, ":amount": amount},
+            names=names,
+        )
         # A minute later than this writer's (another writer's clock ran ahead) is
         # counted in, not started again.
-        counts = {
-            "Update": {
-                "TableName": self._table,
-                "Key": _slots_key(user_id),
-                **expression(
-                    condition="#minute >= :minute AND #count <= :room",
-                    update="ADD #count :amount",
-                    values={":minute": minute, ":room": cap - amount, ":amount": amount},
-                    names=names,
-                ),
-            }
-        }
+        counts = self._on_slots(
+            user_id,
+            condition="#minute >= :minute AND #count <= :room",
+            update="ADD #count :amount",
+            values={":minute": minute, ":room": cap - amount, ":amount": amount},
+            names=names,
+        )
 
         def begun(old: dict[str, Any]) -> bool:
             return int(old.get(OPENED_MINUTE, minute - 1)) >= minute
@@ -280,8 +271,8 @@ class LimitStore:
         def full(old: dict[str, Any]) -> bool:
             return not begun(old) or int(old.get(OPENED_COUNT, 0)) > cap - amount
 
-        start = Entry(Role.BUDGET, judged(starts, begun))
-        count = Entry(Role.BUDGET, judged(counts, full))
+        start = Entry(Role.BUDGET, judged({"Update": starts}, begun))
+        count = Entry(Role.BUDGET, judged({"Update": counts}, full))
         counting = self._opened.get(user_id) == minute
         if len(self._opened) >= _OPENED_KEPT:
             self._opened.clear()  # only a guess: forgetting costs at most a refused try
@@ -289,12 +280,8 @@ class LimitStore:
         return (count, start, count) if counting else (start, count)
 
 
-def _key(user_id: str, sk: str) -> dict[str, Any]:
-    return to_item({"pk": keys.user_pk(user_id), "sk": sk})
-
-
 def _slots_key(user_id: str) -> dict[str, Any]:
-    return _key(user_id, keys.SLOTS_SK)
+    return to_item({"pk": keys.user_pk(user_id), "sk": keys.SLOTS_SK})
 
 
 def _holder(item: dict[str, Any], name: str) -> str | None:

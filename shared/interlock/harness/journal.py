@@ -113,7 +113,8 @@ class Journal:
             self._append(entry, acting=acting)
             self.acted = self.acted or acting
         else:
-            self._hold(entry)
+            self.flush()
+            self._pending = entry
         self._models.append(compacted)
         self._next_model = len(self._models)
 
@@ -123,10 +124,6 @@ class Journal:
         pending, self._pending = self._pending, None
         if pending is not None:
             self._append(pending)
-
-    def _hold(self, entry: dict[str, Any]) -> None:
-        self.flush()
-        self._pending = entry
 
     def before_body(self) -> None:
         """Called before a tool body runs (not a replayed or recomputed one): the worker
