@@ -103,6 +103,10 @@ class LocalApi:
         wiring.notifier.cache_clear()
         self.key = key
         self._modules = {name: _load(name) for name in FUNCTIONS if name not in STREAMED}
+        # A Lambda environment serves one request at a time, and Powertools keeps the
+        # request being routed on a class attribute every resolver shares: one at a time
+        # here too, or two reads at once could be routed, and answered, as each other.
+        self._serving = threading.Lock()
         # One process serves both streaming functions (no hand-over between them).
         os.environ.pop(Env.FUNCTION, None)
         self._stream: Any = ASGIMiddleware(stream.create_app())  # type: ignore[arg-type]
@@ -186,12 +190,13 @@ class LocalApi:
         """Call one function's handler with a proxy event, as Lambda would."""
         context = LambdaContext(f"interlock-{function}", event["requestContext"]["requestId"])
         module = self._modules[function]
-        try:
-            result: dict[str, Any] = module.lambda_handler(event, context)
-        finally:
-            # Powertools keeps unpublished metrics when publishing is disabled (as it is
-            # locally); a long-running server must drop them or they pile up forever.
-            module.metrics.clear_metrics()
+        with self._serving:
+            try:
+                result: dict[str, Any] = module.lambda_handler(event, context)
+            finally:
+                # Powertools keeps unpublished metrics when publishing is disabled (as it
+                # is locally); a long-running server must drop them or they pile up.
+                module.metrics.clear_metrics()
         return result
 
     def _claims(self, request: Request) -> dict[str, Any] | None:

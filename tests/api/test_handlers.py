@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -229,3 +231,32 @@ def test_the_local_server_serves_the_generated_openapi_document(api: tuple[Clien
     assert {(m.upper(), p) for p, ops in served.json["paths"].items() for m in ops} == {
         (r.method, r.path) for r in ROUTES
     }
+
+
+def test_reads_sent_at_once_are_each_answered_by_their_own_route(
+    api: tuple[Client, bytes],
+) -> None:
+    # The card page reads its inbox, the trail and the turns at once; the local server
+    # answers each on a thread of its own, switching between them as often as it can
+    client, key = api
+    client.post("/runs", data=run_body("c1", "hello"), headers=auth(key))
+    wanted = {"/inbox": "requests", "/chats/c1/events": "events", "/chats/c1/turns": "turns"}
+    wrong: list[str] = []
+
+    def read(path: str) -> None:
+        for _ in range(30):
+            body = client.get(path, headers=auth(key)).json
+            if wanted[path] not in body:
+                wrong.append(f"{path} answered with {sorted(body)}")
+
+    readers = [threading.Thread(target=read, args=(p,)) for p in wanted for _ in range(4)]
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout=120)
+    finally:
+        sys.setswitchinterval(switching)
+    assert wrong == []
