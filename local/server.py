@@ -116,6 +116,9 @@ class LocalApi:
         # Deployed, the channels function hands a tap to the resume function with an
         # asynchronous invoke; here a worker thread applies it, after the webhook answered.
         wiring.use_local_taps(self._hand_over)
+        # The resume path verifies the person's token itself, as the deployed resume
+        # function does against the user pool: here against the development key.
+        wiring.use_local_tokens(devtokens.DevTokens(key))
 
     def _hand_over(self, tap: Any) -> None:
         threading.Thread(target=self._apply, args=(tap,), daemon=True).start()

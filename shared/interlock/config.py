@@ -63,6 +63,11 @@ class Env:
     # Manager secret holding it (plain text).
     OPENAI_API_KEY: Final = "INTERLOCK_OPENAI_API_KEY"
     OPENAI_KEY_SECRET: Final = "INTERLOCK_OPENAI_KEY_SECRET"
+    # Who answers: the user pool whose ID tokens the resume function verifies itself,
+    # and the KMS key that signs the channels function's hand-overs of chat taps.
+    USER_POOL_ID: Final = "INTERLOCK_USER_POOL_ID"
+    USER_POOL_CLIENT_IDS: Final = "INTERLOCK_USER_POOL_CLIENT_IDS"
+    HAND_OVER_KEY: Final = "INTERLOCK_HAND_OVER_KEY"
 
 
 # A global cross-region inference profile: callable from any commercial region that
@@ -197,6 +202,11 @@ class Deployment:
         openai_api_key, openai_key_secret: The OpenAI-compatible endpoint's key, given
             directly or as the name of the Secrets Manager secret holding it.
         dev_key: Local mode only: the signing key of development tokens (hex).
+        user_pool_id, user_pool_client_ids: The Cognito user pool whose ID tokens the
+            resume function verifies itself, and its app clients (comma-separated) an
+            ID token must be issued to (`interlock.api.identity`).
+        hand_over_key: The KMS HMAC key a tap handed to the resume function is signed
+            with (`interlock.adapters.handover`).
     """
 
     table: str | None = None
@@ -219,6 +229,9 @@ class Deployment:
     openai_api_key: str | None = field(default=None, repr=False)
     openai_key_secret: str | None = None
     dev_key: str | None = field(default=None, repr=False)
+    user_pool_id: str | None = None
+    user_pool_client_ids: str | None = None
+    hand_over_key: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Deployment:

@@ -166,6 +166,12 @@ class SnapshotTooLarge(TooLarge):
     code = "snapshot_too_large"
 
 
+class Unauthorized(InterlockError):
+    """No verified identity: no token, or one that does not verify."""
+
+    code = "unauthorized"
+
+
 class Forbidden(InterlockError):
     """The caller may not act on this chat (it belongs to another user)."""
 

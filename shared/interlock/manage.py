@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from interlock import errors
+from interlock import access, errors
 from interlock.caller import Caller
 from interlock.channels import CHANNELS, ChannelName, Link
 from interlock.egress import safe_package, safe_site
@@ -35,9 +35,7 @@ class OpenRequest:
 
 def owned_chat(stores: Stores, caller: Caller, chat_id: str) -> None:
     """Refuse callers who do not own the chat (a chat nobody owns yet is empty)."""
-    owner = stores.chats.meta(chat_id).owner
-    if owner not in (None, caller.user_id):
-        raise errors.Forbidden("this chat belongs to another user")
+    access.require_owner(caller, stores.chats.meta(chat_id).owner)
 
 
 def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> OpenRequest:
@@ -129,9 +127,6 @@ def turns(stores: Stores, caller: Caller, chat_id: str, after: int) -> list[dict
     return stores.chats.turns(chat_id, after=after, limit=1000)
 
 
-ADMIN_ROLE = "admin"
-
-
 def preapprove(stores: Stores, caller: Caller, kind: str, name: str, now_ms: int) -> Subject:
     """Put a site or package on the administrator's list, for every user and chat."""
     _administrator(caller)
@@ -191,9 +186,7 @@ def _channel(name: str) -> ChannelName:
 
 
 def _administrator(caller: Caller) -> None:
-    # The role comes from the authorizer's groups, never from a body.
-    if ADMIN_ROLE not in caller.roles:
-        raise errors.Forbidden("only an administrator may change the pre-approved list")
+    access.require_admin(caller)
 
 
 def subject_of(kind: str, name: str) -> Subject:
@@ -211,6 +204,5 @@ def _request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> Reque
         owned_chat(stores, caller, chat_id)
         raise errors.UnknownRequest("this chat has no request")
     # A rerouted request is also open to the role whose queue it went to.
-    if not request.answerable_by(caller.user_id, caller.roles):
-        raise errors.Forbidden("this request belongs to another user")
+    access.require_answerer(caller, None, request)
     return request

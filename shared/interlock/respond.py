@@ -2,11 +2,12 @@
 
 In a fixed order, so that the cheap and safe checks come first:
 
-1. **idempotency**: the card is still open. A tap on a card already answered (a second
-   tap, a stranger's tap, a tap racing another channel) is told what the first answer
-   was and changes nothing; so is a tap on a card that expired or was cancelled.
-2. **identity**: the tapper's channel account is linked to a user who may answer the
-   card. An unlinked or unauthorised tapper is refused and nothing changes.
+1. **identity**: the card is one Interlock knows, and the tapper's channel account is
+   linked to a user who may answer it (`interlock.access`). An unlinked or unauthorised
+   tapper is refused, learns nothing of the card, and nothing changes.
+2. **idempotency**: the card is still open. A second tap, or a tap racing another
+   channel, is told what the first answer was and changes nothing; so is a tap on a
+   card that expired or was cancelled.
 3. **the claim**: the same `resume_turn` the page and AG-UI answer through, with the
    secret rotated on the tapper's behalf (the platform's signature and the link stand
    for the secret a page would hold).
@@ -21,7 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from interlock import errors
+from interlock import access, errors
 from interlock.caller import Caller
 from interlock.channels import (
     FORM,
@@ -69,6 +70,15 @@ def screen_tap(stores: Stores, tap: Tap, now_ms: int) -> TapResult | Screened:
     interrupt_id = interrupt_for(request, tap.fingerprint) if request else None
     if request is None or interrupt_id is None:
         return TapResult("unknown", "This card is no longer open.")
+    # Who taps before what became of the card: another user's account learns nothing
+    # of it, not even how it was answered (`interlock.access`).
+    link = stores.channels.linked(tap.channel, tap.external_id)
+    if link is None:
+        return TapResult(
+            "refused", "Your account is not linked to Interlock: ask an administrator to link it."
+        )
+    if not access.may_answer(Caller(link.user_id, link.roles), request):
+        return TapResult("refused", "This card is not yours to answer.")
     problem = unanswerable(request, interrupt_id, now_ms)
     if isinstance(problem, errors.AlreadyAnswered):
         done = problem.current
@@ -78,13 +88,6 @@ def screen_tap(stores: Stores, tap: Tap, now_ms: int) -> TapResult | Screened:
         return TapResult("ended", f"This card can no longer be answered: {problem}.")
     if problem is not None and not isinstance(problem, errors.ResumeInProgress):
         return TapResult("unknown", "This card is no longer open.")
-    link = stores.channels.linked(tap.channel, tap.external_id)
-    if link is None:
-        return TapResult(
-            "refused", "Your account is not linked to Interlock: ask an administrator to link it."
-        )
-    if not request.answerable_by(link.user_id, link.roles):
-        return TapResult("refused", "This card is not yours to answer.")
     if isinstance(problem, errors.ResumeInProgress):
         return TapResult("busy", "Someone is answering this card right now.")
     if len(request.asked) > 1 and tap.choice not in GROUP_CHOICES:

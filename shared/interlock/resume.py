@@ -36,7 +36,7 @@ from typing import Any, Final, TypeVar
 
 from strands.types.interrupt import InterruptResponseContent
 
-from interlock import errors, steps
+from interlock import access, errors, steps
 from interlock.admission import (
     Held,
     expire_and_release,
@@ -122,8 +122,7 @@ def resume_turn(
     now = rt.clock.now_ms()
     stores = rt.stores
     record, meta = stores.requests.get_with_chat(chat_id, now)
-    if record is not None and not record.answerable_by(caller.user_id, caller.roles):
-        raise errors.Forbidden("this request belongs to another user")
+    access.require_answerer(caller, meta.owner, record)
     problem = refusal(record, interrupt_id, secret, now)
     if isinstance(problem, errors.AlreadyAnswered):
         replies = [Reply(interrupt_id, status, payload), *more]

@@ -1,14 +1,16 @@
 """Where a thread stands, for a client that lost its stream (or is new to the thread).
 
-An AG-UI client resyncs by running the thread with no new message. It is told the
-thread's turns and, when a request is open and it may answer it, that request's
-interrupts again, with a fresh secret: as any read of an open request does, this
-retires the secrets handed out before it, so the tab that resynced last answers.
+An AG-UI client resyncs by running the thread with no new message. Its owner is told
+the thread's turns and, when a request is open, that request's interrupts again, with a
+fresh secret: as any read of an open request does, this retires the secrets handed out
+before it, so the tab that resynced last answers. Someone a request was rerouted to is
+offered that request alone, never the chat's turns; anyone else learns nothing
+(`interlock.access`).
 """
 
 from __future__ import annotations
 
-from interlock import errors
+from interlock import access
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.outcomes import Offer, TurnResult
@@ -22,13 +24,15 @@ def resync(rt: Runtime, caller: Caller, chat_id: str) -> TurnResult:
     """The thread's turns, and its open request offered again (if any).
 
     Raises:
-        Forbidden: the open request is another user's to answer.
+        Forbidden: the chat is another user's, and so is its open request (if any).
     """
     now = rt.clock.now_ms()
-    request = rt.stores.requests.get(chat_id, now)
-    if request is not None and not request.answerable_by(caller.user_id, caller.roles):
-        raise errors.Forbidden("this request belongs to another user")
-    turns = rt.stores.chats.latest_turns(chat_id, RESYNC_TURNS)
+    request, meta = rt.stores.requests.get_with_chat(chat_id, now)
+    access.require_answerer(caller, meta.owner, request)
+    owner = access.owns(caller, meta.owner) and (
+        request is None or request.user_id == caller.user_id
+    )
+    turns = rt.stores.chats.latest_turns(chat_id, RESYNC_TURNS) if owner else []
     if request is None or request.status(now) is not RequestState.PENDING:
         return TurnResult(chat_id, "resynced", turns=turns)
     secret, secret_hash = fresh_secret()

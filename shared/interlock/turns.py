@@ -14,7 +14,7 @@ from typing import Any
 
 from strands.agent.agent_result import AgentResult
 
-from interlock import errors
+from interlock import access, errors
 from interlock.admission import Held, PauseRefused, admitted, ask_slot_riders
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller as Caller  # re-exported beside run_turn
@@ -63,8 +63,7 @@ def run_turn(
     stores = rt.stores
     open_request, seen, settled = stores.requests.read_for_turn(chat_id, now)
     # Cheap early refusals; the admission write below is what decides.
-    if seen.owner not in (None, caller.user_id):
-        raise errors.Forbidden("this chat belongs to another user")
+    access.require_owner(caller, seen.owner)
     if open_request is not None and open_request.blocks_new_request(now):
         raise errors.ChatBusy("answer or cancel the open request first", open_request)
     if seen.running(now):

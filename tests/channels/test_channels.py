@@ -158,7 +158,7 @@ def test_the_same_delivery_twice_is_dropped(channels: Setup) -> None:
     assert channels.stores.requests.get("c1", 0).claim_count == 1
 
 
-def test_an_unlinked_tap_is_refused_and_a_strangers_late_tap_is_told_the_answer(
+def test_an_unlinked_tap_is_refused_and_a_strangers_late_tap_learns_nothing(
     channels: Setup,
 ) -> None:
     link(channels, "telegram", str(TG_ALICE), "alice", ["reporter"])
@@ -186,12 +186,17 @@ def test_an_unlinked_tap_is_refused_and_a_strangers_late_tap_is_told_the_answer(
     wait_for(lambda: len(answers()) == 3, "alice to be thanked")
     assert answers()[-1]["text"].startswith("Thanks: Approved")
 
-    # After it: even a stranger's tap is told what the answer was (and changes nothing)
+    # After it: a stranger's tap is refused as before, told nothing of the answer
     tap_telegram(
         channels, fakes.telegram_tap(13, TG_STRANGER, button_data("c1", request.interrupt_id, "r"))
     )
     late = answers()[-1]["text"]
-    assert late.startswith("Already answered: Approved")
+    assert "not linked" in late and "Approved" not in late
+    # bob too: the card was never his, so how it was answered is not his to know
+    tap_telegram(
+        channels, fakes.telegram_tap(14, TG_BOB, button_data("c1", request.interrupt_id, "r"))
+    )
+    assert "not yours" in answers()[-1]["text"] and "Approved" not in answers()[-1]["text"]
     assert channels.stores.requests.get("c1", 0).claim_count == 1
 
 

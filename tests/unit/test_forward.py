@@ -190,6 +190,20 @@ def test_the_streaming_app_refuses_a_request_without_the_authorizers_context(
     assert response.json()["error"]["code"] == "unauthorized"
 
 
+class _AcceptingKey:
+    """A hand-over key that signs and verifies everything: this test is about what
+    follows a valid signature (`tests/unit/test_hand_over_trust.py` is about the key)."""
+
+    def sign(self, tap: Any) -> str:
+        return "c2lnbmVk"
+
+    def verify(self, tap: Any, mac: str) -> bool:
+        return True
+
+
+ACCEPTING = _AcceptingKey()
+
+
 def test_a_tap_hand_over_that_raises_is_a_failed_invocation_not_a_refusal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -204,9 +218,12 @@ def test_a_tap_hand_over_that_raises_is_a_failed_invocation_not_a_refusal(
     monkeypatch.setenv("INTERLOCK_FUNCTION", "resume")
     monkeypatch.setattr(respond, "apply_tap", broken)
     monkeypatch.setattr(stream, "runtime", lambda: None)
+    monkeypatch.setattr(stream, "hand_over_key", lambda: ACCEPTING)
     tap = Tap("slack", "U1", "c1", "abcd", "resolved", None, choice="approve")
 
-    response = TestClient(stream.create_app()).post(stream.EVENTS_PATH, json=tap_event(tap))
+    response = TestClient(stream.create_app()).post(
+        stream.EVENTS_PATH, json=tap_event(tap, ACCEPTING.sign)
+    )
 
     # The one status the adapter is told to fail the invocation on (so Lambda retries)
     assert response.status_code == stream.HAND_OVER_FAILED == 502

@@ -96,7 +96,7 @@ def test_a_resume_hand_over_reads_as_rest_with_the_callers_context_unchanged() -
 
 def test_a_tap_hand_over_is_passed_through_to_the_tap_path() -> None:
     tap = Tap("telegram", "1001", "c1", "f1", "resolved", None, choice="a")
-    assert rest_event_problem(tap_event(tap)) is not None
+    assert rest_event_problem(tap_event(tap, lambda body: "c2lnbmVk")) is not None
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from interlock import errors
 from interlock.errors import IncompleteResume as IncompleteResume  # raised while parsing
+from interlock.errors import Unauthorized as Unauthorized  # raised by the identity checks
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +37,6 @@ STATUS: Final[dict[str, int]] = {
     "run_failed": 503,
     "model_failed": 503,
 }
-
-
-class Unauthorized(errors.InterlockError):
-    """No authenticated identity reached the handler."""
-
-    code = "unauthorized"
 
 
 class BadRequest(errors.InterlockError):

@@ -2,16 +2,18 @@
 
 Only the resume function may claim a request (its role alone holds the claim's
 permissions), so the run function never answers a resume itself. Deployed, it invokes
-the resume function with response streaming, giving it the request as API Gateway would
-(the authorizer's verdict included), and relays the answer as it streams. Locally one
-process serves both routes, so there is nothing to hand over.
+the resume function with response streaming, giving it the request as API Gateway would,
+the person's token included, and relays the answer as it streams. The resume function
+verifies that token itself (`interlock.api.identity`): the context the run function
+hands it is no evidence of who answers. Locally one process serves both routes, so
+there is nothing to hand over.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict
 from typing import Any, Final
 
@@ -27,10 +29,14 @@ _MAX_PRELUDE: Final = 64 * 1024
 
 
 def resume_event(
-    context: Mapping[str, Any], body: str, accept: str = "application/json"
+    context: Mapping[str, Any],
+    body: str,
+    accept: str = "application/json",
+    authorization: str | None = None,
 ) -> dict[str, Any]:
-    """The API Gateway proxy event of a resume: the same caller, the same body, and
-    what the client accepts (an event stream hears refusals as `RUN_ERROR`)."""
+    """The API Gateway proxy event of a resume: the same body, what the client accepts
+    (an event stream hears refusals as `RUN_ERROR`) and the person's own token, which
+    the resume function verifies itself (it believes no context it is handed)."""
     stage = context.get("stage")
     request_context = {
         **context,
@@ -39,6 +45,8 @@ def resume_event(
         "path": f"/{stage}{RESUME_PATH}" if stage else RESUME_PATH,
     }
     headers = {"Content-Type": "application/json", "Accept": accept}
+    if authorization:
+        headers["Authorization"] = authorization
     return {
         "resource": RESUME_PATH,
         "path": RESUME_PATH,
@@ -192,15 +200,18 @@ def split_prelude(chunks: Iterator[bytes]) -> Opened:
 
 
 TAP_EVENT: Final = "interlockTap"
+TAP_MAC: Final = "mac"
 
 
-def tap_event(tap: Tap) -> dict[str, Any]:
-    """A screened tap as the event the resume function is invoked with."""
-    return {TAP_EVENT: asdict(tap)}
+def tap_event(tap: Tap, sign: Callable[[Mapping[str, Any]], str]) -> dict[str, Any]:
+    """A screened tap as the event the resume function is invoked with, signed with
+    the hand-over key (`interlock.adapters.handover`)."""
+    body = asdict(tap)
+    return {TAP_EVENT: body, TAP_MAC: sign(body)}
 
 
-def read_tap_event(event: Any) -> Tap:
-    """The tap an event carries.
+def read_tap_event(event: Any) -> tuple[Tap, dict[str, Any], str | None]:
+    """The tap an event carries, the body its MAC covers, and the MAC (None: unsigned).
 
     Raises:
         InvalidInput: not a tap event.
@@ -209,6 +220,8 @@ def read_tap_event(event: Any) -> Tap:
     if not isinstance(body, dict):
         raise errors.InvalidInput("not a tap event")
     try:
-        return Tap(**body)
+        tap = Tap(**body)
     except TypeError:
         raise errors.InvalidInput("not a tap event") from None
+    mac = event.get(TAP_MAC)
+    return tap, body, mac if isinstance(mac, str) else None

@@ -45,7 +45,7 @@ from interlock.api.forward import (
 from interlock.api.http import ALLOWED_HEADERS, caller_from
 from interlock.api.live import Work, relay, respond_live, send_json
 from interlock.api.routes import Function, routes_of
-from interlock.api.wiring import lambda_client, runtime
+from interlock.api.wiring import hand_over_key, lambda_client, runtime, tokens
 from interlock.caller import Caller
 from interlock.config import deployment
 from interlock.outcomes import TurnResult
@@ -166,7 +166,7 @@ async def start_run(request: Request) -> Response:
 @_answering
 async def resume(request: Request) -> Response:
     """The answer to a chat's open request; the paused run continues."""
-    return _resume(_caller(request), await _body(request), in_band(request))
+    return _resume(_answerer(request), await _body(request), in_band(request))
 
 
 def in_band(request: Request) -> bool:
@@ -213,13 +213,13 @@ async def _forward(request: Request, caller: Caller, body: str) -> Response:
     if name := deployment().resume_function:
         context = _request_context(request) or {}
         accept = request.headers.get("accept", "application/json")
-        event = resume_event(context, body, accept)
+        event = resume_event(context, body, accept, request.headers.get("authorization"))
         if problem := rest_event_problem(event):
             _misrouted()
             raise HandOverMisrouted(f"the adapter would not read this resume as REST: {problem}")
         return Relayed(LambdaForward(lambda_client(), name), event)
     if "resume" in serving():
-        return _resume(caller, body, in_band(request))
+        return _resume(_answerer(request), body, in_band(request))
     raise errors.InvalidInput("this deployment takes answers at /resume")
 
 
@@ -239,6 +239,23 @@ def _caller(request: Request) -> Caller:
     if context is None:
         raise Unauthorized("no authenticated user on this request")
     return caller_from({"requestContext": context})
+
+
+def _answerer(request: Request) -> Caller:
+    """Who answers: the person whose own token the request carries, verified here.
+
+    Never the request context: a direct invoke of this function (the run function's
+    hand-over, or any code its role lets invoke) can put any claims there.
+    """
+    from interlock.api.identity import verified_caller
+
+    context = _request_context(request) or {}
+    trace_id = context.get("requestId")
+    return verified_caller(
+        tokens(),
+        request.headers.get("authorization"),
+        trace_id if isinstance(trace_id, str) else None,
+    )
 
 
 async def _body(request: Request) -> str:
@@ -302,13 +319,17 @@ pass-through path): the resume function's taps, from the channels function."""
 # The status of a tap hand-over that failed. No route of the app answers it otherwise,
 # so the adapter can fail exactly these invocations (`infra.functions.STREAM_ENVIRONMENT`).
 HAND_OVER_FAILED: Final = 502
+# A hand-over whose signature does not verify: refused for good, never retried.
+FORGED_HAND_OVER: Final = 403
 
 
 async def apply_tap_event(request: Request) -> Response:
-    """Apply a tap the channels function screened and handed over (`interlock.respond`).
+    """Apply a tap the channels function screened, signed and handed over
+    (`interlock.respond`, `interlock.adapters.handover`).
 
     Only a direct invoke reaches this path: API Gateway sends this function `/resume`
-    requests alone.
+    requests alone. Other roles may invoke this function too, so nothing unsigned is
+    applied.
     """
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import JSONResponse
@@ -316,13 +337,21 @@ async def apply_tap_event(request: Request) -> Response:
     from interlock.respond import apply_tap
 
     try:
-        tap = read_tap_event(json.loads(await request.body()))
+        tap, signed, mac = read_tap_event(json.loads(await request.body()))
     except (ValueError, errors.InvalidInput):
         # Nobody's refusal: an invocation the adapter passed through that is no tap (a
         # resume it could not read as REST, say). Failed, so Lambda sees an error.
         logger.error("a hand-over reached the tap path and is not a tap")
         _misrouted()
         return JSONResponse({"error": "not a tap event"}, HAND_OVER_FAILED)
+    key = hand_over_key()
+    if key is None or mac is None or not await run_in_threadpool(key.verify, signed, mac):
+        # Not from the channels function: only its role may sign. Answered (not failed),
+        # so Lambda does not retry it; counted and alarmed.
+        logger.error("a tap hand-over without a valid signature was refused")
+        metrics().add_metric(name="ForgedHandOvers", unit=MetricUnit.Count, value=1)
+        _publish()
+        return JSONResponse({"error": "the hand-over is not signed"}, FORGED_HAND_OVER)
     try:
         result = await run_in_threadpool(apply_tap, runtime(), tap)
     except Exception as failed:

@@ -24,7 +24,9 @@ from interlock.ports import Stores
 from interlock.timing import StorePolicy
 
 if TYPE_CHECKING:
+    from interlock.adapters.handover import KmsHandOverKey
     from interlock.adapters.queue import SqsSettleQueue
+    from interlock.api.identity import Tokens
     from interlock.config import InterlockConfig
     from interlock.deps import Runtime
 
@@ -193,6 +195,7 @@ def lambda_client() -> Any:
 
 
 _local_taps: Callable[[Tap], None] | None = None
+_local_tokens: Tokens | None = None
 
 
 def use_local_taps(apply: Callable[[Tap], None] | None) -> None:
@@ -201,14 +204,65 @@ def use_local_taps(apply: Callable[[Tap], None] | None) -> None:
     _local_taps = apply
 
 
+def use_local_tokens(tokens: Tokens | None) -> None:
+    """Let the local server's token check stand for the user pool's."""
+    global _local_tokens
+    _local_tokens = tokens
+
+
+@cache
+def _pool_tokens(pool_id: str, clients: str) -> Tokens:
+    from interlock.adapters.cognito import CognitoTokens, issuer_of, keys_url
+
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    client_ids = [c.strip() for c in clients.split(",") if c.strip()]
+    return CognitoTokens(
+        issuer_of(region, pool_id), client_ids, keys_url(region, pool_id, endpoint)
+    )
+
+
+def tokens() -> Tokens | None:
+    """How this process verifies a person's token: the user pool named by
+    `INTERLOCK_USER_POOL_ID` (deployed), else local mode's check, else None (and then
+    nobody is believed)."""
+    settings = deployment()
+    if settings.user_pool_id and settings.user_pool_client_ids:
+        return _pool_tokens(settings.user_pool_id, settings.user_pool_client_ids)
+    return _local_tokens
+
+
+@cache
+def hand_over_key() -> KmsHandOverKey | None:
+    """The KMS key hand-overs of taps are signed with (`INTERLOCK_HAND_OVER_KEY`)."""
+    name = deployment().hand_over_key
+    if not name:
+        return None
+    import boto3
+
+    from interlock.adapters.handover import KmsHandOverKey
+
+    return KmsHandOverKey(boto3.client("kms"), name)
+
+
 def hand_over_tap(tap: Tap) -> None:
     """Apply a screened tap asynchronously: an `Event` invoke of the resume function
-    (only its role may claim), or, locally, the server's own worker thread."""
+    (only its role may claim), signed with the hand-over key, or, locally, the server's
+    own worker thread.
+
+    Raises:
+        ValueError: a resume function is named but no hand-over key to sign with.
+    """
     if name := deployment().resume_function:
         from interlock.api.forward import tap_event
 
+        key = hand_over_key()
+        if key is None:
+            raise ValueError("INTERLOCK_HAND_OVER_KEY must be set to hand taps over")
         lambda_client().invoke(
-            FunctionName=name, InvocationType="Event", Payload=json.dumps(tap_event(tap)).encode()
+            FunctionName=name,
+            InvocationType="Event",
+            Payload=json.dumps(tap_event(tap, key.sign)).encode(),
         )
         return
     if _local_taps is None:
