@@ -32,6 +32,7 @@ from aws_cdk import (
 )
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
@@ -60,6 +61,9 @@ STREAM_TIMEOUT: Final = SIZING["run"].timeout
 # a Bedrock bill faster than this.
 THROTTLE_RATE_PER_S: Final = 25
 THROTTLE_BURST: Final = 50
+# How long a hand-over key whose stack deleted it waits before KMS deletes it (the
+# shortest wait KMS allows): until then the deletion can be cancelled.
+HAND_OVER_KEY_PENDING_WINDOW: Final = Duration.days(7)
 ACCESS_LOG_RETENTION: Final = logs.RetentionDays.THREE_MONTHS
 BODY_CONTENT_TYPE: Final = "application/json"
 ALLOWED_HEADERS: Final = ("Authorization", "Content-Type")
@@ -122,6 +126,8 @@ class InterlockApiStack(Stack):
 
     Attributes:
         functions: Each API handler's function construct, by route-table name.
+        hand_over_key: The HMAC key the channels function signs each screened tap with,
+            and the resume function verifies it with.
         resume_dead_letters: Where an asynchronous invocation of the resume function (a
             tap the channels function handed over) lands when Lambda gives up on it.
         settle: The settle function, its queue and the queue's dead letters.
@@ -180,6 +186,16 @@ class InterlockApiStack(Stack):
         ).layer_version
         self.channel_secrets = _channel_secrets(self, settings)
         self.model_secret = _model_secret(self, settings)
+        self.hand_over_key = _hand_over_key(self, retain=settings.retain_data)
+        # Before the functions: the run and resume functions verify ID tokens themselves,
+        # so they name the pool and its clients (the pool names no function).
+        self.auth = Auth(
+            self,
+            "Auth",
+            site_url=site.url,
+            domain_prefix=sign_in_prefix,
+            retain=settings.retain_data,
+        )
         page_url = page_url_for(settings.allowed_origin, site.url)
         self.functions: dict[Function, InterlockFunction] = {}
         # Resume first: the run function hands it the resumes posted to the one endpoint,
@@ -203,6 +219,8 @@ class InterlockApiStack(Stack):
                 page_url=page_url,
                 model_secret=self.model_secret,
                 snap_start_offered=region.snap_start,
+                hand_over_key=self.hand_over_key,
+                issuer=self.auth.issuer,
             )
             self.functions[name].acknowledge_no_lambda_dlq(_NO_LAMBDA_DLQ[name])
         # The channels function hands each screened tap to the resume function with an
@@ -229,13 +247,6 @@ class InterlockApiStack(Stack):
             storage=storage,
             settings=settings,
             settle_queue=self.settle.queue,
-        )
-        self.auth = Auth(
-            self,
-            "Auth",
-            site_url=site.url,
-            domain_prefix=sign_in_prefix,
-            retain=settings.retain_data,
         )
         self.api, access_logs = _rest_api(self, self.allowed_origin, settings.access_logs)
         if settings.access_logs == "create-role":
@@ -392,6 +403,25 @@ def _model_secret(stack: Stack, settings: Settings) -> secretsmanager.ISecret | 
     )
     CfnOutput(stack, "ModelKeySecretName", value=secret.secret_name)
     return secret
+
+
+def _hand_over_key(stack: Stack, *, retain: bool) -> kms.Key:
+    """The HMAC key a screened tap is signed with by the channels function and verified
+    with by the resume function, which applies a tap only if it verifies.
+
+    Its material never leaves KMS; each role's policy allows one end alone
+    (`infra.permissions.hand_over_statements`). KMS rotates no HMAC key. Kept with the
+    stage's data (`interlock:removalPolicy`).
+    """
+    return kms.Key(
+        stack,
+        "HandOverKey",
+        description="Signs the taps Interlock's channels function hands to its resume function.",
+        key_spec=kms.KeySpec.HMAC_256,
+        key_usage=kms.KeyUsage.GENERATE_VERIFY_MAC,
+        pending_window=HAND_OVER_KEY_PENDING_WINDOW,
+        removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
+    )
 
 
 def _channel_secrets(stack: Stack, settings: Settings) -> dict[str, secretsmanager.ISecret]:

@@ -12,6 +12,7 @@ code, on its own URL, the client's only callback URL.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Validations
@@ -48,13 +49,29 @@ def hosted_ui_url(prefix: str) -> str:
     return f"https://{prefix}.auth.{Aws.REGION}.amazoncognito.com"
 
 
+@dataclass(frozen=True)
+class TokenIssuer:
+    """What a function needs to verify a person's ID token itself: the pool that issued
+    it (whose published keys sign it) and the clients a token may have been issued to.
+
+    Attributes:
+        user_pool_id: The pool's id (`<region>_<id>`).
+        client_ids: The ids of the pool's clients that sign people in.
+    """
+
+    user_pool_id: str
+    client_ids: tuple[str, ...]
+
+
 class Auth(Construct):
     """The user pool, the client the card page signs in with, and the role groups.
 
     Attributes:
         user_pool: The pool, for the API's authorizer.
         domain: The pool's hosted UI domain, where the card page signs people in.
-        client: A public client (no secret): it runs in the browser.
+        client: A public client (no secret): it runs in the browser. Scripts sign in
+            through it too (the admin password flow), so it is the pool's only client.
+        issuer: The pool and its sign-in clients, for functions that verify ID tokens.
     """
 
     def __init__(
@@ -112,6 +129,10 @@ class Auth(Construct):
                 group_name=name,
                 description=description,
             )
+        self.issuer = TokenIssuer(
+            user_pool_id=self.user_pool.user_pool_id,
+            client_ids=(self.client.user_pool_client_id,),
+        )
 
 
 def _user_pool(scope: Construct, retain: bool) -> cognito.UserPool:

@@ -15,6 +15,7 @@ from typing import Final
 
 from aws_cdk import Acknowledgment, Aws, Duration, Stack, Validations
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
@@ -22,6 +23,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.auth import TokenIssuer
 from infra.bundling import lambda_architecture
 from infra.layer import REPO_ROOT, RUNTIME
 from infra.permissions import (
@@ -30,6 +32,7 @@ from infra.permissions import (
     config_statements,
     data_statements,
     forward_statements,
+    hand_over_statements,
     model_statements,
     runtime_statements,
     secret_statements,
@@ -63,6 +66,15 @@ LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
 DEAD_LETTER_RETENTION: Final = Duration.days(14)
 SERVICE_NAME: Final = "interlock"
 METRICS_NAMESPACE: Final = "Interlock"
+# The hand-over key's ARN, for the function that signs a screened tap and the one that
+# verifies it (`Access.hand_over`).
+HAND_OVER_KEY_VARIABLE: Final = "INTERLOCK_HAND_OVER_KEY"
+# The user pool and its sign-in clients, for the functions that verify a person's ID
+# token themselves against the pool's published keys (fetched from Cognito's public
+# endpoint: the functions run outside any VPC, so they reach it directly).
+USER_POOL_ID_VARIABLE: Final = "INTERLOCK_USER_POOL_ID"
+USER_POOL_CLIENT_IDS_VARIABLE: Final = "INTERLOCK_USER_POOL_CLIENT_IDS"
+TOKEN_VERIFIERS: Final[frozenset[FunctionName]] = frozenset({"run", "resume"})
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,8 @@ class InterlockFunction(Construct):
         page_url: str | None = None,
         model_secret: secretsmanager.ISecret | None = None,
         snap_start_offered: bool = True,
+        hand_over_key: kms.IKey | None = None,
+        issuer: TokenIssuer | None = None,
     ) -> None:
         """Create the function.
 
@@ -145,6 +159,11 @@ class InterlockFunction(Construct):
                 a function behind the API; None for one that answers no browser.
             snap_start_offered: Whether the stack's region offers SnapStart
                 (`infra.regions`); where it does not, no function restores from one.
+            hand_over_key: The HMAC key a screened tap is handed over with: named to, and
+                usable by, only the function at one end of the hand-over
+                (`Access.hand_over`), for its end alone.
+            issuer: The user pool and its sign-in clients: named to the functions that
+                verify a person's ID token themselves (`TOKEN_VERIFIERS`).
         """
         super().__init__(scope, construct_id)
         self.name = name
@@ -157,7 +176,16 @@ class InterlockFunction(Construct):
             *runtime_statements(self.log_group),
             *(forward_statements(forward_to) if forward_to else []),
             *secret_statements(list((channel_secrets or {}).values())),
-            *(secret_statements([model_secret]) if model_secret and access.invokes_model else []),
+            *(
+                secret_statements([model_secret], sid="ModelKeySecret")
+                if model_secret and access.invokes_model
+                else []
+            ),
+            *(
+                hand_over_statements(hand_over_key, access.hand_over)
+                if hand_over_key and access.hand_over
+                else []
+            ),
         ]
         # Kept: a subclass adds the statements of what it creates itself (the sweeper's
         # dead-letter queue, the settle queue); the frozen role takes nothing else.
@@ -206,6 +234,12 @@ class InterlockFunction(Construct):
                     if model_secret and access.invokes_model
                     else {}
                 ),
+                **(
+                    {HAND_OVER_KEY_VARIABLE: hand_over_key.key_arn}
+                    if hand_over_key and access.hand_over
+                    else {}
+                ),
+                **(issuer_environment(issuer) if issuer and name in TOKEN_VERIFIERS else {}),
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
             snap_start=snap_start(name, offered=snap_start_offered),
@@ -329,6 +363,15 @@ def channel_environment(
     if secrets and page_url:
         variables[Env.PAGE_URL] = page_url
     return variables
+
+
+def issuer_environment(issuer: TokenIssuer) -> dict[str, str]:
+    """The pool a person's ID token must come from, and the clients it may be issued to
+    (comma-separated): a token is checked against the pool's published keys."""
+    return {
+        USER_POOL_ID_VARIABLE: issuer.user_pool_id,
+        USER_POOL_CLIENT_IDS_VARIABLE: ",".join(issuer.client_ids),
+    }
 
 
 def web_adapter_layer(scope: Construct, settings: Settings) -> lambda_.ILayerVersion:

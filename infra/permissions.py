@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -49,6 +50,13 @@ TRACE_ACTIONS: Final = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 # decryption: the document is not secret, so it is a String parameter and no KMS key is
 # involved.
 CONFIG_ACTIONS: Final = ("ssm:GetParameter",)
+# The two ends of a tap handed from the channels function to the resume function: one
+# signs it with the hand-over key (an HMAC key), the other verifies the signature.
+HandOver = Literal["sign", "verify"]
+HAND_OVER_ACTIONS: Final[Mapping[HandOver, str]] = {
+    "sign": "kms:GenerateMac",
+    "verify": "kms:VerifyMac",
+}
 # Prefixes of Bedrock's system-defined cross-region inference profiles. Such a profile
 # routes each call to the model in one of several regions, chosen by Bedrock.
 PROFILE_GEOGRAPHIES: Final = frozenset({"us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"})
@@ -92,6 +100,9 @@ class Access:
             (`CLAIM_ATTRIBUTES`); any other is denied every write that names one.
         administers: Whether the function serves the administrators' routes; any other
             is denied every write to their rows (`ADMIN_PARTITIONS`, `LINK_ATTRIBUTES`).
+        hand_over: Its end of a screened tap's hand-over: "sign" (the channels function,
+            which hands it over) or "verify" (the resume function, which applies it);
+            None for every other function, which may do neither with the key.
     """
 
     table_actions: tuple[str, ...]
@@ -104,6 +115,7 @@ class Access:
     rows: tuple[Rows, ...] = ()
     claims: bool = False
     administers: bool = False
+    hand_over: HandOver | None = None
 
 
 # Every DynamoDB action that writes an item (a transaction's entries are authorized as
@@ -160,6 +172,9 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         lists=(ANSWER_PREFIX,),
         invokes_model=True,
         claims=True,
+        # A tap handed over by the channels function is applied only if its signature
+        # verifies (`hand_over_statements`).
+        hand_over="verify",
     ),
     # Reads and cancels open requests (rotating the card secret is an update), lists and
     # revokes approvals, replays stored answers; a cancel or a revoke appends an audit
@@ -226,13 +241,14 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
     ),
     # The platforms' webhooks: reads the pointer and the tapper's link (gets), records
     # each delivery once (a conditional put, and only under `DELIVERY#…`). Claims
-    # nothing: a tap that passes is handed to the resume function.
+    # nothing: a tap that passes is signed and handed to the resume function.
     "channels": Access(
         table_actions=(),
         rows=(
             Rows(("dynamodb:GetItem",), ("CHAT#*", "LINK#*")),
             Rows(("dynamodb:PutItem",), DELIVERY_PARTITIONS),
         ),
+        hand_over="sign",
     ),
 }
 
@@ -394,17 +410,28 @@ def runtime_statements(log_group: logs.ILogGroup) -> list[iam.PolicyStatement]:
     ]
 
 
-def secret_statements(secrets: Sequence[secretsmanager.ISecret]) -> list[iam.PolicyStatement]:
-    """Reading the channels' secrets (bot tokens, signing secrets), and nothing else."""
+def secret_statements(
+    secrets: Sequence[secretsmanager.ISecret], *, sid: str = "ChannelSecrets"
+) -> list[iam.PolicyStatement]:
+    """Reading `secrets`, and nothing else: the channels' (bot tokens, signing secrets)
+    by default, or others under their own `sid` (a role's statement ids must differ)."""
     if not secrets:
         return []
     return [
         iam.PolicyStatement(
-            sid="ChannelSecrets",
+            sid=sid,
             actions=["secretsmanager:GetSecretValue"],
             resources=[secret.secret_arn for secret in secrets],
         )
     ]
+
+
+def hand_over_statements(key: kms.IKey, end: HandOver) -> list[iam.PolicyStatement]:
+    """One end of the signed hand-over of a screened tap, on the hand-over key alone: the
+    channels function may only sign (GenerateMac), the resume function only verify
+    (VerifyMac). The key belongs to no other function."""
+    sid = {"sign": "SignHandOvers", "verify": "VerifyHandOvers"}[end]
+    return [iam.PolicyStatement(sid=sid, actions=[HAND_OVER_ACTIONS[end]], resources=[key.key_arn])]
 
 
 # What Lambda's SQS poller calls with the consuming function's role (the actions of

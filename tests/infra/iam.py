@@ -1,4 +1,5 @@
-"""IAM's decision on one DynamoDB request, from a role's synthesized statements.
+"""IAM's decision on one DynamoDB request, or on one action of another service on one
+resource (`decide_action`), from a role's synthesized statements.
 
 Only what the roles here use is understood: actions (with `*`), resources compared as
 the template spells them, and the set operators over `dynamodb:LeadingKeys` and
@@ -31,6 +32,12 @@ def decide(statements: Sequence[Mapping[str, Any]], call: Call, table: Any) -> D
     if any(s["Effect"] == "Allow" for s in matching):
         return "allowed"
     return "not allowed"
+
+
+def decide_action(statements: Sequence[Mapping[str, Any]], action: str, resource: Any) -> Decision:
+    """What IAM answers `action` on `resource` (as the template spells it) when the
+    request carries no DynamoDB keys or attributes, as any other service's does."""
+    return decide(statements, Call("", action, None, frozenset(), frozenset()), resource)
 
 
 def _index(table: Any, index: str) -> Any:

@@ -34,6 +34,7 @@ from tests.infra.support import (
     by_sid,
     function_construct,
     listed,
+    logical_id,
     resource,
     statements,
 )
@@ -67,6 +68,8 @@ EXPECTED_ACTIONS = {
         "dynamodb:PutItem",
         "dynamodb:Query",
         "dynamodb:UpdateItem",
+        # Verifying a handed-over tap's signature with the hand-over key
+        "kms:VerifyMac",
         "logs:CreateLogStream",
         "logs:PutLogEvents",
         "s3:GetObject",
@@ -101,10 +104,11 @@ EXPECTED_ACTIONS = {
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
     ],
-    # The webhooks: two reads and a delivery's put, and the hand-over of a tap
+    # The webhooks: two reads and a delivery's put, and the signed hand-over of a tap
     "channels": [
         "dynamodb:GetItem",
         "dynamodb:PutItem",
+        "kms:GenerateMac",
         "lambda:InvokeFunction",
         "logs:CreateLogStream",
         "logs:PutLogEvents",
@@ -370,6 +374,15 @@ def test_environment_names_storage_and_powertools(
         expected["INTERLOCK_RESUME_FUNCTION"] = {
             "Ref": stacks.api.get_logical_id(resume.node.default_child)
         }
+    if name in ("channels", "resume"):
+        # The key the channels function signs a tap with and the resume function verifies
+        key = logical_id(stacks, stacks.api.hand_over_key)
+        expected["INTERLOCK_HAND_OVER_KEY"] = {"Fn::GetAtt": [key, "Arn"]}
+    if name in ("run", "resume"):
+        # The pool and its one sign-in client, to verify a person's ID token against
+        auth = stacks.api.auth
+        expected["INTERLOCK_USER_POOL_ID"] = {"Ref": logical_id(stacks, auth.user_pool)}
+        expected["INTERLOCK_USER_POOL_CLIENT_IDS"] = {"Ref": logical_id(stacks, auth.client)}
     # No per-agent configuration parameter was named, so none is read
     assert properties["Environment"]["Variables"] == expected
 
