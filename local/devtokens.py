@@ -84,9 +84,8 @@ class DevTokens:
 
 def rest_groups(groups: list[str]) -> str:
     """Groups as API Gateway REST passes `cognito:groups` in a Cognito authorizer's
-    claims: one name bare, two and more bracketed and separated by spaces."""
-    names = [str(g) for g in groups]
-    return names[0] if len(names) == 1 else (f"[{' '.join(names)}]" if names else "")
+    claims: the names joined by commas (one name bare)."""
+    return ",".join(str(g) for g in groups)
 
 
 def _sign(key: bytes, body: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import ipaddress
 import json
 import os
 import re
@@ -30,13 +31,13 @@ from a2wsgi import ASGIMiddleware
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
-from local import devtokens
 from local.emulator import Emulator
 from local.persist import LocalState, dev_key
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
+from local import devtokens  # noqa: E402  (it reads the layer's identity rules)
 from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route  # noqa: E402
 from interlock.config import Env, deployment  # noqa: E402
 
@@ -216,7 +217,14 @@ class LocalApi:
         Outside the route table on purpose: the deployed page signs in with Cognito and
         reads the API's URL from a `config.json` next to it. Anyone who can reach this
         server may ask for any user, as anyone reading its console already could.
+
+        Handed out only to a request that names a loopback host (and, when a browser
+        says where the page came from, a loopback origin): a page elsewhere could point
+        its own name at 127.0.0.1 (DNS rebinding) and read the token as same-origin,
+        but its requests would still carry its own name.
         """
+        if not _loopback_request(request):
+            return _json(403, {"error": {"code": "forbidden", "message": LOOPBACK_ONLY}})
         if request.method != "GET":
             return _json(405, {"error": {"code": "method_not_allowed", "message": "GET only"}})
         user = request.args.get("user", "alice")
@@ -245,6 +253,78 @@ class LocalApi:
             ".png": "image/png",
         }
         return Response(target.read_bytes(), mimetype=types.get(target.suffix, "text/plain"))
+
+
+LOOPBACK_ONLY: Final = (
+    "the local session is only handed out on the loopback address "
+    "(open the page on localhost, 127.0.0.1 or [::1])"
+)
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def _loopback_request(request: Request) -> bool:
+    """Whether the request's Host header, and its Origin header if it has one, name a
+    loopback host. The headers are read as sent: werkzeug's own `host` falls back to the
+    server's bound address when none is sent."""
+    host = request.headers.get("Host")
+    if host is None or not loopback_host(host):
+        return False
+    origin = request.headers.get("Origin")
+    return origin is None or _loopback_origin(origin)
+
+
+def _loopback_origin(origin: str) -> bool:
+    """Whether an Origin header (`scheme://host[:port]`, nothing more) names a loopback
+    host; an opaque origin (`null`) does not."""
+    scheme, separator, host = origin.partition("://")
+    return bool(separator) and scheme in ("http", "https") and loopback_host(host)
+
+
+def loopback_host(host: str) -> bool:
+    """Whether `host` (a Host header's `name[:port]`) names this machine's loopback:
+    `localhost`, an address in 127.0.0.0/8, or `[::1]`, with any port or none.
+
+    Only these exact spellings: a name that merely resolves to loopback is what a
+    rebinding page would use, and a bare `::1` is no Host header at all.
+    """
+    split = _split_host(host)
+    if split is None:
+        return False
+    name, port = split
+    return (port is None or _valid_port(port)) and _loopback_name(name)
+
+
+def _split_host(host: str) -> tuple[str, str | None] | None:
+    """`(name, port)` of `name[:port]`, an IPv6 address keeping its brackets; the port
+    is None when there is none; None when it reads as neither."""
+    if host.startswith("["):
+        end = host.find("]")
+        if end < 0:
+            return None
+        name = host[: end + 1]
+    else:
+        name = host.partition(":")[0]
+    rest = host[len(name) :]
+    if rest and not rest.startswith(":"):
+        return None
+    return name, rest[1:] if rest else None
+
+
+def _valid_port(text: str) -> bool:
+    return bool(_PORT.fullmatch(text)) and int(text) <= 65535
+
+
+def _loopback_name(name: str) -> bool:
+    """Whether a host name (as `_split_host` gives it) is a loopback one."""
+    try:
+        if name.startswith("["):
+            # A scoped address (`::1%lo`) is not equal to `::1`: refused too.
+            return ipaddress.IPv6Address(name[1:-1]) == ipaddress.IPv6Address("::1")
+        if name.lower() == "localhost":
+            return True
+        return ipaddress.IPv4Address(name) in ipaddress.IPv4Network("127.0.0.0/8")
+    except ValueError:  # neither an address nor `localhost`: some other name
+        return False
 
 
 def _request_context(

@@ -164,6 +164,8 @@ def groups_of(raw: Any) -> frozenset[str]:
         ("reporter", {"reporter"}),  # one group, as REST passes it: bare
         ("[admin reporter]", {"admin", "reporter"}),  # two or more: bracketed, spaced
         ("[a.b c_d e-f g@h i:j]", {"a.b", "c_d", "e-f", "g@h", "i:j"}),
+        ("admin,reporter", {"admin", "reporter"}),  # two and more from REST: commas
+        ("[admin]", {"admin"}),  # one, from an HTTP API's JWT authorizer
         (None, set()),
         ("", set()),
         ([], set()),
@@ -176,9 +178,6 @@ def test_groups_are_read_in_the_forms_api_gateway_passes(raw: Any, roles: set[st
 @pytest.mark.parametrize(
     "raw",
     [
-        "x,admin",  # one group whose name holds a comma: never "admin"
-        "admin,x",
-        "[admin]",  # a lone bracketed name is a name with brackets
         "admin ",
         "[admin  reporter]",  # an empty name between two spaces
         "[admin, reporter]",
@@ -260,3 +259,109 @@ def test_reads_sent_at_once_are_each_answered_by_their_own_route(
     finally:
         sys.setswitchinterval(switching)
     assert wrong == []
+
+
+SESSION = "/local/session"
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param("localhost", id="localhost"),
+        pytest.param("localhost:8765", id="localhost-port"),
+        pytest.param("LocalHost:8765", id="localhost-any-case"),
+        pytest.param("127.0.0.1:8765", id="ipv4-loopback"),
+        pytest.param("127.1.2.3", id="ipv4-loopback-block"),
+        pytest.param("[::1]:8765", id="ipv6-loopback"),
+        pytest.param("[::1]", id="ipv6-loopback-no-port"),
+    ],
+)
+def test_the_local_session_is_handed_out_on_a_loopback_host(
+    api: tuple[Client, bytes], host: str
+) -> None:
+    client, key = api
+    served = client.get(SESSION, headers={"Host": host})
+
+    assert served.status_code == 200, served.get_data(as_text=True)
+    assert devtokens.claims(key, served.json["token"])["sub"] == "alice"
+    assert served.headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param("evil.example", id="other-name"),
+        pytest.param("evil.example:8765", id="other-name-port"),
+        pytest.param("localhost.evil.example:8765", id="loopback-prefix"),
+        pytest.param("127.0.0.1.nip.io:8765", id="name-resolving-to-loopback"),
+        pytest.param("localhost.:8765", id="trailing-dot"),
+        pytest.param("192.168.1.10:8765", id="lan-address"),
+        pytest.param("0.0.0.0:8765", id="unspecified"),
+        pytest.param("[::]:8765", id="ipv6-unspecified"),
+        pytest.param("[::ffff:127.0.0.1]:8765", id="ipv4-mapped"),
+        pytest.param("::1", id="ipv6-without-brackets"),
+        pytest.param("[::1", id="unclosed-bracket"),
+        pytest.param("[::1]x", id="junk-after-bracket"),
+        pytest.param("localhost:", id="empty-port"),
+        pytest.param("localhost:99999", id="port-out-of-range"),
+        pytest.param("localhost:80:80", id="two-ports"),
+        pytest.param("user@localhost", id="userinfo"),
+        pytest.param("2130706433", id="ipv4-as-number"),
+        pytest.param("127.1", id="ipv4-short-form"),
+    ],
+)
+def test_the_local_session_is_refused_on_any_other_host(
+    api: tuple[Client, bytes], host: str
+) -> None:
+    client, _ = api
+    refused = client.get(SESSION, headers={"Host": host})
+
+    assert refused.status_code == 403
+    assert refused.json["error"]["code"] == "forbidden"
+    assert "only handed out on the loopback address" in refused.json["error"]["message"]
+    assert "token" not in refused.json
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        pytest.param("http://localhost:8765", 200, id="localhost"),
+        pytest.param("http://127.0.0.1:8765", 200, id="ipv4-loopback"),
+        pytest.param("http://[::1]:8765", 200, id="ipv6-loopback"),
+        pytest.param("https://localhost", 200, id="https-no-port"),
+        pytest.param("http://evil.example", 403, id="other-site"),
+        pytest.param("http://evil.example:8765", 403, id="other-site-same-port"),
+        pytest.param("null", 403, id="opaque"),
+        pytest.param("file://", 403, id="file"),
+        pytest.param("ftp://localhost", 403, id="other-scheme"),
+        pytest.param("http://localhost:8765/page", 403, id="with-path"),
+        pytest.param("http://user@localhost:8765", 403, id="userinfo"),
+        pytest.param("localhost:8765", 403, id="no-scheme"),
+    ],
+)
+def test_the_local_session_checks_the_origin_a_browser_sends(
+    api: tuple[Client, bytes], origin: str, status: int
+) -> None:
+    client, _ = api
+    # The Host names loopback (a rebinding page's would not), and the Origin too, or not
+    served = client.get(SESSION, headers={"Host": "127.0.0.1:8765", "Origin": origin})
+
+    assert served.status_code == status, served.get_data(as_text=True)
+    if status == 403:
+        assert "only handed out on the loopback address" in served.json["error"]["message"]
+
+
+def test_a_rebinding_page_cannot_take_a_session(api: tuple[Client, bytes]) -> None:
+    """The request a page on a rebound name makes: its own name in Host and Origin, over
+    a connection that does reach 127.0.0.1."""
+    client, _ = api
+    page = "rebind.evil.example:8765"
+    refused = client.get(
+        SESSION,
+        headers=[("Host", page), ("Origin", f"http://{page}")],
+        environ_base={"REMOTE_ADDR": "127.0.0.1", "SERVER_NAME": "127.0.0.1"},
+    )
+
+    assert refused.status_code == 403
+    assert "loopback" in refused.json["error"]["message"]
+    assert "token" not in refused.get_data(as_text=True)

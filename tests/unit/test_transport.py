@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import ipaddress
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -231,3 +232,42 @@ def test_one_deadline_bounds_the_whole_fetch(monkeypatch: pytest.MonkeyPatch) ->
     # A byte every 0.2 s never trips a per-read timeout of 1 s; the deadline stops it
     assert result.endswith("took longer than 1 s to answer; stopped."), result
     assert took < 2.5, took
+
+
+def test_the_deadline_bounds_name_resolution_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A resolver that takes 3 s to answer (a slow or unreachable DNS server)
+    def slow_lookup(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(3)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", 443))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_lookup)
+    fetch = HttpFetch(timeout_s=1)
+
+    started = time.monotonic()
+    result = fetch("https://slow-dns.example.org/table.csv")
+    took = time.monotonic() - started
+
+    # The fetch gives up at its deadline, with the same words as any other slow fetch
+    assert result == (
+        "https://slow-dns.example.org/table.csv took longer than 1 s to answer; stopped."
+    )
+    assert took < 1 + 0.5, took
+
+
+def test_a_lookup_within_the_deadline_still_refuses_and_pins_as_before() -> None:
+    def refused(host: str, port: int) -> list[str]:
+        raise transport.EgressRefused(f"{host} does not resolve")
+
+    assert HttpFetch(resolver=refused, timeout_s=1)("https://nowhere.example/x") == (
+        "Refused: nowhere.example does not resolve."
+    )
+    private = HttpFetch(resolver=lambda h, p: ["10.0.0.7"], timeout_s=1)
+    assert private("https://data.example.org/x").startswith("Refused: data.example.org resolves")
+
+
+def test_a_resolver_failure_is_raised_to_the_fetch_as_it_was() -> None:
+    def broken(host: str, port: int) -> list[str]:
+        raise UnicodeError("label too long")
+
+    with pytest.raises(UnicodeError, match="label too long"):
+        transport.checked_address("data.example.org", 443, broken, time.monotonic() + 1)

@@ -374,19 +374,17 @@ def read_interaction(body: str) -> tuple[str, Tap | None, str | None]:
     """`(delivery id, tap, trigger id)` of an interactivity delivery; the tap is None for
     anything that is not an Interlock button or form.
 
+    Every member read is checked for its kind before it is used: the signature proves
+    the delivery is Slack's, not that its payload is well formed.
+
     Raises:
         InvalidInput: the delivery is malformed.
+        TooLarge: the body is over `MAX_BODY_BYTES`.
     """
     if len(body.encode()) > MAX_BODY_BYTES:
         raise errors.TooLarge(f"a Slack interaction is at most {MAX_BODY_BYTES} bytes")
     delivery = hashlib.sha256(body.encode()).hexdigest()
-    try:
-        form = parse_qs(body, strict_parsing=True, max_num_fields=8)
-        payload = json.loads(form["payload"][0])
-    except (KeyError, ValueError, RecursionError):
-        raise errors.InvalidInput("not a Slack interaction") from None
-    if not isinstance(payload, dict):
-        raise errors.InvalidInput("not a Slack interaction")
+    payload = _payload(body)
     user = _obj(payload.get("user"), "user").get("id")
     if not isinstance(user, str) or not user:
         raise errors.InvalidInput("an interaction without its user")
@@ -394,43 +392,78 @@ def read_interaction(body: str) -> tuple[str, Tap | None, str | None]:
         "response_url": _text(payload.get("response_url"), "response_url"),
         "channel": _text(_obj(payload.get("container"), "container").get("channel_id"), "channel"),
     }
-    if payload.get("type") == "block_actions":
-        actions = payload.get("actions")
-        if actions is not None and not isinstance(actions, list):
-            raise errors.InvalidInput("a Slack interaction whose actions are malformed")
-        first = _obj(actions[0], "action") if actions else {}
-        value = first.get("value")
-        if not isinstance(value, str) or not value.startswith("i1|"):
-            return delivery, None, None
-        choice, fingerprint, chat_id = read_button(value)
-        tap = Tap("slack", user, chat_id, fingerprint, "resolved", None, choice=choice, reply=reply)
-        return delivery, tap, _text(payload.get("trigger_id"), "trigger_id")
-    if payload.get("type") == "view_submission":
-        view = _obj(payload.get("view"), "view")
-        try:
-            metadata = json.loads(_text(view.get("private_metadata"), "metadata") or "{}")
-        except (ValueError, RecursionError):
-            return delivery, None, None
-        data = metadata.get("data", "") if isinstance(metadata, dict) else None
-        if not isinstance(data, str) or not data.startswith("i1|"):
-            return delivery, None, None
-        choice, fingerprint, chat_id = read_button(data)
-        if choice not in (FORM, ANSWER_ALL):
-            return delivery, None, None
-        if isinstance(metadata.get("channel"), str):
-            reply["channel"] = metadata["channel"]
-        values = {
-            block: _value(next(iter(inputs.values())))
-            for block, inputs in _obj(
-                _obj(view.get("state"), "state").get("values"), "values"
-            ).items()
-            if isinstance(inputs, dict) and inputs
-        }
-        tap = Tap(
-            "slack", user, chat_id, fingerprint, "resolved", values, choice=choice, reply=reply
-        )
-        return delivery, tap, None
+    kind = _text(payload.get("type"), "type")
+    if kind == "block_actions":
+        return delivery, *_button_tap(payload, user, reply)
+    if kind == "view_submission":
+        return delivery, _form_tap(payload, user, reply), None
     return delivery, None, None
+
+
+def _payload(body: str) -> dict[str, Any]:
+    """The JSON object in the form body's `payload` field.
+
+    Raises:
+        InvalidInput: not a form with a `payload`, not JSON, not an object, or holding
+            text that is not valid Unicode (a lone surrogate could be neither stored nor
+            shown).
+    """
+    try:
+        form = parse_qs(body, strict_parsing=True, max_num_fields=8)
+        payload = json.loads(form["payload"][0])
+        json.dumps(payload, ensure_ascii=False).encode()
+    except (KeyError, ValueError, RecursionError):  # UnicodeError is a ValueError
+        raise errors.InvalidInput("not a Slack interaction") from None
+    if not isinstance(payload, dict):
+        raise errors.InvalidInput("not a Slack interaction")
+    return payload
+
+
+def _button_tap(
+    payload: dict[str, Any], user: str, reply: dict[str, Any]
+) -> tuple[Tap | None, str | None]:
+    """`(tap, trigger id)` of a `block_actions` payload: a press of an Interlock button,
+    or None for any other action."""
+    actions = payload.get("actions")
+    if actions is not None and not isinstance(actions, list):
+        raise errors.InvalidInput("a Slack interaction whose actions are malformed")
+    first = _obj(actions[0], "action") if actions else {}
+    value = _text(first.get("value"), "action value")
+    trigger = _text(payload.get("trigger_id"), "trigger_id")
+    if value is None or not value.startswith("i1|"):
+        return None, None
+    choice, fingerprint, chat_id = read_button(value)
+    tap = Tap("slack", user, chat_id, fingerprint, "resolved", None, choice=choice, reply=reply)
+    return tap, trigger
+
+
+def _form_tap(payload: dict[str, Any], user: str, reply: dict[str, Any]) -> Tap | None:
+    """The tap a `view_submission` of an Interlock form makes; None for another form."""
+    view = _obj(payload.get("view"), "view")
+    try:
+        metadata = json.loads(_text(view.get("private_metadata"), "metadata") or "{}")
+    except (ValueError, RecursionError):
+        return None  # not a form Interlock opened: its metadata is always JSON
+    data = metadata.get("data", "") if isinstance(metadata, dict) else None
+    if not isinstance(data, str) or not data.startswith("i1|"):
+        return None
+    choice, fingerprint, chat_id = read_button(data)
+    if choice not in (FORM, ANSWER_ALL):
+        return None
+    if isinstance(metadata.get("channel"), str):
+        reply["channel"] = metadata["channel"]
+    values = _form_values(_obj(view.get("state"), "state").get("values"))
+    return Tap("slack", user, chat_id, fingerprint, "resolved", values, choice=choice, reply=reply)
+
+
+def _form_values(blocks: Any) -> dict[str, Any]:
+    """What each block of a submitted form holds, by block id (its first element's)."""
+    values: dict[str, Any] = {}
+    for block, inputs in _obj(blocks, "values").items():
+        elements = _obj(inputs, "form block")
+        if elements:
+            values[block] = _value(next(iter(elements.values())))
+    return values
 
 
 MAX_BODY_BYTES: Final = 256 * 1024
@@ -458,12 +491,26 @@ def _text(value: Any, what: str) -> str | None:
 
 
 def _value(element: Any) -> Any:
-    """What one form field holds: the text typed, the option chosen, or those ticked."""
-    if not isinstance(element, dict):
-        return None
-    if "selected_options" in element:
-        return [o.get("value") for o in element["selected_options"] or [] if isinstance(o, dict)]
-    if "selected_option" in element:
-        chosen = element["selected_option"]
-        return chosen.get("value") if isinstance(chosen, dict) else None
-    return element.get("value")
+    """What one form field holds: the text typed, the option chosen, or those ticked.
+
+    Raises:
+        InvalidInput: the field is not an object, or what it holds is of another kind
+            than the element Interlock drew could send.
+    """
+    field = _obj(element, "form field")
+    if "selected_options" in field:
+        ticked = field["selected_options"]
+        if ticked is not None and not isinstance(ticked, list):
+            raise errors.InvalidInput("a Slack interaction whose options are malformed")
+        return [_option_value(option) for option in ticked or []]
+    if "selected_option" in field:
+        chosen = field["selected_option"]
+        return None if chosen is None else _option_value(chosen)
+    return _text(field.get("value"), "form field")
+
+
+def _option_value(option: Any) -> str | None:
+    """The value of one option chosen (an object, as Slack sends every option)."""
+    if not isinstance(option, dict):
+        raise errors.InvalidInput("a Slack interaction whose options are malformed")
+    return _text(option.get("value"), "option")

@@ -120,33 +120,84 @@ def verified(secret_token: str, header: str | None) -> bool:
 
 def read_update(update: Any) -> tuple[str, Tap | None]:
     """`(delivery id, tap)` of a webhook update; the tap is None for anything that is not
-    a press of an Interlock button (a plain message, say).
+    a press of an Interlock button (a plain message, a game's button).
+
+    Every member read is checked for its kind before it is used: the secret token
+    proves the delivery is Telegram's, not that its body is well formed.
 
     Raises:
-        InvalidInput: the update is malformed.
+        InvalidInput: the update is malformed (a member of the wrong kind, or a button
+            Interlock did not make).
     """
-    if not isinstance(update, dict) or not isinstance(update.get("update_id"), int):
+    if not isinstance(update, dict):
         raise errors.InvalidInput("not a Telegram update")
-    delivery = str(update["update_id"])
-    query = update.get("callback_query")
-    if not isinstance(query, dict) or not isinstance(query.get("data"), str):
+    body: dict[str, Any] = update
+    delivery = str(_integer(body.get("update_id"), "update_id"))
+    for name in _OBJECT_MEMBERS:
+        _member(body, name)
+    query = _member(body, "callback_query")
+    if query is None:
         return delivery, None
-    sender = (query.get("from") or {}).get("id")
-    message = query.get("message") or {}
-    if not isinstance(sender, int):
-        raise errors.InvalidInput("a tap without its sender")
-    choice, fingerprint, chat_id = read_button(query["data"])
-    reply = {
-        "callback_query_id": str(query.get("id", "")),
-        "chat_id": (message.get("chat") or {}).get("id"),
-    }
+    sender = _object(query.get("from"), "callback_query.from")
+    sender_id = _integer(sender.get("id"), "callback_query.from.id")
+    query_id = _text(query.get("id"), "callback_query.id")
+    reply_chat = _reply_chat(_member(query, "message", "callback_query.message"))
+    if "data" not in query:  # a game's button, not a callback button
+        return delivery, None
+    choice, fingerprint, chat_id = read_button(_text(query["data"], "callback_query.data"))
     return delivery, Tap(
         channel="telegram",
-        external_id=str(sender),
+        external_id=str(sender_id),
         chat_id=chat_id,
         fingerprint=fingerprint,
         status="resolved",
         payload=None,
         choice=choice,
-        reply=reply,
+        reply={"callback_query_id": query_id, "chat_id": reply_chat},
     )
+
+
+def _reply_chat(message: dict[str, Any] | None) -> int | None:
+    """The chat of the message the button was on, where a late answer is said; None
+    when Telegram left the message out (it is too old)."""
+    if message is None:
+        return None
+    chat = _member(message, "chat", "callback_query.message.chat")
+    return _integer(chat.get("id"), "chat id") if chat is not None else None
+
+
+_OBJECT_MEMBERS: Final = ("message", "edited_message", "callback_query")
+"""Update members that are objects whenever present (Telegram omits an absent member;
+it never sends null)."""
+
+
+def _malformed(what: str) -> errors.InvalidInput:
+    return errors.InvalidInput(f"a Telegram update whose {what} is malformed")
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    """`value`, which must be a JSON object."""
+    if not isinstance(value, dict):
+        raise _malformed(what)
+    return value
+
+
+def _member(parent: dict[str, Any], name: str, what: str = "") -> dict[str, Any] | None:
+    """An optional object member: None when absent, else it must be an object (a null
+    is malformed too, since Telegram leaves absent members out)."""
+    if name not in parent:
+        return None
+    return _object(parent[name], what or name)
+
+
+def _integer(value: Any, what: str) -> int:
+    """An integer id (a bool is JSON's true or false, not an id)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _malformed(what)
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise _malformed(what)
+    return value

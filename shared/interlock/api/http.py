@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from interlock import errors
 from interlock.api.errors import NotFound, Unauthorized, error_body
+from interlock.api.identity import GROUP_NAME
 from interlock.api.routes import Function, routes_of
 from interlock.caller import Caller
 from interlock.config import deployment
@@ -54,32 +54,33 @@ def caller_from(event: Any) -> Caller:
     )
 
 
-GROUP_NAME: Final = re.compile(r"[A-Za-z0-9_.@:-]{1,128}")
-"""A group name Interlock reads as a role: no separator, bracket or space in it, so a
-group can never read as another (a group named `x,admin` is not `admin`)."""
-
-
 def _groups(raw: Any) -> frozenset[str]:
-    """The caller's groups from `cognito:groups`, in exactly the forms API Gateway REST
-    passes it: a list (a direct or local invocation), one name as text, or two and more
-    as bracketed text separated by spaces (`[admin reporter]`).
+    """The caller's groups from `cognito:groups`, in each form it arrives in:
+
+    - a JSON list of names: a direct invocation (and local mode), which pass the
+      claims as objects;
+    - one bare name (`reporter`), or names separated by commas (`admin,reporter`): API
+      Gateway REST's Cognito authorizer, which flattens the token's list into text;
+    - bracketed names separated by single spaces (`[admin reporter]`, or `[admin]` for
+      one): an HTTP API's JWT authorizer.
+
+    No group name may hold a comma, a space or a bracket (`GROUP_NAME`), so each form
+    reads exactly one way. None, an empty string or an empty list: no groups.
 
     Raises:
-        Forbidden: a name that could be read more than one way (it holds a separator,
-            a bracket or a space, or is a lone bracketed name): refused outright.
+        Forbidden: any other shape, or a name that breaks `GROUP_NAME` (an empty one
+            between two separators included): refused outright rather than guessed at.
     """
     if raw is None or raw == "" or raw == []:
         return frozenset()
     if isinstance(raw, list):
         names = raw
-    elif isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
+    elif not isinstance(raw, str):
+        names = [raw]  # kept whole, to be refused below
+    elif raw.startswith("[") and raw.endswith("]"):
         names = raw[1:-1].split(" ")
-        if len(names) < 2:  # one group is passed bare: this is a name with brackets
-            names = [raw]
-    elif isinstance(raw, str):
-        names = [raw]
     else:
-        names = [repr(raw)]
+        names = raw.split(",")
     unreadable = [n for n in names if not (isinstance(n, str) and GROUP_NAME.fullmatch(n))]
     if unreadable:
         raise errors.Forbidden(

@@ -18,8 +18,9 @@ from interlock.caller import Caller
 from interlock.errors import Unauthorized
 
 GROUP_NAME: Final = re.compile(r"[A-Za-z0-9_.@:-]{1,128}")
-"""A group name Interlock reads as a role: no separator, bracket or space in it, so a
-group can never read as another (a group named `x,admin` is not `admin`)."""
+"""A group name Interlock reads as a role: no comma, space or bracket in it, so each
+form a group list arrives in reads one way. Create no group in the pool whose name
+breaks it: a user in one is refused rather than guessed at."""
 
 
 class Tokens(Protocol):

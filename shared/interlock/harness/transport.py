@@ -7,8 +7,8 @@ Teredo; unique-local), then connects to exactly the address it checked: no secon
 lookup, so a DNS answer that changes between the check and the connection (rebinding)
 reaches nothing. TLS is verified against the host name, not the address. Redirects are
 followed only to the same scheme, host and port (on the same checked address); any
-other target is refused and named, so the person can approve it. The whole fetch has one
-deadline and every body a size cap.
+other target is refused and named, so the person can approve it. The whole fetch, name
+resolution included, has one deadline, and every body a size cap.
 
 Why by hand: requests and urllib3 resolve the host themselves when they connect, so an
 address checked beforehand is not necessarily the one they reach, and no maintained
@@ -28,6 +28,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urljoin, urlsplit
@@ -135,9 +136,16 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     return None
 
 
-def checked_address(host: str, port: int, resolver: Resolver) -> str:
-    """Resolve once; every answer must be public, and the first is the one used."""
-    answers = resolver(host, port)
+def checked_address(host: str, port: int, resolver: Resolver, deadline: float | None = None) -> str:
+    """Resolve once; every answer must be public, and the first is the one used.
+
+    Raises:
+        EgressRefused: the host does not resolve, or to an address no fetch may reach.
+        TimeoutError: no answer came before `deadline` (`time.monotonic()`).
+    """
+    answers = (
+        resolver(host, port) if deadline is None else _resolved(resolver, host, port, deadline)
+    )
     if not answers:
         raise EgressRefused(f"{host} does not resolve")
     for answer in answers:
@@ -145,6 +153,28 @@ def checked_address(host: str, port: int, resolver: Resolver) -> str:
         if why:
             raise EgressRefused(f"{host} resolves to {why}")
     return answers[0]
+
+
+def _resolved(resolver: Resolver, host: str, port: int, deadline: float) -> list[str]:
+    """`resolver(host, port)`, waited for until `deadline` at most.
+
+    A lookup cannot be cancelled (the system resolver blocks in C, retrying on its own
+    schedule), so it runs on a daemon thread of its own and is abandoned at the deadline:
+    its late answer is dropped, and the thread ends when the resolver gives up.
+
+    Raises:
+        TimeoutError: no answer by the deadline.
+    """
+    answer: Future[list[str]] = Future()
+
+    def resolve() -> None:
+        try:
+            answer.set_result(resolver(host, port))
+        except Exception as exc:  # handed to the waiting fetch, which raises it
+            answer.set_exception(exc)
+
+    threading.Thread(target=resolve, name="egress-resolve", daemon=True).start()
+    return answer.result(timeout=max(deadline - time.monotonic(), 0))
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
@@ -174,8 +204,8 @@ class HttpFetch:
 
     Args:
         resolver: Host name to addresses (injected: tests answer with any class).
-        timeout_s: The deadline of the whole fetch: connect, TLS, headers, body and
-            redirects together.
+        timeout_s: The deadline of the whole fetch: name resolution, connect, TLS,
+            headers, body and redirects together.
         max_bytes: Largest body read; a longer one is cut and says so.
     """
 
@@ -184,19 +214,22 @@ class HttpFetch:
     max_bytes: int = MAX_BYTES
 
     def __call__(self, url: str) -> str:
-        # One deadline over the whole fetch (connect, TLS, headers, body, redirects): a
-        # site that drips its answer cannot hold a run longer than that.
+        # One deadline over the whole fetch (lookup, connect, TLS, headers, body,
+        # redirects): neither a slow resolver nor a site that drips its answer can hold
+        # a run longer than that.
         deadline = time.monotonic() + self.timeout_s
         origin = _origin(url)
         try:
-            address = checked_address(origin[1], origin[2], self.resolver)
+            address = checked_address(origin[1], origin[2], self.resolver, deadline)
         except EgressRefused as refused:
             return f"Refused: {refused}."
+        except TimeoutError:
+            return self._too_slow(url)
         for _ in range(MAX_REDIRECTS + 1):
             try:
                 status, location, body = self._get(url, address, deadline)
             except _TooSlow:
-                return f"{url} took longer than {self.timeout_s:g} s to answer; stopped."
+                return self._too_slow(url)
             except (OSError, http.client.HTTPException) as exc:
                 return f"Could not reach {url}: {type(exc).__name__}"
             if not (300 <= status < 400 and location):
@@ -210,6 +243,9 @@ class HttpFetch:
                 return f"Redirected to {next_url}; request approval for that URL to follow it."
             url = next_url
         return f"Too many redirects from {url}; stopped."
+
+    def _too_slow(self, url: str) -> str:
+        return f"{url} took longer than {self.timeout_s:g} s to answer; stopped."
 
     def _get(self, url: str, address: str, deadline: float) -> tuple[int, str | None, str]:
         scheme, host, port = _origin(url)
