@@ -37,9 +37,9 @@ from local.persist import LocalState, dev_key
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
-from local import devtokens  # noqa: E402  (it reads the layer's identity rules)
 from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route  # noqa: E402
 from interlock.config import Env, deployment  # noqa: E402
+from local import devtokens  # noqa: E402  (it reads the layer's identity rules)
 
 STAGE = "v1"
 SESSION_PATH = "/local/session"

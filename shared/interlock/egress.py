@@ -3,6 +3,8 @@
 Only http and https, no credentials, no IP literals in any spelling, no names that
 look internal. Query strings and fragments are dropped before a URL is stored or shown
 because they can carry tokens. Hosts are compared in their IDNA (ASCII) form.
+A refused value echoed in a message goes through the one scrubber first
+(`interlock.scrubbing`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Final
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from interlock.errors import InvalidInput
+from interlock.scrubbing import scrub_text
 
 _INTERNAL_NAMES: Final = frozenset(
     {"localhost", "metadata", "instance-data", "metadata.google.internal", "kubernetes.default"}
@@ -61,25 +64,7 @@ class SafeUrl:
     site: str
 
 
-# A URL written anywhere in text, any scheme: it runs to the next space, quote or angle
-# bracket, so a zero-width character or a guillemet before or inside it hides nothing.
-_URL_IN_TEXT: Final = re.compile(
-    r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s<>\"'\u2039\u203a\u00ab\u00bb]+"
-)
 _SHOWN_CHARS: Final = 200
-
-
-def scrub_text(text: str) -> str:
-    """`text` with every URL in it cut to scheme, host and path: the credentials before
-    an `@`, the query and the fragment go (they carry tokens), wherever the URL stands."""
-    return _URL_IN_TEXT.sub(lambda found: _bare_url(found.group(0)), text)
-
-
-def _bare_url(url: str) -> str:
-    scheme, _, rest = url.partition("://")
-    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
-    authority, slash, path = rest.partition("/")
-    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def shown(raw: object) -> str:

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from interlock.cards import MAX_TEXT, redact
-from interlock.egress import scrub_text
 from interlock.errors import InvalidInput
+from interlock.scrubbing import scrub_text
 
 CONFIRM: Final = "confirm"
 GENERIC: Final = "interrupt"

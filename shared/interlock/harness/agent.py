@@ -21,7 +21,8 @@ from interlock.harness.hooks import ModelCallLimit, RunMeter, UnavailableTools
 from interlock.harness.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
 from interlock.harness.model import Scenario, ScriptedModel
 from interlock.harness.progress import ProgressRelay
-from interlock.harness.scrub import UrlScrubbedModel
+from interlock.harness.scrub import UrlScrubbedModel, failure_secrets, scrub_failure
+from interlock.scrubbing import scrub_error
 
 if TYPE_CHECKING:
     from interlock.caller import Caller
@@ -215,7 +216,11 @@ def model_failure(failure: BaseException) -> errors.ModelFailed | None:
         what = f"{error.get('Message') or said} ({error.get('Code', 'error')})"
     else:
         what = f"{said} ({type(said).__name__})"
-    return errors.ModelFailed(f"the model could not answer: {what}")
+    # The provider's words may echo the key the request carried: neither the person
+    # told nor the log of the chained error may see it.
+    scrub_failure(failure)
+    said_safely = scrub_error(what, failure_secrets(failure))
+    return errors.ModelFailed(f"the model could not answer: {said_safely}")
 
 
 def _from_openai(failure: BaseException) -> bool:
@@ -257,7 +262,8 @@ def compose(
     # A call to a tool this user's agent does not have is refused before anything
     # could ask about it.
     hooks: list[Any] = [UnavailableTools(), *spec.hooks, limit, meter]
-    # Query strings and fragments leave every tool call before anything records it.
+    # Credentials, query strings and fragments leave every tool call, text and
+    # reasoning before anything records them; the configured key leaves its errors.
     wrapped: Model = UrlScrubbedModel(model)
     if journal is not None:
         wrapped = JournaledModel(wrapped, journal)
