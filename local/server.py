@@ -263,14 +263,24 @@ _PORT = re.compile(r"[0-9]{1,5}")
 
 
 def _loopback_request(request: Request) -> bool:
-    """Whether the request's Host header, and its Origin header if it has one, name a
-    loopback host. The headers are read as sent: werkzeug's own `host` falls back to the
+    """Whether the request comes from this machine and its Host header, and its Origin
+    header if it has one, name a loopback host. The headers are read as sent: werkzeug's own `host` falls back to the
     server's bound address when none is sent."""
+    if not _loopback_peer(request.remote_addr):
+        return False  # another machine (a server bound to 0.0.0.0): whatever it says
     host = request.headers.get("Host")
     if host is None or not loopback_host(host):
         return False
     origin = request.headers.get("Origin")
     return origin is None or _loopback_origin(origin)
+
+
+def _loopback_peer(address: str | None) -> bool:
+    """Whether the connection itself comes from this machine's loopback."""
+    try:
+        return address is not None and ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def _loopback_origin(origin: str) -> bool:

@@ -22,6 +22,9 @@ class BufferedClient(Client):
 
     def open(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("buffered", True)
+        # As a server on 127.0.0.1 sees a caller on this machine (werkzeug's test
+        # environment names no peer at all).
+        kwargs["environ_base"] = {"REMOTE_ADDR": "127.0.0.1", **kwargs.get("environ_base", {})}
         return super().open(*args, **kwargs)
 
 

@@ -365,3 +365,15 @@ def test_a_rebinding_page_cannot_take_a_session(api: tuple[Client, bytes]) -> No
     assert refused.status_code == 403
     assert "loopback" in refused.json["error"]["message"]
     assert "token" not in refused.get_data(as_text=True)
+
+
+def test_a_session_is_never_handed_to_another_machine(api: tuple[Client, bytes]) -> None:
+    """A server bound to every address (`--host 0.0.0.0`) is reached from elsewhere: a
+    peer that writes `Host: localhost` is still not on this machine."""
+    client, _ = api
+    refused = client.get(
+        SESSION, headers={"Host": "localhost:8765"}, environ_base={"REMOTE_ADDR": "203.0.113.9"}
+    )
+
+    assert refused.status_code == 403
+    assert "token" not in refused.get_data(as_text=True)

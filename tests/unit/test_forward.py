@@ -228,3 +228,37 @@ def test_a_tap_hand_over_that_raises_is_a_failed_invocation_not_a_refusal(
     # The one status the adapter is told to fail the invocation on (so Lambda retries)
     assert response.status_code == stream.HAND_OVER_FAILED == 502
     assert "approve" not in response.text
+
+
+class _UnreachableKey:
+    """A hand-over key whose KMS cannot be reached."""
+
+    def sign(self, tap: Any) -> str:
+        return "c2lnbmVk"
+
+    def verify(self, tap: Any, mac: str) -> bool:
+        raise ConnectionError("KMS is unreachable")
+
+
+def test_a_tap_whose_signature_cannot_be_checked_is_a_failed_invocation_not_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import interlock.api.stream as stream
+    import interlock.respond as respond
+    from interlock.api.forward import tap_event
+    from interlock.channels import Tap
+
+    applied: list[Tap] = []
+    monkeypatch.setenv("INTERLOCK_FUNCTION", "resume")
+    monkeypatch.setattr(respond, "apply_tap", lambda rt, tap: applied.append(tap))
+    monkeypatch.setattr(stream, "runtime", lambda: None)
+    monkeypatch.setattr(stream, "hand_over_key", lambda: _UnreachableKey())
+    tap = Tap("slack", "U1", "c1", "abcd", "resolved", None, choice="a")
+
+    response = TestClient(stream.create_app()).post(
+        stream.EVENTS_PATH, json=tap_event(tap, _UnreachableKey().sign)
+    )
+
+    # Failed, so Lambda retries it (a 403 would drop the person's tap for good)
+    assert response.status_code == stream.HAND_OVER_FAILED
+    assert applied == []

@@ -15,10 +15,13 @@ from typing import Any, Final
 
 import jwt
 
-from interlock.errors import Unauthorized
+from interlock.errors import StoreError, Unauthorized
 
 ALGORITHMS: Final = ["RS256"]
 _KEYS_TIMEOUT_S: Final = 5
+# How long the fetched key set is used before it is fetched again; a key id not seen
+# yet (the pool rotated its keys) is fetched at once, and a key once used stays cached.
+_KEYS_LIFESPAN_S: Final = 3600
 
 
 def issuer_of(region: str, pool_id: str) -> str:
@@ -46,13 +49,17 @@ class CognitoTokens:
             raise ValueError("at least one app client id is needed")
         self._issuer = issuer
         self._clients = list(client_ids)
-        self._keys = jwt.PyJWKClient(jwks_url, cache_keys=True, timeout=_KEYS_TIMEOUT_S)
+        self._keys = jwt.PyJWKClient(
+            jwks_url, cache_keys=True, lifespan=_KEYS_LIFESPAN_S, timeout=_KEYS_TIMEOUT_S
+        )
 
     def claims(self, token: str) -> Mapping[str, Any]:
         """The claims of a valid ID token.
 
         Raises:
             Unauthorized: the token does not verify, or is not an ID token of ours.
+            StoreError: the pool's keys cannot be fetched now; the token is not judged
+                (a client told 401 would sign its person out for a passing fault).
         """
         try:
             key = self._keys.get_signing_key_from_jwt(token)
@@ -65,8 +72,9 @@ class CognitoTokens:
                 options={"require": ["exp", "iat", "iss", "aud", "sub", "token_use"]},
             )
         except jwt.PyJWKClientConnectionError as exc:
-            # The keys could not be fetched: nobody is believed until they can be.
-            raise Unauthorized("the token cannot be checked right now") from exc
+            # The keys could not be fetched: nobody is believed until they can be, and
+            # nobody is told their token is bad either.
+            raise StoreError("the user pool's keys cannot be fetched right now") from exc
         except jwt.PyJWTError:
             raise Unauthorized("the token is not valid") from None
         if claims.get("token_use") != "id":

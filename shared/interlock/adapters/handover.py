@@ -59,6 +59,8 @@ class KmsHandOverKey:
             raw = base64.b64decode(mac, validate=True)
         except ValueError:
             return False
+        if not raw:
+            return False  # KMS refuses an empty MAC as a malformed request, not a wrong one
         try:
             checked = self._kms.verify_mac(
                 KeyId=self._key, MacAlgorithm=MAC_ALGORITHM, Message=digest(tap), Mac=raw

@@ -345,7 +345,18 @@ async def apply_tap_event(request: Request) -> Response:
         _misrouted()
         return JSONResponse({"error": "not a tap event"}, HAND_OVER_FAILED)
     key = hand_over_key()
-    if key is None or mac is None or not await run_in_threadpool(key.verify, signed, mac):
+    try:
+        genuine = key is not None and mac is not None and await run_in_threadpool(
+            key.verify, signed, mac
+        )
+    except Exception as failed:
+        # KMS could not say (throttled, unreachable): not a verdict on the tap. Failed, so
+        # Lambda retries it and then hands it to the on-failure queue, whose alarm has it.
+        logger.exception("a tap hand-over could not be verified: %s", type(failed).__name__)
+        metrics().add_metric(name="TapHandOverFailures", unit=MetricUnit.Count, value=1)
+        _publish()
+        return JSONResponse({"error": "the tap could not be verified"}, HAND_OVER_FAILED)
+    if not genuine:
         # Not from the channels function: only its role may sign. Answered (not failed),
         # so Lambda does not retry it; counted and alarmed.
         logger.error("a tap hand-over without a valid signature was refused")
