@@ -264,8 +264,8 @@ _PORT = re.compile(r"[0-9]{1,5}")
 
 def _loopback_request(request: Request) -> bool:
     """Whether the request comes from this machine and its Host header, and its Origin
-    header if it has one, name a loopback host. The headers are read as sent: werkzeug's own `host` falls back to the
-    server's bound address when none is sent."""
+    header if it has one, name a loopback host. The headers are read as sent: werkzeug's
+    own `host` falls back to the server's bound address when none is sent."""
     if not _loopback_peer(request.remote_addr):
         return False  # another machine (a server bound to 0.0.0.0): whatever it says
     host = request.headers.get("Host")

@@ -5,8 +5,8 @@ events, approvals, its open request) and act on it (a new turn, an answer, a can
 revoke). One other caller has a standing, and only towards the open request: whoever
 holds the role a request was rerouted to may read that request, answer it and follow the
 run the answer continues, never the turns before it. Nobody else learns anything of the
-chat's contents: every refusal is the same `Forbidden`. Administrators manage the pre-approved list and
-account links; they gain nothing in another user's chat.
+chat's contents: every refusal is the same `Forbidden`. Administrators manage the
+pre-approved list and account links; they gain nothing in another user's chat.
 
 Each route of `interlock.api.routes.ROUTES` names the rule it follows (`Rule`), so a
 route cannot be added without saying who may call it, and the route-by-caller tests

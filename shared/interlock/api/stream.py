@@ -346,8 +346,8 @@ async def apply_tap_event(request: Request) -> Response:
         return JSONResponse({"error": "not a tap event"}, HAND_OVER_FAILED)
     key = hand_over_key()
     try:
-        genuine = key is not None and mac is not None and await run_in_threadpool(
-            key.verify, signed, mac
+        genuine = (
+            key is not None and mac is not None and await run_in_threadpool(key.verify, signed, mac)
         )
     except Exception as failed:
         # KMS could not say (throttled, unreachable): not a verdict on the tap. Failed, so
