@@ -214,6 +214,11 @@ def _pending_or_lapsed(r: RequestRecord, now_ms: int) -> bool:
     return r.state is RequestState.PENDING or _lapsed(r, now_ms)
 
 
+def _overdue(r: RequestRecord, now_ms: int) -> bool:
+    """The DynamoDB adapter's `NOT_OVERDUE`, negated: unanswered and past its expiry."""
+    return r.state is RequestState.PENDING and r.expires_at <= now_ms // 1000
+
+
 def no_open_request(current: RequestRecord | None, now_ms: int) -> bool:
     """The DynamoDB adapter's `NO_OPEN_REQUEST`: absent, ended, or abandoned."""
     if current is None or current.state in ENDED:
@@ -677,7 +682,7 @@ class MemoryRequests:
                 r.interrupt_id == request.interrupt_id
                 and _pending_or_lapsed(r, now_ms)
                 and r.claim_count == request.claim_count
-                and (acted_ok or not r.acted)
+                and (acted_ok or not (r.acted or _overdue(r, now_ms)))
             ),
             lambda r: r.with_changes(state=state, ended_reason=reason),
             lost=lost,

@@ -20,6 +20,7 @@ from interlock.records import (
     AuditEvent,
     InboxEntry,
     RequestRecord,
+    RequestState,
     Subject,
     fresh_secret,
 )
@@ -56,10 +57,17 @@ def cancel_request(
     stores: Stores, caller: Caller, chat_id: str, now_ms: int, config_version: str | None = None
 ) -> RequestRecord:
     """Cancel the chat's answerable request on its owner's word (an operator a request
-    was rerouted to may answer it, not cancel it)."""
+    was rerouted to may answer it, not cancel it).
+
+    Raises:
+        RequestExpired: nobody answered it before its stated expiry: its timeout policy
+            applies (the sweeper settles it), not a cancel.
+    """
     request = _request(stores, caller, chat_id, now_ms)
     if request.user_id != caller.user_id:
         raise errors.Forbidden("only the chat's user can cancel its request")
+    if request.state is RequestState.PENDING and request.is_past_expiry(now_ms):
+        raise errors.RequestExpired("its time ran out unanswered: its timeout policy applies")
     cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
     if request.card.get("card_id"):
         # A worker that died after its claim may have granted this card's rows.

@@ -307,7 +307,7 @@ def test_a_turns_read_settles_only_an_absent_or_ended_pointer(
     clock.advance(seconds=opened.request.ttl - clock.now_ms() // 1000 + 1)
     assert stores.requests.read_for_turn(CHAT, clock.now_ms())[::2] == (None, False)
 
-    stores.requests.cancel(opened.request, "changed my mind", clock.now_ms())
+    stores.requests.expire(opened.request, "timed out", clock.now_ms())
     assert stores.requests.read_for_turn(CHAT, clock.now_ms())[2] is True
 
 

@@ -684,3 +684,22 @@ def test_a_claim_in_one_transaction_keeps_a_notice_mark_cleared_meanwhile(
     assert current is not None and current.notify_due_ms is None
     shard = keys.sweep_shard(CHAT, keys.SWEEP_SHARDS)
     assert CHAT not in stores.channels.due_notices(shard, clock.now_ms() + 1, 10)
+
+
+def test_an_unanswered_request_past_its_expiry_cannot_be_cancelled(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Its timeout policy applies: the sweeper settles it, a cancel may not take it first
+    opened = pause(stores, clock, ttl_s=60)
+    clock.advance(seconds=61)
+
+    with pytest.raises(errors.RequestExpired):
+        stores.requests.cancel(opened.request, "user cancelled", clock.now_ms())
+    assert stores.requests.get(CHAT, clock.now_ms()).state is RequestState.PENDING
+    # While one answered in time may be cancelled past it: nothing was acted on yet
+    second = pause(stores, clock, interrupt_id="v1:tool_call:t2:b", ttl_s=60)
+    claimed = stores.requests.claim(second.request, second.secret, "w", clock.now_ms())
+    clock.advance(seconds=61 + stores.policy.lease_ms // 1000)
+    assert stores.requests.cancel(claimed, "user cancelled", clock.now_ms()).state is (
+        RequestState.CANCELLED
+    )

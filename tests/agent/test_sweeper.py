@@ -311,3 +311,22 @@ def test_a_claim_that_keeps_killing_its_workers_is_denied_by_the_recovery(
     ended = stores.requests.get("c1", clock.now_ms())
     assert ended is not None and ended.state is RequestState.EXPIRED
     assert stores.approvals.for_user("c1", "alice", clock.now_ms()) == []
+
+
+def test_a_cancel_after_the_stated_expiry_is_refused_and_the_timeout_policy_runs(
+    runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
+) -> None:
+    from interlock import errors, manage
+
+    # Given an approval nobody answered before its stated expiry
+    overdue(runtime, alice, "c1", "download the table", clock)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+
+    # When its person cancels it, late
+    with pytest.raises(errors.RequestExpired, match="timeout policy"):
+        manage.cancel_request(stores, alice, "c1", clock.now_ms())
+
+    # Then the sweeper settles it by its policy, and the trail says so, not "cancelled"
+    assert sweep(runtime, clock.now_ms()).timed_out == 1
+    events = [e.type for e in stores.chats.events("c1", after=0, limit=50)]
+    assert "cancelled" not in events and "timed_out" in events

@@ -84,6 +84,9 @@ ENDED: Final = "#state IN (:done, :expired, :cancelled)"
 # Nothing of the run's answer was acted on (`RequestRecord.acted_on`): no effect
 # reserved, no tool body started. Recorded model responses alone may be thrown away.
 NOT_ACTED: Final = "attribute_not_exists(#acted)"
+# An unanswered request past its stated expiry belongs to its timeout policy: no cancel
+# takes it from the sweeper. One answered in time may still be cancelled (nothing acted).
+NOT_OVERDUE: Final = f"(NOT {IS_PENDING} OR {NOT_EXPIRED})"
 ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
 
 CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
@@ -962,7 +965,7 @@ class RequestStore:
         update = (
             f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard, #inbox_user"
         )
-        condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED}"
+        condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED} AND {NOT_OVERDUE}"
         return condition, update, values
 
     # -- plumbing ------------------------------------------------------------------------
