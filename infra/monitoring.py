@@ -221,6 +221,14 @@ class Monitoring(Construct):
                 "A resume or tap handed to the resume function that the Web Adapter would "
                 "route to the wrong path (a release that changed the event's shape?).",
             ),
+            # Refused, not failed (no retry, no dead letter): only this alarm tells.
+            "ForgedHandOvers": (
+                emf("ForgedHandOvers"),
+                0,
+                "The resume function refused a tap hand-over whose signature did not "
+                "verify: something other than the channels function invoked it with a tap "
+                "the channels function did not sign.",
+            ),
         }
         if model.provider == "bedrock":
             found["BedrockThrottles"] = (

@@ -103,6 +103,9 @@ class Access:
         hand_over: Its end of a screened tap's hand-over: "sign" (the channels function,
             which hands it over) or "verify" (the resume function, which applies it);
             None for every other function, which may do neither with the key.
+        reroutes: Whether the function reroutes overdue requests, changing whom they are
+            addressed to (`ADDRESS_ATTRIBUTES`); any other is denied every update that
+            names one.
     """
 
     table_actions: tuple[str, ...]
@@ -116,6 +119,7 @@ class Access:
     claims: bool = False
     administers: bool = False
     hand_over: HandOver | None = None
+    reroutes: bool = False
 
 
 # Every DynamoDB action that writes an item (a transaction's entries are authorized as
@@ -126,6 +130,11 @@ WRITE_ACTIONS: Final = (
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
 )
+# Whom an open request is addressed to: the user asked, and the role it was rerouted to
+# (`RequestRecord.answerable_by`). The pause writes both with the pointer (a put); only
+# a reroute changes one in place afterwards (`RequestStore.reroute`, an update). Any
+# other update naming one could hand someone else's pending card to a user of its choice.
+ADDRESS_ATTRIBUTES: Final = ("user_id", "route_role")
 
 
 ACCESS: Final[Mapping[FunctionName, Access]] = {
@@ -224,6 +233,8 @@ ACCESS: Final[Mapping[FunctionName, Access]] = {
         writes=(SNAPSHOT_PREFIX, ANSWER_PREFIX, STEP_PREFIX),
         invokes_model=True,
         claims=True,
+        # A request timed out under the `reroute` policy goes to another role's queue.
+        reroutes=True,
     ),
     # The administrators' routes: the pre-approved list (`ADMIN`: puts, and deletes that
     # return what they removed) and the chat accounts' links (`LINK#…`, with the user's
@@ -320,15 +331,27 @@ def _denials(access: Access, storage: StorageRefs) -> list[iam.PolicyStatement]:
         rows = {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": list(ADMIN_PARTITIONS)}}
         links = {"ForAnyValue:StringEquals": {"dynamodb:Attributes": list(LINK_ATTRIBUTES)}}
         denials += [_deny("NoAdminRows", rows, storage), _deny("NoLinkRows", links, storage)]
+    if not access.reroutes:
+        # Updates alone: the pause writes a new pointer, its `user_id` included, with a
+        # put (as the chain does), which stays allowed. An update naming one even in its
+        # condition or projection is denied: no other function's update names either.
+        address = {"ForAnyValue:StringEquals": {"dynamodb:Attributes": list(ADDRESS_ATTRIBUTES)}}
+        denials.append(_deny("NoReaddressing", address, storage, ("dynamodb:UpdateItem",)))
     return denials
 
 
-def _deny(sid: str, conditions: dict[str, Any], storage: StorageRefs) -> iam.PolicyStatement:
-    """Every write to the table's items that meets `conditions`, denied."""
+def _deny(
+    sid: str,
+    conditions: dict[str, Any],
+    storage: StorageRefs,
+    actions: Sequence[str] = WRITE_ACTIONS,
+) -> iam.PolicyStatement:
+    """Every write to the table's items that meets `conditions` (or those of `actions`
+    alone), denied."""
     return iam.PolicyStatement(
         sid=sid,
         effect=iam.Effect.DENY,
-        actions=list(WRITE_ACTIONS),
+        actions=list(actions),
         resources=[storage.table_arn],
         conditions=conditions,
     )

@@ -1,32 +1,41 @@
 """IAM itself keeps the design's promises, and the promises break no function.
 
-Each role's synthesized statements are evaluated (`tests/infra/iam.py`) twice:
+Each role's synthesized statements are evaluated (`tests/infra/iam.py`):
 
 - against the calls each function must never make (`FORBIDDEN`, listed per function):
-  claiming a request, recording its answer, journal or final text, writing the
-  pre-approved list or an account link, and for the channels function anything but a
-  delivery. Each is spelled with the fewest attributes it could name, the case a
-  denial keyed on attribute names finds hardest;
+  claiming a request, recording its answer, journal or final text, re-addressing a
+  request to another user or role, writing the pre-approved list or an account link,
+  and for the channels function anything but a delivery. Each is spelled with the
+  fewest attributes it could name, the case a denial keyed on attribute names finds
+  hardest;
 - against every DynamoDB call each function made in a tour of every route, the webhooks,
   the finder and the settle queue (`tests/calls.py`), each with every attribute it names
   in any expression, the case a denial finds easiest. All must be allowed: a denial
-  the code trips over would break a deployed function, and moto does not evaluate IAM.
+  the code trips over would break a deployed function, and moto does not evaluate IAM;
+- against single requests the pointer store builds, stopped before they are sent: the
+  reroute, which the tour does not make, and the writes a denial sits closest to.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import boto3
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.permissions import FunctionName
+from infra.permissions import ADDRESS_ATTRIBUTES, FunctionName
 from infra.wiring import Stacks
+from interlock.adapters.requests import RequestStore
 from interlock.adapters.schema import CLAIM_ATTRIBUTES, LINK_ATTRIBUTES
+from interlock.records import RequestRecord
+from interlock.timing import DAY_S, StorePolicy
+from interlock.tokens import hash_secret
 from tests.api.support import auth, resume_body, run_body, stream
-from tests.calls import Call, Recorder, recording
+from tests.calls import Call, Recorder, calls_of, recording
 from tests.channels import fakes
 from tests.channels.conftest import Setup, channels  # noqa: F401 (the fixture)
 from tests.channels.test_channels import TG_ALICE, link, pause, settled, tap_telegram
@@ -53,6 +62,14 @@ CLAIMING = {
     "write a journal step": _call("PutItem", "CHAT#c1", "entry", "ttl"),
     "finish with a final text": _call("UpdateItem", "CHAT#c1", "final_text"),
     "put a claimed pointer": _call("PutItem", "CHAT#c1", "state", "lease_token"),
+}
+# What a reroute alone may do to a pending request: change whom it is addressed to.
+READDRESSING = {
+    "re-address a request to another user": _call("UpdateItem", "CHAT#c1", "user_id"),
+    "reroute a request to another role": _call("UpdateItem", "CHAT#c1", "route_role"),
+    "re-address a request with a secret of its own": _call(
+        "UpdateItem", "CHAT#c1", "user_id", "secret_hash"
+    ),
 }
 # What the administrators' routes alone may do.
 ADMINISTERING = {
@@ -82,12 +99,12 @@ CHATTING = {
     ),
 }
 FORBIDDEN: dict[FunctionName, dict[str, Call]] = {
-    "run": CLAIMING | ADMINISTERING,
-    "resume": ADMINISTERING,
-    "requests": CLAIMING | ADMINISTERING,
-    "admin": CLAIMING | CHATTING,
-    "channels": CLAIMING | ADMINISTERING | CHATTING,
-    "sweeper": CLAIMING | ADMINISTERING | CHATTING,
+    "run": CLAIMING | READDRESSING | ADMINISTERING,
+    "resume": READDRESSING | ADMINISTERING,
+    "requests": CLAIMING | READDRESSING | ADMINISTERING,
+    "admin": CLAIMING | READDRESSING | CHATTING,
+    "channels": CLAIMING | READDRESSING | ADMINISTERING | CHATTING,
+    "sweeper": CLAIMING | READDRESSING | ADMINISTERING | CHATTING,
     "settle": ADMINISTERING,
 }
 CASES = [(name, what) for name, calls in FORBIDDEN.items() for what in calls]
@@ -109,6 +126,88 @@ def test_the_claimers_may_claim_and_keep_the_chat(
     # The denials name exactly the others: the claimers keep their own calls
     found = statements(stacks, api_template, name)
     assert decide(found, (CLAIMING | CHATTING)[what], TABLE_ARN) == "allowed"
+
+
+@pytest.mark.parametrize("name", ["run", "resume", "requests"])
+@pytest.mark.parametrize("what", READDRESSING)
+def test_the_roles_that_update_requests_are_denied_re_addressing_one(
+    stacks: Stacks, api_template: Template, name: FunctionName, what: str
+) -> None:
+    # Each may update the pointer: an explicit denial, not a missing grant, stops it
+    found = statements(stacks, api_template, name)
+    assert decide(found, READDRESSING[what], TABLE_ARN) == "denied"
+
+
+NOW_MS = 1_800_000_000_000
+PENDING = RequestRecord(
+    chat_id="c1",
+    interrupt_id="i1",
+    kind="approval",
+    card={},
+    secret_hash=hash_secret("s"),
+    snapshot_key="snapshots/c1/i1",
+    user_id="alice",
+    turn_seq=1,
+    created_at=NOW_MS // 1000 - 600,
+    expires_at=NOW_MS // 1000 - 60,
+    ttl=NOW_MS // 1000 + DAY_S,
+)
+
+
+class _Sent(Exception):
+    """A request the store made, stopped before it reached DynamoDB."""
+
+    def __init__(self, operation: str, params: Mapping[str, Any]) -> None:
+        super().__init__(operation)
+        self.operation, self.params = operation, params
+
+
+class _Stopping:
+    """A DynamoDB client that raises each request it is sent as `_Sent`."""
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        def send(**params: Any) -> Any:
+            raise _Sent("".join(word.title() for word in method.split("_")), params)
+
+        return send
+
+
+def _sent(function: FunctionName, write: Callable[[RequestStore], object]) -> Call:
+    """The one authorization of the one request `write` makes, as `function` made it."""
+    store = RequestStore(cast(Any, _Stopping()), "interlock", StorePolicy())
+    with pytest.raises(_Sent) as sent:
+        write(store)
+    (call,) = calls_of(function, sent.value.operation, sent.value.params)
+    return call
+
+
+def test_the_settle_role_alone_may_reroute_a_request(
+    stacks: Stacks, api_template: Template
+) -> None:
+    # The reroute as the code spells it: the role in its update and its condition
+    reroute = _sent("settle", lambda store: store.reroute(PENDING, "oncall", 600, NOW_MS))
+    assert reroute.action == "dynamodb:UpdateItem"
+    assert "route_role" in reroute.attributes
+    assert decide(statements(stacks, api_template, "settle"), reroute, TABLE_ARN) == "allowed"
+    for name in ("run", "resume", "requests"):
+        found = statements(stacks, api_template, name)
+        assert decide(found, reroute, TABLE_ARN) == "denied", name
+
+
+def test_the_run_role_still_opens_a_request_for_its_user_and_rotates_its_secret(
+    stacks: Stacks, api_template: Template
+) -> None:
+    found = statements(stacks, api_template, "run")
+    # The pause writes the pointer, whom it asks included, with a put
+    opened = _sent("run", lambda store: store.open(PENDING, NOW_MS))
+    assert opened.action == "dynamodb:PutItem"
+    assert "user_id" in opened.attributes
+    assert decide(found, opened, TABLE_ARN) == "allowed"
+    # A resync rotates the card's secret with an update that names neither attribute
+    rotated = _sent("run", lambda store: store.rotate_secret(PENDING, hash_secret("t"), NOW_MS))
+    assert rotated.action == "dynamodb:UpdateItem"
+    assert not rotated.attributes & set(ADDRESS_ATTRIBUTES)
+    assert decide(found, rotated, TABLE_ARN) == "allowed"
 
 
 def test_the_admin_routes_may_write_their_rows(stacks: Stacks, api_template: Template) -> None:
@@ -183,6 +282,7 @@ def toured(channels: Setup, monkeypatch: pytest.MonkeyPatch) -> Recorder:  # noq
         body = resume_body("c2", interrupt, {"decision": "approve"})
         stream(client.post("/resume", data=body, headers=auth(key)))
         approvals = client.get("/chats/c2/approvals", headers=auth(key)).json
+        assert approvals is not None
         granted = next(row for rows in approvals.values() for row in rows)
         revoke = f"/chats/c2/approvals/{granted['kind']}/{granted['name']}"
         assert client.delete(revoke, headers=auth(key)).status_code == 200
@@ -221,6 +321,12 @@ def test_every_call_of_a_tour_is_allowed_to_the_function_that_made_it(
         for found in [statements(stacks, api_template, name)]
     }
     assert refused == {name: [] for name in ALL_FUNCTIONS}
+    # The pause's put of the pointer names whom it asks, and stays allowed
+    assert [
+        call
+        for call in toured.of("run")
+        if call.action == "dynamodb:PutItem" and "user_id" in call.attributes
+    ]
     # And the claimers really name what the others are denied: the claim's attributes
     claimed = {a for c in toured.calls if c.function in ("resume", "settle") for a in c.attributes}
     assert {"lease_token", "journal_id", "decision", "entry", "final_text"} <= claimed

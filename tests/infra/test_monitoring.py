@@ -20,7 +20,7 @@ def _metric_names(alarm: dict[str, Any]) -> set[str]:
     names = {alarm.get("MetricName")}
     for query in alarm.get("Metrics", []):
         names.add(query.get("MetricStat", {}).get("Metric", {}).get("MetricName"))
-    return names - {None}
+    return {str(name) for name in names if name is not None}
 
 
 def _topic(stacks: Stacks) -> dict[str, Any]:
@@ -62,11 +62,25 @@ def test_the_alarms_cover_the_api_the_functions_the_queue_and_interlocks_own_met
         "StuckClaims",
         "NoticesAbandoned",
         "ClaimConflicts",
-        # A hand-over the Web Adapter would route to the wrong path
+        # A hand-over the Web Adapter would route to the wrong path, or one not signed
         "MisroutedHandOvers",
+        "ForgedHandOvers",
         "InvocationThrottles",
     ):
         assert metric in names, metric
+
+
+def test_a_single_forged_hand_over_alarms(stacks: Stacks, api_template: Template) -> None:
+    # The resume function answers it 403 (no retry, no dead letter): the metric alone tells
+    (alarm,) = [a for a in _alarms(api_template) if "ForgedHandOvers" in _metric_names(a)]
+    assert alarm["Namespace"] == "Interlock"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "interlock"}]
+    assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Sum", 300, 1)
+    # One in a period: greater than zero
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == [_topic(stacks)]
+    assert "other than the channels function" in alarm["AlarmDescription"]
 
 
 def test_one_dashboard(api_template: Template) -> None:
