@@ -46,7 +46,12 @@ def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, 
         ]
     if secret is not None:
         view["secret"] = secret
-    if request.decision:
+    if request.decision and (ended := _ended_unrun(request, now_ms)) is not None:
+        # An answer was recorded but never carried out: the request ended instead. Say
+        # how it ended; never "Approved by …" for an approval that did not run.
+        view["decision"] = ended
+        view["decided"] = _ended_text(request, ended)
+    elif request.decision:
         view["decision"] = request.decision
         if request.also_asked and (decisions := _card_decisions(request)):
             view["decisions"] = decisions
@@ -62,6 +67,27 @@ def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, 
     if request.ended_reason:
         view["endedReason"] = request.ended_reason
     return view
+
+
+_ENDINGS = frozenset({"cancelled", "timed_out", "defaulted", "expired"})
+
+
+def _ended_unrun(request: RequestRecord, now_ms: int) -> str | None:
+    """`cancelled` or `expired` when `request` ended that way although an answer of
+    another kind was recorded on it (claimed, then cancelled or given up); else None."""
+    from interlock.records import RequestState
+
+    state = request.status(now_ms)
+    if state not in (RequestState.CANCELLED, RequestState.EXPIRED):
+        return None
+    return None if request.decision in _ENDINGS else state.value
+
+
+def _ended_text(request: RequestRecord, ended: str) -> str:
+    from interlock.records import decided_text
+
+    fate = "was not carried through" if request.acted_on else "was never carried out"
+    return f"{ended.capitalize()}: the answer recorded earlier ({decided_text(request)}) {fate}"
 
 
 def _card_decisions(request: RequestRecord) -> dict[str, str] | None:
