@@ -2,10 +2,12 @@
 
 `scrub_text` cuts every URL, in any spelling, to what cannot carry a token (no userinfo,
 query or fragment) and replaces secret values with `[redacted]`: values assigned to the
-usual secret names, `Bearer` and `Basic` credentials, and strings shaped like well-known
-keys. `scrub_error` also removes the configured keys from a provider's error, and
-`StreamScrubber` scrubs text that arrives in pieces (a model's streamed deltas), holding
-back only what could still become a secret. Plain Python: no dependency, no I/O.
+usual secret names when they look like one (code such as `sorted(xs, key=len)` or
+`password = getpass.getpass()` is kept as written), `Bearer` and `Basic` credentials,
+and strings shaped like well-known keys. `scrub_error` also removes the configured keys
+from a provider's error, and `StreamScrubber` scrubs text that arrives in pieces (a
+model's streamed deltas), holding back only what could still become a secret. Plain
+Python: no dependency, no I/O.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from typing import Final
 from urllib.parse import quote
 
 # ---------------------------------------------------------------------------------------
-# The one scrubber: whatever the model writes (text, reasoning, tool inputs), a refused
-# value echoed back, a provider's error, passes through `scrub_text` before anyone sees
-# it. The patterns read a folded copy of the text (NFKC, look-alike punctuation made
-# ASCII, invisible characters dropped), so `https\uff1a//`, `to\u200bken=` or
-# `\u201cpassword\u201d` hide nothing; only what is removed is rewritten, everything
-# else stays as written.
+# The one scrubber: whatever the model writes that a surface shows (text, tool inputs),
+# a refused value echoed back, a provider's error, passes through `scrub_text` before
+# anyone sees it; signed reasoning is never rewritten and never shown. The patterns read
+# a folded copy of the text (NFKC, look-alike punctuation made ASCII, invisible
+# characters dropped), so `https\uff1a//`, `to\u200bken=` or `\u201cpassword\u201d`
+# hide nothing; only what is removed is rewritten, everything else stays as written.
 # Every pattern is anchored by a look-behind or a literal and every repetition that can
 # fail late is bounded, so the work stays linear in the length of the text.
 
@@ -113,9 +115,9 @@ _QUOTED_MAX: Final = 1024
 _VALUE_OPENS: Final = re.compile(_ASSIGNED_HEAD + r"(?P<quote>\\?[\"'])")
 _NAME_ONLY: Final = re.compile(_NAME)
 _SCHEME_PREFIX: Final = re.compile(r"(?i)(?:bearer|basic|token|digest)[ \t]+(?=\S)")
-# Words that make a name a secret's whatever the value looks like; `key`, `code`,
-# `auth`, `session` and `sig` alone are common words, so their values must look random
-# (or be written `name=value`, as in a query or a shell line).
+# Words that make a name a secret's own (`password`, `api_key`); `key`, `code`, `auth`,
+# `session` and `sig` alone are common words (`sorted(xs, key=len)`), so a value under
+# them must look random to go.
 _STRONG_PARTS: Final = frozenset(
     {
         "token",
@@ -158,19 +160,30 @@ _PEM_HEAD: Final = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY--
 _PEM_LINES: Final = re.compile(r"(?:[ \t]*\r?\n?[ \t]*[A-Za-z0-9+/=]{16,}){0,400}")
 _PEM_MAX: Final = 16384
 _TRAILING: Final = ".,;:!)]}"
+_OPENERS: Final = {")": "(", "]": "[", "}": "{"}
+# What tells a secret from code under a secret's name, and a random value from a word.
+_PLAIN_MIN: Final = 6
+_PLAIN_RUN: Final = re.compile(r"[^\s\"'<>&`|\\.,;()\[\]{}]*")
+_IDENTIFIER_START: Final = re.compile(r"[A-Za-z_]")
+_REFERENCE_MARKS: Final = "$%:@{"
+_RANDOM_MIN: Final = 12
+_KEY_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_~.:%-]+")
+# Words and numbers joined by separators (`user_id_2024`, `v2/files`): identifiers.
+_IDENTIFIERS: Final = re.compile(r"[A-Za-z]*[0-9]*(?:[_./:-][A-Za-z]*[0-9]*)*")
 
 
 def scrub_text(text: str) -> str:
     """`text` with nothing in it that could be a credential.
 
     Every URL (with a scheme or without: `host.tld/path?query`) loses its query,
-    fragment and `user:password@`; the value written after a usual secret name
-    (`token=…`, `api_key: …`, `"password": "…"`, `Authorization: Bearer …`), a `Bearer`
-    or `Basic` credential, a private key block and any string shaped like a well-known
-    key (AWS, OpenAI, Slack, GitHub, Telegram, JWT…) become `[redacted]`. Full-width and
-    other look-alike punctuation and invisible characters are read as what they stand
-    for; text with nothing to remove comes back unchanged. Pure and linear in the length
-    of `text`.
+    fragment and `user:password@`; a value written after a usual secret name
+    (`token=…`, `api_key: …`, `"password": "…"`, `Authorization: Bearer …`) that is not
+    code (`token = get_token()`) and, under a common word (`key=`, `code=`), looks
+    random, a `Bearer` or `Basic` credential, a private key block and any string shaped
+    like a well-known key (AWS, OpenAI, Slack, GitHub, Telegram, JWT…) become
+    `[redacted]`. Full-width and other look-alike punctuation and invisible characters
+    are read as what they stand for; text with nothing to remove comes back unchanged.
+    Pure and linear in the length of `text`.
     """
     for _ in range(_PASSES):
         folded, origin = _folded(text)
@@ -339,15 +352,21 @@ def _first(text: str, marks: tuple[str, ...], start: int, end: int | None = None
     return min((i for i in (text.find(m, start, stop) for m in marks) if i >= 0), default=stop)
 
 
-def _tail_end(url: str, cut: int) -> int:
-    """Where a removed query or fragment ends: sentence punctuation after it, and a
-    closing bracket that closes the prose around it, stay."""
-    end = len(url)
-    while end > cut and url[end - 1] in _TRAILING:
-        closer = url[end - 1]
-        opener = {")": "(", "]": "[", "}": "{"}.get(closer)
-        if opener is not None and url.count(opener, 0, end) >= url.count(closer, 0, end):
-            break  # balanced: the bracket is the URL's own
+def _tail_end(text: str, cut: int) -> int:
+    """Where a removed query or fragment (or a bare value) ends: sentence punctuation
+    after it, and a closing bracket that closes the prose or code around it, stay. The
+    brackets are counted once, so the work is linear however many closers trail."""
+    end = len(text)
+    counts: dict[str, int] | None = None
+    while end > cut and text[end - 1] in _TRAILING:
+        closer = text[end - 1]
+        opener = _OPENERS.get(closer)
+        if opener is not None:
+            if counts is None:
+                counts = {char: text.count(char, 0, end) for char in "()[]{}"}
+            if counts[opener] >= counts[closer]:
+                break  # balanced: the bracket is the text's own
+            counts[closer] -= 1
         end -= 1
     return end
 
@@ -357,45 +376,62 @@ def _assigned_edits(folded: str) -> Iterator[_Edit]:
         group = next(g for g in ("dq", "sq", "bare") if found.group(g) is not None)
         start, end = found.span(group)
         value = found.group(group)
+        # A bare value after a quote is quoted too: JSON-escaped, or not closed.
+        quoted = group != "bare" or folded[start - 1] in "\"'"
         if group == "bare":
-            kept = value.rstrip(_TRAILING)
-            end -= len(value) - len(kept)
-            value = kept
+            end = start + _tail_end(value, 0)
+            value = folded[start:end]
         elif prefix := _SCHEME_PREFIX.match(value):
             start, value = start + prefix.end(), value[prefix.end() :]
-        if not value or value == REDACTED:
-            continue
-        if _strong(found.group("name")) or _tight(found) or _looks_random(value):
+        certain = quoted or found.group("scheme") is not None
+        if value and value != REDACTED and _secret_value(found.group("name"), value, certain):
             yield start, end, REDACTED
 
 
+def _secret_value(name: str, value: str, certain: bool) -> bool:
+    """Whether `value`, written after `name`, is a credential rather than code or prose.
+
+    Under a common word (`key`, `code`, `session`, `auth`, `sig`) only a random-looking
+    value is one: `key=len`, `KEY=production` and `key = 'k1'` stay. Under a secret's
+    name (`password`, `token`, `api_key`...) so is a quoted value (`certain`, as is one
+    after `Bearer`) and a plain run of six or more characters that is not code:
+    `password=hunter2` goes, `password = getpass.getpass()`, `token = get_token()` and
+    `token=$TOKEN` stay."""
+    if _looks_random(value):
+        return True
+    if not _strong(name):
+        return False
+    if certain:
+        return True
+    if value[0] in _REFERENCE_MARKS:
+        return False  # a variable, a placeholder or a template
+    run = _PLAIN_RUN.match(value)
+    length = run.end() if run else 0
+    after = value[length : length + 2]
+    code = after[:1] in ("(", "[") or (after[:1] == "." and _IDENTIFIER_START.match(after[1:]))
+    return length >= _PLAIN_MIN and not code
+
+
 def _strong(name: str) -> bool:
-    """Whether a value under `name` is a secret whatever it looks like."""
+    """Whether `name` is a secret's own (`password`, `api_key`), not a common word."""
     parts = re.split(r"[_.-]", name.lower())
     if any(part in _STRONG_PARTS for part in parts):
         return True
     return len(parts) > 1 and parts[-1] == "key" and parts[-2] in _KEY_KINDS
 
 
-def _tight(found: re.Match[str]) -> bool:
-    """`name=value` with nothing between: a query parameter or a shell assignment."""
-    sep = found.group("sep").lower()
-    return sep in ("=", "%3d") and not found.group("before") and not found.group("gap")
-
-
 def _looks_random(value: str) -> bool:
-    """Whether a value under a common word (`key`, `code`) looks like a credential
-    rather than prose: long, with digits or mixed kinds of characters."""
-    kinds = sum(
-        (
-            any(c.islower() for c in value),
-            any(c.isupper() for c in value),
-            any(c.isdigit() for c in value),
-            any(not c.isalnum() for c in value),
-        )
-    )
-    return (len(value) >= 8 and any(c.isdigit() for c in value)) or (
-        len(value) >= 16 and kinds >= 2
+    """Whether `value` looks like a credential rather than a word, a name or code: a
+    well-known key's shape, or twelve or more key characters mixing letters and digits
+    that do not read as identifiers (`user_id_2024`, `settings.API_KEY_2`)."""
+    if _KNOWN_SHAPES.fullmatch(value):
+        return True
+    return (
+        len(value) >= _RANDOM_MIN
+        and any(char.isalpha() for char in value)
+        and any(char.isdigit() for char in value)
+        and _KEY_CHARS.fullmatch(value) is not None
+        and _IDENTIFIERS.fullmatch(value) is None
     )
 
 

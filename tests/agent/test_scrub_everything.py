@@ -1,7 +1,9 @@
-"""Everything the model writes is scrubbed where it enters: its text (streamed in pieces a
-credential may straddle), its reasoning and its tool inputs reach no event, snapshot,
-journal, stored answer or saved turn with a secret in them; and a provider's error that
-echoes the configured key shows it to nobody, in the run's error or in a log."""
+"""Everything the model writes that a surface shows is scrubbed where it enters: its text
+(streamed in pieces a credential may straddle) and its tool inputs reach no event,
+snapshot, journal, stored answer or saved turn with a secret in them, while its signed
+reasoning passes as written (a provider refuses edited thinking, and no surface shows
+it); and a provider's error that echoes the configured key shows it to nobody, in the
+run's error or in a log."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from interlock.api.errors import error_body
 from interlock.config import ModelSpec
 from interlock.errors import ModelFailed
 from interlock.harness.agent import ModelConfig, build_model
-from interlock.harness.model import ScriptedModel
+from interlock.harness.model import Scenario, ScriptedModel
 from interlock.harness.scrub import UrlScrubbedModel, configured_secrets, failure_secrets
 from interlock.ports import Stores
 from interlock.progress import ProgressEvent
@@ -142,6 +144,74 @@ def test_secrets_in_the_models_text_and_tool_input_reach_nothing(
     assert sum(type(event).__name__ == "TextDelta" for event in seen) > 3
 
 
+THINKING = "I will fetch https://x.example.org/a?token=Zr0thinks first."
+
+
+class ThinkingModel(ScriptedModel):
+    """The scripted model, signing a line of thinking before each answer, as Claude with
+    extended thinking does; it keeps every conversation it is sent."""
+
+    def __init__(self, scenarios: list[Scenario]) -> None:
+        super().__init__(scenarios)
+        self.sent: list[Messages] = []
+
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterable[StreamEvent]:
+        self.sent.append(json.loads(json.dumps(messages)))
+        async for event in super().stream(messages, tool_specs, system_prompt, **kwargs):
+            yield event
+            if "messageStart" in event:
+                signature = f"sig-{len(self.sent)}"
+                yield {"contentBlockDelta": {"delta": {"reasoningContent": {"text": THINKING}}}}
+                yield {
+                    "contentBlockDelta": {"delta": {"reasoningContent": {"signature": signature}}}
+                }
+                yield {"contentBlockStop": {}}
+
+
+def test_signed_reasoning_is_sent_back_as_written_and_shown_nowhere(
+    stores: Stores, clock: ManualClock
+) -> None:
+    # Given a model that signs its thinking, which carries a URL with a token
+    ask = {"reason": "I need the table.", "urls": ["https://data.example.org/table.csv"]}
+    model = ThinkingModel(
+        [scenario([{"tool": "request_approval", "input": ask}], [{"text": "Done."}])]
+    )
+    rt = Runtime(
+        stores, lambda: model, clock=clock, fetch=Transport(), limits=TurnLimits(heartbeat_s=60)
+    )
+    alice = Caller("alice")
+    seen: list[ProgressEvent] = []
+
+    # When the run pauses for approval, and resumes approved
+    paused = run_turn(rt, alice, "c-think", "go", progress=seen.append)
+    assert paused.offer is not None
+    done = resume_turn(
+        rt,
+        alice,
+        "c-think",
+        interrupt_id=paused.offer.request.interrupt_id,
+        secret=paused.offer.secret,
+        status="resolved",
+        payload={"decision": "approve"},
+        progress=seen.append,
+    )
+
+    # Then the model is sent its thinking back unedited, with its signature
+    thought = {"reasoningContent": {"reasoningText": {"text": THINKING, "signature": "sig-1"}}}
+    assert thought in model.sent[-1][-2]["content"]
+    # And no surface shows it: not the streamed events, the progress or the answer
+    streamed = encode(run_events("c-think", "r1", paused))
+    streamed += encode(run_events("c-think", "r2", done))
+    for shown in (streamed, repr(seen), done.text or "", json.dumps(paused.offer.request.card)):
+        assert "Zr0thinks" not in shown
+
+
 class _Events:
     """A model that streams the given events."""
 
@@ -157,8 +227,13 @@ def _pieces(text: str, wrap: Any) -> list[dict[str, Any]]:
     return [{"contentBlockDelta": {"delta": wrap(text[i : i + 4])}} for i in range(0, len(text), 4)]
 
 
-def test_reasoning_text_and_tool_input_are_scrubbed_as_they_stream() -> None:
-    # Given a model that reasons, writes and calls a tool, each carrying credentials
+def _deltas(events: list[Any], kind: str) -> list[Any]:
+    return [e for e in events if kind in e.get("contentBlockDelta", {}).get("delta", {})]
+
+
+def test_text_and_tool_input_are_scrubbed_as_they_stream_and_reasoning_is_not() -> None:
+    # Given a model that reasons (signing its thinking), writes and calls a tool, each
+    # carrying credentials
     events = [
         {"messageStart": {"role": "assistant"}},
         {"contentBlockStart": {"start": {}}},
@@ -168,11 +243,16 @@ def test_reasoning_text_and_tool_input_are_scrubbed_as_they_stream() -> None:
         {"contentBlockStart": {"start": {}}},
         *_pieces(LEAKY_TEXT, lambda t: {"text": t}),
         {"contentBlockStop": {}},
+        {"contentBlockStart": {"start": {}}},
+        *_pieces("then " + URL, lambda t: {"reasoningContent": {"text": t}}),
+        {"contentBlockDelta": {"delta": {"reasoningContent": {"signature": "sig-2"}}}},
+        {"contentBlockStop": {}},
         {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "t1", "name": "fetch_url"}}}},
         *_pieces(json.dumps({"url": URL, "note": LEAKY_TEXT}), lambda t: {"toolUse": {"input": t}}),
         {"contentBlockStop": {}},
         {"messageStop": {"stopReason": "tool_use"}},
     ]
+    sent = json.dumps(_deltas(events, "reasoningContent"))
     model = UrlScrubbedModel(_Events(events))  # type: ignore[arg-type]
 
     # When it streams through the wrapper
@@ -181,30 +261,26 @@ def test_reasoning_text_and_tool_input_are_scrubbed_as_they_stream() -> None:
 
     out = asyncio.run(collect())
 
-    # Then nothing of the credentials is left, in any kind of block
-    assert _leaked(json.dumps(out)) == []
-    reasoning = "".join(
-        e["contentBlockDelta"]["delta"]["reasoningContent"].get("text", "")
-        for e in out
-        if "reasoningContent" in e.get("contentBlockDelta", {}).get("delta", {})
+    # Then its reasoning passes byte for byte, each signature after the thinking it signs
+    assert json.dumps(_deltas(out, "reasoningContent")) == sent
+    # And nothing of the credentials is left in its text or its tool input
+    shown = [e for e in out if e not in _deltas(out, "reasoningContent")]
+    assert _leaked(json.dumps(shown)) == []
+    text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in _deltas(out, "text"))
+    assert text == scrub_text(LEAKY_TEXT)
+    tool_input = "".join(
+        e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in _deltas(out, "toolUse")
     )
-    text = "".join(
-        e["contentBlockDelta"]["delta"].get("text", "") for e in out if "contentBlockDelta" in e
-    )
-    assert reasoning == text == scrub_text(LEAKY_TEXT)
-    tool_input = [
-        e["contentBlockDelta"]["delta"]["toolUse"]["input"]
-        for e in out
-        if "toolUse" in e.get("contentBlockDelta", {}).get("delta", {})
-    ]
-    assert json.loads("".join(tool_input))["url"] == "https://data.example.org/table.csv"
-    # And every block still ends after its text, the signature after the reasoning
+    assert json.loads(tool_input)["url"] == "https://data.example.org/table.csv"
+    # And every block keeps its place: the text between the two reasoning blocks
     kinds = [next(iter(e)) for e in out]
     assert kinds[0] == "messageStart" and kinds[-1] == "messageStop"
-    signature = next(i for i, e in enumerate(out) if "signature" in json.dumps(e))
-    later = [e.get("contentBlockDelta", {}).get("delta", {}) for e in out[signature + 1 :]]
-    assert not any("text" in d.get("reasoningContent", {}) for d in later)
-    assert kinds.count("contentBlockStop") == 3
+    assert kinds.count("contentBlockStop") == 4
+    first_sig, second_sig = (
+        i for i, e in enumerate(out) if "signature" in json.dumps(e.get("contentBlockDelta", {}))
+    )
+    text_at = [i for i, e in enumerate(out) if e in _deltas(out, "text")]
+    assert first_sig < min(text_at) and max(text_at) < second_sig
 
 
 KEY = "local-endpoint-credential-7Hq2"

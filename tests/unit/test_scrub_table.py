@@ -46,6 +46,10 @@ LEAKS = [
     P("apikey=Ap09qq", ["Ap09qq"], [], id="apikey"),
     P("x-api-key: Xk12qq", ["Xk12qq"], ["x-api-key: "], id="api-key-header"),
     P("password=hunter2", ["hunter2"], ["password="], id="password-equals"),
+    P("api_key=abc123def", ["abc123def"], ["api_key="], id="api-key-word-and-digits"),
+    P("connect(password=hunter2)", ["hunter2"], ["connect(password=", ")"], id="password-arg"),
+    P("password=p@ssw0rd!", ["p@ssw0rd"], ["password="], id="password-with-symbols"),
+    P('token = "sk_short"', ["sk_short"], ['token = "'], id="token-quoted"),
     P("passwd: swordfish", ["swordfish"], ["passwd: "], id="passwd-prose-word"),
     P("pwd=s3same", ["s3same"], [], id="pwd"),
     P("client_secret=Cs88abc", ["Cs88abc"], [], id="client-secret"),
@@ -161,8 +165,8 @@ LEAKS = [
         id="jwt",
     ),
     P(
-        "session=Sx12abcd; sessionid: Sy34abcd",
-        ["Sx12abcd", "Sy34abcd"],
+        "session=Sx12abcdEf56; sessionid: Sy34abcd",
+        ["Sx12abcdEf56", "Sy34abcd"],
         [],
         id="session-cookies",
     ),
@@ -179,7 +183,8 @@ LEAKS = [
         ["-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----\nThat is all."],
         id="private-key-block",
     ),
-    P("code=4/0AX4XfWh", ["0AX4XfWh"], ["code="], id="oauth-code-query-form"),
+    P("code=4/0AX4XfWhQm72kLp", ["0AX4XfWhQm72kLp"], ["code="], id="oauth-code-query-form"),
+    P("f(key=Kx9Lm2Pq7Rs4)", ["Kx9Lm2Pq7Rs4"], ["f(key=", ")"], id="random-key-argument"),
     P("signing key: Kx9Lm2Pq7Rs4", ["Kx9Lm2Pq7Rs4"], ["signing key: "], id="random-key-value"),
 ]
 
@@ -205,6 +210,25 @@ KEPT = [
     P("Sessions: morning and evening", id="sessions"),
 ]
 
+# Code and commands, as a tool input carries them: nothing in them is a secret.
+CODE = [
+    P("sorted(xs, key=len)", id="key-function"),
+    P("sort(key=lambda r: r[1])", id="key-lambda"),
+    P("password = getpass.getpass()", id="password-prompt"),
+    P("token = get_token()", id="token-call"),
+    P('api_key = os.environ["API_KEY"]', id="key-from-environment"),
+    P('password = input("Password: ")', id="password-input"),
+    P("token=$TOKEN curl https://api.example.org/v1", id="shell-variable"),
+    P("api_key = settings.API_KEY_2", id="key-from-settings"),
+    P("KEY=production make", id="shell-assignment"),
+    P("export KEY=production", id="shell-export"),
+    P("SELECT code, session_id FROM t WHERE key = 'k1'", id="sql"),
+    P("dict(auth=None)", id="auth-none"),
+    P("session = requests.Session()", id="session-object"),
+    P("key = hashlib.sha256(data).hexdigest()", id="key-digest"),
+    P("cache[key] = user_id_12345678", id="key-subscript"),
+]
+
 
 @pytest.mark.parametrize(("text", "gone", "kept"), LEAKS)
 def test_a_credential_in_any_spelling_leaves_nothing_of_its_value(
@@ -223,12 +247,20 @@ def test_prose_that_only_looks_like_a_credential_is_kept(text: str) -> None:
     assert scrub_text(text) == text
 
 
+@pytest.mark.parametrize("text", CODE)
+def test_code_that_names_a_key_or_a_password_is_kept(text: str) -> None:
+    assert scrub_text(text) == text
+
+
 def test_existing_spellings_keep_their_exact_form() -> None:
     leaky = "https://data.example.org/table.csv?token=tok-7f3a9c#part-2"
     assert scrub_text(f"fetch {leaky} now") == "fetch https://data.example.org/table.csv now"
     assert shown("gopher://a.example/?token=tok-7f3a9c") == "gopher://a.example/"
     # An invisible character outside what is removed stays where it was.
     assert scrub_text("\u200bhttps://u:p@a.example.org/x?t=1") == "\u200bhttps://a.example.org/x"
+    # A value ends where it does: the bracket closing the call around it stays.
+    assert scrub_text("connect(password=hunter2)") == "connect(password=[redacted])"
+    assert scrub_text("f(key=Kx9Lm2Pq7Rs4), then") == "f(key=[redacted]), then"
 
 
 def test_a_long_text_is_scrubbed_in_linear_time() -> None:
@@ -259,6 +291,27 @@ def test_a_long_text_is_scrubbed_in_linear_time() -> None:
     assert "abc123" not in scrub_text(text) and "Kk42zzzq" not in scrub_text(text)
 
 
+@pytest.mark.parametrize(
+    "sample",
+    [
+        P("https://a.bc/?x" + ")" * 200_000, id="closers-after-a-query"),
+        P("a.bc/?x" + ")" * 200_000, id="closers-after-a-schemeless-query"),
+        P("https://a.bc/#x" + "])}" * 66_000, id="mixed-closers-after-a-fragment"),
+        P("https://a.bc/?x" + ").," * 66_000, id="closers-and-punctuation"),
+        P("https://a.bc/?" + "(" * 100_000 + ")" * 100_000, id="balanced-brackets"),
+        P("a.bc/#" + "a1" * 100_000, id="long-fragment"),
+        P("password=" + ")" * 200_000, id="closers-after-a-name"),
+        P("key=a1" + ")" * 200_000, id="closers-after-a-value"),
+        P("key=(a1" * 28_000, id="repeated-open-values"),
+        P("token=hunter2.x" * 13_000, id="repeated-member-access"),
+    ],
+)
+def test_trailing_brackets_and_punctuation_take_linear_time(sample: str) -> None:
+    began = time.perf_counter()
+    scrub_text(sample)
+    assert time.perf_counter() - began < 1.0
+
+
 def test_streamed_pieces_are_scrubbed_as_the_whole_text_would_be() -> None:
     # Given texts whose credentials may straddle any two pieces
     texts = [
@@ -267,7 +320,7 @@ def test_streamed_pieces_are_scrubbed_as_the_whole_text_would_be() -> None:
         "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78 done",
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234567890abcd\n"
         "-----END RSA PRIVATE KEY-----\nbye",
-        "https\uff1a//x.example.org/a?token=Fw92abc and to\u200bken=Zw55abc **Password:** B55x",
+        "https\uff1a//x.example.org/a?token=Fw92abc and to\u200bken=Zw55abc **Password:** B55xyz",
     ]
     chooser = random.Random(7)
     for text in texts:
@@ -286,7 +339,7 @@ def test_streamed_pieces_are_scrubbed_as_the_whole_text_would_be() -> None:
 
 def test_streamed_text_is_released_word_by_word() -> None:
     scrubber = StreamScrubber()
-    assert [scrubber.push(w) for w in ("one ", "two ", "thr", "ee ", "token: ", "Tq7 ")] == [
+    assert [scrubber.push(w) for w in ("one ", "two ", "thr", "ee ", "token: ", "Tq77xyz ")] == [
         "one ",
         "two ",
         "",

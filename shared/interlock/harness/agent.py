@@ -262,8 +262,9 @@ def compose(
     # A call to a tool this user's agent does not have is refused before anything
     # could ask about it.
     hooks: list[Any] = [UnavailableTools(), *spec.hooks, limit, meter]
-    # Credentials, query strings and fragments leave every tool call, text and
-    # reasoning before anything records them; the configured key leaves its errors.
+    # Credentials, query strings and fragments leave every tool call and text before
+    # anything records them (signed reasoning passes untouched); the configured key
+    # leaves its errors.
     wrapped: Model = UrlScrubbedModel(model)
     if journal is not None:
         wrapped = JournaledModel(wrapped, journal)

@@ -1,13 +1,18 @@
-"""One sanitiser for everything the model writes: credentials, query strings, fragments
-and secret values never enter the run.
+"""One sanitiser for everything the model writes that reaches a surface: credentials,
+query strings, fragments and secret values never enter the run.
 
 A model may put a URL carrying `?token=...`, an `api_key=...` or a key it saw into a
-tool call, its text or its reasoning. All of it is streamed to the client, kept in the
-agent's messages (so in its snapshot), recorded in the journal and saved with the
-answer, so the only safe place to remove it is where it enters: this wrapper rewrites
-each tool call's input, and each text or reasoning delta, as the model streams them,
-before Strands assembles the message. Calls it changed are noted in the request
-context, so the tool can tell the model what was removed.
+tool call or its text. Both are streamed to the client, kept in the agent's messages
+(so in its snapshot), recorded in the journal and saved with the answer, so the only
+safe place to remove it is where it enters: this wrapper rewrites each tool call's
+input, and each text delta, as the model streams them, before Strands assembles the
+message. Calls it changed are noted in the request context, so the tool can tell the
+model what was removed.
+
+Reasoning passes through as the model wrote it, text and signature alike: a provider
+that signs its thinking (Claude's extended thinking) refuses an edited block when the
+tool loop sends it back, and no surface of Interlock shows reasoning (the progress
+relay and the answer carry text and tool calls only).
 
 A provider's error can echo the configured API key; the wrapper scrubs the error (and
 every error it was raised from) before it travels on to a message or a log.
@@ -155,8 +160,8 @@ def _header_secrets(headers: Any) -> list[str]:
 
 
 class UrlScrubbedModel(WrappedModel):
-    """Wraps a model: every tool call, text and reasoning it streams reaches Strands
-    scrubbed, and every error it raises is scrubbed of its configured key."""
+    """Wraps a model: every tool call and text it streams reaches Strands scrubbed (its
+    reasoning untouched), and every error it raises is scrubbed of its configured key."""
 
     def __init__(self, inner: Model) -> None:
         super().__init__(inner)
@@ -169,7 +174,7 @@ class UrlScrubbedModel(WrappedModel):
         system_prompt: str | None = None,
         **kwargs: Any,
     ) -> AsyncIterable[StreamEvent]:
-        """The wrapped model's stream, every piece of model-written content scrubbed."""
+        """The wrapped model's stream, its text and tool inputs scrubbed."""
         try:
             async for event in self._scrubbed(
                 self.inner.stream(messages, tool_specs, system_prompt, **kwargs)
@@ -199,17 +204,17 @@ class UrlScrubbedModel(WrappedModel):
     async def _scrubbed(self, events: AsyncIterable[StreamEvent]) -> AsyncIterable[StreamEvent]:
         tool_use_id: str | None = None
         buffered: list[str] = []
-        texts = _HeldTexts()
+        text = _HeldText()
         async for event in events:
             raw: Any = event
             start = raw.get("contentBlockStart", {}).get("start", {}).get("toolUse")
             delta = raw.get("contentBlockDelta", {}).get("delta", {})
-            if (kind := _text_kind(delta)) is not None:
-                for released in texts.push(kind, raw):
+            if isinstance(delta.get("text"), str):
+                if released := text.push(raw):
                     yield released
                 continue  # held back until a word boundary makes it safe
-            for released in texts.flush():
-                yield released
+            if released := text.flush():
+                yield released  # before any other event, so the order is kept
             if start is not None:
                 tool_use_id, buffered = start.get("toolUseId"), []
             elif "toolUse" in delta and tool_use_id is not None:
@@ -219,7 +224,7 @@ class UrlScrubbedModel(WrappedModel):
                 yield self._whole_input(tool_use_id, "".join(buffered))
                 tool_use_id = None
             yield event
-        for released in texts.flush():
+        if released := text.flush():
             yield released
 
     def _whole_input(self, tool_use_id: str, text: str) -> StreamEvent:
@@ -234,61 +239,31 @@ class UrlScrubbedModel(WrappedModel):
         return {"contentBlockDelta": {"delta": {"toolUse": {"input": body}}}}
 
 
-def _text_kind(delta: Any) -> str | None:
-    """`text` or `reasoning` for a delta carrying only model-written text, else None."""
-    if isinstance(delta.get("text"), str):
-        return "text"
-    reasoning = delta.get("reasoningContent")
-    if isinstance(reasoning, dict) and isinstance(reasoning.get("text"), str):
-        return "reasoning"
-    return None
-
-
 class _HeldText:
-    """The held text of one kind of delta, and the last event that carried it (so a
-    released piece keeps that event's shape, its block index among it)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.scrubber = StreamScrubber()
-        self.template: dict[str, Any] = {}
-
-    def event(self, text: str) -> StreamEvent:
-        block = dict(self.template.get("contentBlockDelta", {}))
-        delta = dict(block.get("delta", {}))
-        if self.kind == "text":
-            delta["text"] = text
-        else:
-            delta["reasoningContent"] = {**delta.get("reasoningContent", {}), "text": text}
-        block["delta"] = delta
-        released: Any = {**self.template, "contentBlockDelta": block}
-        return released  # type: ignore[no-any-return]
-
-
-class _HeldTexts:
-    """Text and reasoning deltas held until they can be released scrubbed; one kind is
-    flushed when the other (or any other event) arrives, so the order is kept."""
+    """Text deltas held until they can be released scrubbed, and the last event that
+    carried one (so a released piece keeps that event's shape, its block index among
+    it)."""
 
     def __init__(self) -> None:
-        self._open: _HeldText | None = None
+        self._scrubber = StreamScrubber()
+        self._template: dict[str, Any] = {}
 
-    def push(self, kind: str, event: dict[str, Any]) -> list[StreamEvent]:
-        released = self.flush() if self._open is not None and self._open.kind != kind else []
-        if self._open is None:
-            self._open = _HeldText(kind)
-        self._open.template = event
-        delta = event["contentBlockDelta"]["delta"]
-        piece = delta["text"] if kind == "text" else delta["reasoningContent"]["text"]
-        if text := self._open.scrubber.push(piece):
-            released.append(self._open.event(text))
-        return released
+    def push(self, event: dict[str, Any]) -> StreamEvent | None:
+        """The scrubbed text `event`'s delta lets out, as an event (None for none)."""
+        self._template = event
+        return self._event(self._scrubber.push(event["contentBlockDelta"]["delta"]["text"]))
 
-    def flush(self) -> list[StreamEvent]:
-        held, self._open = self._open, None
-        if held is None:
-            return []
-        text = held.scrubber.flush()
-        return [held.event(text)] if text else []
+    def flush(self) -> StreamEvent | None:
+        """Everything still held, scrubbed, as an event (None for nothing)."""
+        return self._event(self._scrubber.flush())
+
+    def _event(self, text: str) -> StreamEvent | None:
+        if not text:
+            return None
+        block = dict(self._template.get("contentBlockDelta", {}))
+        block["delta"] = {**block.get("delta", {}), "text": text}
+        released: Any = {**self._template, "contentBlockDelta": block}
+        return released  # type: ignore[no-any-return]
 
 
 def _noted(tool_use_id: str) -> None:
