@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -96,3 +99,22 @@ def own_agent_runtime(stores: Stores, clock: Clock, agent: AgentFactory) -> Runt
         agent=agent,
         config=InterlockConfig(model="scripted"),
     )
+
+
+def everything_stored(aws: dict[str, Any]) -> str:
+    """Every item and every object, as text: what a leak test searches."""
+    items = aws["dynamodb"].scan(TableName=aws["table"])["Items"]
+    objects = aws["s3"].list_objects_v2(Bucket=aws["bucket"]).get("Contents", [])
+    bodies = [
+        gzip.decompress(aws["s3"].get_object(Bucket=aws["bucket"], Key=o["Key"])["Body"].read())
+        for o in objects
+    ]
+    return json.dumps(items, default=_readable) + "".join(body.decode() for body in bodies)
+
+
+def _readable(value: Any) -> str:
+    """A binary attribute as text (a snapshot kept on its item is gzipped JSON)."""
+    raw = bytes(value)
+    with contextlib.suppress(OSError):
+        raw = gzip.decompress(raw)
+    return raw.decode(errors="replace")

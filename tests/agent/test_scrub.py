@@ -3,8 +3,6 @@ event, snapshot, journal, stored answer, saved turn or record, and the model is 
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import json
 from typing import Any
 
@@ -14,7 +12,7 @@ from interlock.ports import Stores
 from interlock.resume import resume_turn
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
-from tests.agent.support import Models, Transport, scenario
+from tests.agent.support import Models, Transport, everything_stored, scenario
 
 TOKEN = "tok-7f3a9c"
 LEAKY = f"https://data.example.org/table.csv?token={TOKEN}#part-2"
@@ -33,25 +31,6 @@ def test_scrub_removes_query_and_fragment_from_every_url_in_a_value() -> None:
         "text": "?x",
     }
     assert scrub({"url": "https://a.example.org/x"}) == ({"url": "https://a.example.org/x"}, False)
-
-
-def _everything_stored(aws: dict[str, Any]) -> str:
-    """Every item and every object, as text."""
-    items = aws["dynamodb"].scan(TableName=aws["table"])["Items"]
-    objects = aws["s3"].list_objects_v2(Bucket=aws["bucket"]).get("Contents", [])
-    bodies = [
-        gzip.decompress(aws["s3"].get_object(Bucket=aws["bucket"], Key=o["Key"])["Body"].read())
-        for o in objects
-    ]
-    return json.dumps(items, default=_readable) + "".join(body.decode() for body in bodies)
-
-
-def _readable(value: Any) -> str:
-    """A binary attribute as text (a snapshot kept on its item is gzipped JSON)."""
-    raw = bytes(value)
-    with contextlib.suppress(OSError):
-        raw = gzip.decompress(raw)
-    return raw.decode(errors="replace")
 
 
 def test_a_url_with_a_token_is_scrubbed_before_anything_sees_it(
@@ -87,7 +66,7 @@ def test_a_url_with_a_token_is_scrubbed_before_anything_sees_it(
         run_events("c-scrub", "r2", done)
     )
     assert TOKEN not in streamed and "part-2" not in streamed
-    assert TOKEN not in _everything_stored(aws)
+    assert TOKEN not in everything_stored(aws)
     assert transport.urls == ["https://data.example.org/table.csv"]
     # And the model was told what was removed
     assert SCRUBBED_NOTE in (done.text or "")
@@ -126,7 +105,7 @@ def test_a_token_in_a_reason_written_in_prose_reaches_no_card_or_record(
     assert TOKEN not in json.dumps(card) and "pw@" not in json.dumps(card)
     assert "https://data.example.org/table.csv" in card["reason"]
     streamed = encode(run_events("c-prose", "r1", paused))
-    assert TOKEN not in streamed and TOKEN not in _everything_stored(aws)
+    assert TOKEN not in streamed and TOKEN not in everything_stored(aws)
     # And a URL refused for its form is echoed back only scrubbed
     try:
         safe_url(f"ftp://user:pw@data.example.org/x?token={TOKEN}")

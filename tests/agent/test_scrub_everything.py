@@ -8,8 +8,6 @@ run's error or in a log."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gzip
 import json
 import logging
 import traceback
@@ -31,13 +29,14 @@ from interlock.errors import ModelFailed
 from interlock.harness.agent import ModelConfig, build_model
 from interlock.harness.model import Scenario, ScriptedModel
 from interlock.harness.scrub import UrlScrubbedModel, configured_secrets, failure_secrets
+from interlock.outcomes import TurnResult
 from interlock.ports import Stores
 from interlock.progress import ProgressEvent
 from interlock.resume import resume_turn
 from interlock.scrubbing import scrub_text
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
-from tests.agent.support import Transport, scenario
+from tests.agent.support import Transport, everything_stored, scenario
 
 # Each marker is the secret part of one spelling; none is a part of another.
 MARKERS = ["Zq1aa11", "Zq2bb22", "Zq3cc33", "Zq4dd44", "Zq5ee55", "Zq6ff66"]
@@ -74,23 +73,23 @@ class ChoppyModel(ScriptedModel):
                 yield {"contentBlockDelta": {"delta": {"text": text[at : at + 3]}}}
 
 
-def _everything_stored(aws: dict[str, Any]) -> str:
-    """Every item and every object, as text."""
-    items = aws["dynamodb"].scan(TableName=aws["table"])["Items"]
-    objects = aws["s3"].list_objects_v2(Bucket=aws["bucket"]).get("Contents", [])
-    bodies = [
-        gzip.decompress(aws["s3"].get_object(Bucket=aws["bucket"], Key=o["Key"])["Body"].read())
-        for o in objects
-    ]
-    return json.dumps(items, default=_readable) + "".join(body.decode() for body in bodies)
-
-
-def _readable(value: Any) -> str:
-    """A binary attribute as text (a snapshot kept on its item is gzipped JSON)."""
-    raw = bytes(value)
-    with contextlib.suppress(OSError):
-        raw = gzip.decompress(raw)
-    return raw.decode(errors="replace")
+def _paused_then_approved(
+    rt: Runtime, caller: Caller, chat: str, seen: list[ProgressEvent]
+) -> tuple[TurnResult, TurnResult]:
+    """A turn that pauses for approval, and its resume, approved."""
+    paused = run_turn(rt, caller, chat, "go", progress=seen.append)
+    assert paused.offer is not None
+    done = resume_turn(
+        rt,
+        caller,
+        chat,
+        interrupt_id=paused.offer.request.interrupt_id,
+        secret=paused.offer.secret,
+        status="resolved",
+        payload={"decision": "approve"},
+        progress=seen.append,
+    )
+    return paused, done
 
 
 def _leaked(text: str) -> list[str]:
@@ -119,25 +118,14 @@ def test_secrets_in_the_models_text_and_tool_input_reach_nothing(
     seen: list[ProgressEvent] = []
 
     # When the run pauses for approval, and resumes approved
-    paused = run_turn(rt, alice, "c-all", "go", progress=seen.append)
-    assert paused.offer is not None
-    done = resume_turn(
-        rt,
-        alice,
-        "c-all",
-        interrupt_id=paused.offer.request.interrupt_id,
-        secret=paused.offer.secret,
-        status="resolved",
-        payload={"decision": "approve"},
-        progress=seen.append,
-    )
+    paused, done = _paused_then_approved(rt, alice, "c-all", seen)
 
     # Then no credential reached a streamed event, an answer, a record or an object
     streamed = encode(run_events("c-all", "r1", paused)) + encode(run_events("c-all", "r2", done))
     assert _leaked(streamed) == []
     assert _leaked(repr(seen)) == []
     assert _leaked(json.dumps(paused.offer.request.card)) == []
-    assert _leaked(_everything_stored(aws)) == []
+    assert _leaked(everything_stored(aws)) == []
     # And the text around them was kept, streamed in more than one piece
     assert "The token budget is 5." in (done.text or "")
     assert done.text == "Done. " + scrub_text(LEAKY_TEXT)
@@ -189,18 +177,7 @@ def test_signed_reasoning_is_sent_back_as_written_and_shown_nowhere(
     seen: list[ProgressEvent] = []
 
     # When the run pauses for approval, and resumes approved
-    paused = run_turn(rt, alice, "c-think", "go", progress=seen.append)
-    assert paused.offer is not None
-    done = resume_turn(
-        rt,
-        alice,
-        "c-think",
-        interrupt_id=paused.offer.request.interrupt_id,
-        secret=paused.offer.secret,
-        status="resolved",
-        payload={"decision": "approve"},
-        progress=seen.append,
-    )
+    paused, done = _paused_then_approved(rt, alice, "c-think", seen)
 
     # Then the model is sent its thinking back unedited, with its signature
     thought = {"reasoningContent": {"reasoningText": {"text": THINKING, "signature": "sig-1"}}}

@@ -97,5 +97,6 @@ def test_nothing_reaches_the_tap_path_of_the_local_server(api: tuple[Client, byt
     for path in ("/events", "/v1/events"):
         response = client.post(path, data=json.dumps({"interlockTap": tap}), headers=auth(key))
         assert response.status_code in (404, 405)
-    assert wiring.stores().requests.get(CHAT, 0).state is RequestState.PENDING
-    assert request.claim_count == 0
+    after = wiring.stores().requests.get(CHAT, 0)
+    assert (after.state, after.claim_count, after.decision) == (RequestState.PENDING, 0, None)
+    assert after.secret_hash == request.secret_hash
