@@ -322,6 +322,7 @@ class MemoryRequests:
         by: str | None = None,
         via: str = "api",
         replaces: Sequence[Entry] = (),
+        also: Sequence[Entry] = (),
     ) -> RequestRecord:
         problem = refusal(request, request.interrupt_id, secret, now_ms)
         if problem is not None:
@@ -343,7 +344,11 @@ class MemoryRequests:
         claimed = self._claimed_by(worker, now_ms, answer, by, via, replace=replacing)
         riders = [Entry(e.role, {"memory": _optional(_write_of(e))}) for e in replaces]
         return self._updated(
-            request.chat_id, holds, claimed, lost=lost, also=riders if replacing else ()
+            request.chat_id,
+            holds,
+            claimed,
+            lost=lost,
+            also=[*(riders if replacing else []), *also],
         )
 
     def claim_with(
@@ -658,8 +663,16 @@ class MemoryRequests:
     ) -> RequestRecord:
         return self._end(request, RequestState.EXPIRED, reason, now_ms, also=also or ())
 
-    def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
-        return self._end(request, RequestState.CANCELLED, reason, now_ms, acted_ok=False)
+    def cancel(
+        self,
+        request: RequestRecord,
+        reason: str,
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> RequestRecord:
+        return self._end(
+            request, RequestState.CANCELLED, reason, now_ms, acted_ok=False, also=also or ()
+        )
 
     def _end(
         self,

@@ -19,12 +19,12 @@ from interlock import errors
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
+from interlock.keys import ASK_POOL
 from interlock.ports import Entry, EntryRefused, Role
 from interlock.records import ChatMeta, RequestRecord, TurnFence
 from interlock.tokens import new_token
 
 T = TypeVar("T")
-ASK_POOL: Final = "ASK"
 TOO_MANY_OPEN: Final = (
     "I need a decision from you to go on, but you have too many open requests (or opened "
     "them too quickly). Answer or cancel some, then ask again."

@@ -19,6 +19,8 @@ _ID = re.compile(ID_PATTERN)
 REQUEST_SK: Final = "REQUEST"
 META_SK: Final = "META"
 SLOTS_SK: Final = "SLOTS"
+# The pool of a user's open-request slots (`slot_attribute`).
+ASK_POOL: Final = "ASK"
 OUTBOX_SK: Final = "OUTBOX"
 ADMIN_PK: Final = "ADMIN"
 SNAPSHOT_PREFIX: Final = "snapshots/"

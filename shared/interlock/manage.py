@@ -7,14 +7,14 @@ strands, so that function starts fast.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from interlock import access, errors
 from interlock.caller import Caller
 from interlock.channels import CHANNELS, ChannelName, Link
 from interlock.egress import safe_package, safe_site
-from interlock.keys import checked_id
-from interlock.ports import Stores
+from interlock.keys import ASK_POOL, checked_id
+from interlock.ports import Entry, EntryRefused, Stores
 from interlock.records import (
     Approval,
     AuditEvent,
@@ -53,11 +53,20 @@ def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> O
     return OpenRequest(rotated, secret)
 
 
+CANCELLED_BY_USER: Final = "cancelled by the user"
+_CANCEL_ATTEMPTS: Final = 3
+
+
 def cancel_request(
     stores: Stores, caller: Caller, chat_id: str, now_ms: int, config_version: str | None = None
 ) -> RequestRecord:
     """Cancel the chat's answerable request on its owner's word (an operator a request
     was rerouted to may answer it, not cancel it).
+
+    The cancel is one transaction with everything it takes back: the rows a dead claim
+    granted for its cards, the owner's open-request slot and the trail's `cancelled`
+    event. A cancel that is sent again (its first answer lost to a 5xx or a timeout)
+    finds its request cancelled by its user and returns it: nothing is left to do.
 
     Raises:
         RequestExpired: nobody answered it before its stated expiry: its timeout policy
@@ -66,16 +75,49 @@ def cancel_request(
     request = _request(stores, caller, chat_id, now_ms)
     if request.user_id != caller.user_id:
         raise errors.Forbidden("only the chat's user can cancel its request")
+    if request.state is RequestState.CANCELLED and request.ended_reason == CANCELLED_BY_USER:
+        return request
     if request.state is RequestState.PENDING and request.is_past_expiry(now_ms):
         raise errors.RequestExpired("its time ran out unanswered: its timeout policy applies")
-    cancelled = stores.requests.cancel(request, "cancelled by the user", now_ms)
-    if request.card.get("card_id"):
+    for attempt in range(_CANCEL_ATTEMPTS):
+        try:
+            return stores.requests.cancel(
+                request,
+                CANCELLED_BY_USER,
+                now_ms,
+                also=_taken_back(stores, caller, request, now_ms, config_version),
+            )
+        except EntryRefused:
+            # A row was stamped anew between the read and the write: read them again.
+            if attempt == _CANCEL_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _taken_back(
+    stores: Stores,
+    caller: Caller,
+    request: RequestRecord,
+    now_ms: int,
+    config_version: str | None,
+) -> list[Entry]:
+    """What a cancel of `request` writes beside the pointer, in its transaction."""
+    grants = [
+        entry
+        for asked in request.asked
+        if asked.card.get("card_id")
         # A worker that died after its claim may have granted this card's rows.
-        stores.approvals.withdraw_card(chat_id, request.user_id, request.card["card_id"])
-    if request.ask_slot is not None:  # the owner's open-request slot (admission.ask_slots)
-        stores.limits.release_slot(request.user_id, chat_id, request.ask_slot, pool="ASK")
-    stores.chats.record(
-        chat_id,
+        for entry in stores.approvals.withdraw_entries(
+            request.chat_id, request.user_id, asked.card["card_id"]
+        )
+    ]
+    slot = (
+        [stores.limits.release_entry(request.user_id, request.chat_id, request.ask_slot, ASK_POOL)]
+        if request.ask_slot is not None  # the owner's open-request slot (admission.ask_slots)
+        else []
+    )
+    event = stores.chats.event_entry(
+        request.chat_id,
         "cancelled",
         caller.user_id,
         now_ms,
@@ -83,7 +125,7 @@ def cancel_request(
         trace_id=caller.trace_id,
         config_version=config_version,
     )
-    return cancelled
+    return [*grants, *slot, event]
 
 
 def approvals(

@@ -106,6 +106,7 @@ class RequestPort(Protocol):
         by: str | None = None,
         via: str = "api",
         replaces: Sequence[Entry] = (),
+        also: Sequence[Entry] = (),
     ) -> RequestRecord: ...
 
     def claim_with(
@@ -177,7 +178,13 @@ class RequestPort(Protocol):
         also: list[Entry] | None = None,
     ) -> RequestRecord: ...
 
-    def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord: ...
+    def cancel(
+        self,
+        request: RequestRecord,
+        reason: str,
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> RequestRecord: ...
 
 
 class ChatPort(Protocol):

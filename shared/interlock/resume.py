@@ -488,6 +488,13 @@ def _take_over(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
     with reserved(rt, ask.caller) as slot:
         replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
         withdrawn = _withdrawals(rt, record) if replacing else []
+        # A claim that lands records this answer (kept, recorded or replacing: the rule
+        # refused the one other case), so its events are known before it is written
+        # and ride in its write: a worker that dies right after leaves none missing.
+        events = [
+            audit_entry(rt, ask.caller, record.chat_id, "decision", **detail)
+            for detail in ask.decisions(ask.answers)
+        ]
         claim = rt.stores.requests.claim(
             record,
             ask.secret,
@@ -495,13 +502,11 @@ def _take_over(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
             rt.clock.now_ms(),
             answer=recordable,
             replaces=withdrawn,
+            also=events,
             by=ask.caller.user_id,
             via=ask.source,
         )
-        recorded = _recorded(claim, ask.answers)
-        for detail in ask.decisions(recorded):
-            audit(rt, ask.caller, record.chat_id, "decision", **detail)
-        yield _Claimed(claim, recorded, slot, granted=False)
+        yield _Claimed(claim, _recorded(claim, ask.answers), slot, granted=False)
 
 
 def _withdrawals(rt: Runtime, record: RequestRecord) -> list[Entry]:

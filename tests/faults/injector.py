@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-Mode = Literal["none", "kill_before", "kill_after", "fail"]
+Mode = Literal["none", "kill_before", "kill_after", "fail", "ambiguous", "timeout", "throttle"]
 
 
 @dataclass
@@ -30,11 +30,15 @@ class FaultPlan:
         at: The 0-based index of the AWS call to fault (ignored with mode "none").
         mode: kill_before (SIGKILL before the call is sent), kill_after (SIGKILL once its
             response arrived: the write landed, the process never learned it), fail (the
-            call raises as a lost connection would).
+            call raises as a lost connection would), ambiguous (the call is served, then
+            answers 500 as AWS does once its own retries are spent: the write landed),
+            timeout (served, then the read of its answer times out), throttle (refused
+            before it is served, as a throttled call is: nothing landed).
         trace: A file that receives one JSON line per call (its index and description).
         op: With it, the call to fault is the `nth` (0-based) call described as `op`,
             wherever it falls: a call elsewhere that a run makes or not (a slot taken at
-            the first try or the second) cannot move the fault to another step.
+            the first try or the second) cannot move the fault to another step. An `op`
+            ending in `*` matches every description it begins.
         nth: See `op`.
     """
 
@@ -67,17 +71,39 @@ class FaultPlan:
             _die()
         if self.mode == "fail":
             raise EndpointConnectionError(endpoint_url=f"fault-injected:{model.name}")
+        if self.mode == "throttle":
+            raise _refusal(model.name, "ProvisionedThroughputExceededException", 400)
 
     def _targets(self, index: int, described: str) -> bool:
         if self.op is None:
             return index == self.at
-        seen = self._seen.get(described, 0)
-        self._seen[described] = seen + 1
-        return described == self.op and seen == self.nth
+        wanted = self.op
+        matches = described.startswith(wanted[:-1]) if wanted.endswith("*") else described == wanted
+        if not matches:
+            return False
+        seen = self._seen.get(wanted, 0)
+        self._seen[wanted] = seen + 1
+        return seen == self.nth
 
     def _after(self, model: Any, **_: Any) -> None:
-        if self.mode == "kill_after" and self._armed:
+        if not self._armed:
+            return
+        self._armed = False  # one fault per plan: a resend of the call goes through
+        if self.mode == "kill_after":
             _die()
+        if self.mode == "ambiguous":
+            raise _refusal(model.name, "InternalServerError", 500)
+        if self.mode == "timeout":
+            raise ReadTimeoutError(endpoint_url=f"fault-injected:{model.name}")
+
+
+def _refusal(operation: str, code: str, status: int) -> ClientError:
+    """The error botocore raises for an AWS answer with this code and status."""
+    response: Any = {
+        "Error": {"Code": code, "Message": "fault injected"},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
+    return ClientError(response, operation)
 
 
 def _die() -> None:

@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import MISSING, fields
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from interlock import errors, keys
 from interlock.adapters import packing
@@ -266,7 +266,12 @@ class RequestStore:
                 **expression(condition=NO_OPEN_REQUEST, values=values),
             }
             try:
-                transact(self._client, [{"Put": put}, *writes(also)], "open request")
+                self._transacted(
+                    request.chat_id,
+                    [{"Put": put}, *writes(also)],
+                    "open request",
+                    _asks(request.interrupt_id),
+                )
             except Cancelled as lost:
                 if 0 in lost.failed:
                     old = lost.failed[0]
@@ -339,8 +344,12 @@ class RequestStore:
         by: str | None = None,
         via: str = "api",
         replaces: Sequence[Entry] = (),
+        also: Sequence[Entry] = (),
     ) -> RequestRecord:
         """Take ownership of `request` as read, in one conditional write.
+
+        `also` (the `decision` events of the answer this claim records) commit with it
+        in every case, so no recorded answer is ever without its event.
 
         `replaces` are the writes that undo what a replaced answer did (withdrawing its
         grants): they commit with the claim only when it replaces the recorded answer,
@@ -367,21 +376,30 @@ class RequestStore:
             ":secret_hash": request.secret_hash,
         }
 
+        ours = _holds_token(values[":lease_token"])
+
         def lost(cur: RequestRecord | None) -> errors.InterlockError:
             problem = refusal(cur, request.interrupt_id, secret, now_ms)
             if problem is None and cur is not None and replacing and cur.acted_on:
                 return binding_refusal(cur)  # acted on between our read and this claim
             return problem or _changed(cur, request.interrupt_id, now_ms)
 
-        if replacing and replaces:
+        riders = [best_effort(entry) for entry in writes(replaces)] if replacing else []
+        if riders or also:
             update = {
                 "TableName": self._table,
                 "Key": _key(request.chat_id),
-                **expression(condition=CLAIM_REPLACE, update=CLAIM_REPLACE_SET, values=values),
+                **expression(
+                    condition=CLAIM_REPLACE if replacing else CLAIM,
+                    update=CLAIM_REPLACE_SET if replacing else CLAIM_SET,
+                    values=values,
+                ),
             }
-            entries = [best_effort(entry) for entry in writes(replaces)]
+            entries = [*riders, *writes(list(also))]
             try:
-                transact(self._client, [{"Update": update}, *entries], "claim request")
+                self._transacted(
+                    request.chat_id, [{"Update": update}, *entries], "claim request", ours
+                )
             except Cancelled as refused:
                 old = refused.failed.get(0)
                 raise lost(_from_item(old) if old else None) from None
@@ -396,6 +414,7 @@ class RequestStore:
             CLAIM_REPLACE_SET if replacing else CLAIM_SET,
             values,
             lost=lost,
+            landed=ours,
         )
 
     def claim_with(
@@ -457,7 +476,12 @@ class RequestStore:
         }
         try:
             riders = also(claimed)
-            transact(self._client, [{"Update": update}, *writes(riders)], "claim request")
+            self._transacted(
+                request.chat_id,
+                [{"Update": update}, *writes(riders)],
+                "claim request",
+                _holds_token(claimed.lease_token),
+            )
         except Cancelled as lost:
             if 0 in lost.failed:
                 old = lost.failed[0]
@@ -565,9 +589,29 @@ class RequestStore:
             sets.append("#final_text = :final_text")
         update = f"SET {', '.join(sets)} REMOVE {', '.join(f'#{name}' for name in _ENDED_RUN)}"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
+
+        def ours(cur: RequestRecord) -> bool:
+            # The done item keeps no lease token: it is known by what this finish wrote.
+            # Only a claim of this request finishes it, so another finish of the same
+            # interrupt, with the same decision and answer in the same second, is one
+            # that told the same outcome.
+            return (
+                cur.state is RequestState.DONE
+                and cur.interrupt_id == claim.interrupt_id
+                and cur.decision == decision
+                and cur.answered_at == values[":answered_at"]
+                and cur.answer_key == answer_key
+            )
+
         if not also:
             return self._update(
-                claim.chat_id, "finish request", HOLDS_CLAIM, update, values, lost=lambda _: lost
+                claim.chat_id,
+                "finish request",
+                HOLDS_CLAIM,
+                update,
+                values,
+                lost=lambda _: lost,
+                landed=ours,
             )
         entry = {
             "TableName": self._table,
@@ -575,7 +619,9 @@ class RequestStore:
             **expression(condition=HOLDS_CLAIM, update=update, values=values),
         }
         try:
-            transact(self._client, [{"Update": entry}, *writes(also)], "finish request")
+            self._transacted(
+                claim.chat_id, [{"Update": entry}, *writes(also)], "finish request", ours
+            )
         except Cancelled as cancelled:
             if 0 in cancelled.failed:
                 raise lost from None
@@ -610,7 +656,12 @@ class RequestStore:
         }
         try:
             if also:
-                transact(self._client, [{"Put": put}, *writes(also)], "chain request")
+                self._transacted(
+                    claim.chat_id,
+                    [{"Put": put}, *writes(also)],
+                    "chain request",
+                    _asks(successor.interrupt_id),
+                )
             else:
                 with translated("chain request"):
                     self._client.put_item(**put)
@@ -723,6 +774,7 @@ class RequestStore:
             RELEASE_SET,
             values,
             lost=lambda _: _lost(),
+            landed=_holds_token(values[":new_token"]),
         )
 
     def _reset(
@@ -739,6 +791,7 @@ class RequestStore:
                 lost=lambda cur: (
                     _Acted() if cur and cur.lease_token == claim.lease_token else _lost()
                 ),
+                landed=_holds_token(values[":new_token"]),
             )
         entry = {
             "TableName": self._table,
@@ -746,7 +799,12 @@ class RequestStore:
             **expression(condition=condition, update=RESET_SET, values=values),
         }
         try:
-            transact(self._client, [{"Update": entry}, *writes(also)], "reset claim")
+            self._transacted(
+                claim.chat_id,
+                [{"Update": entry}, *writes(also)],
+                "reset claim",
+                _holds_token(values[":new_token"]),
+            )
         except Cancelled as cancelled:
             old = cancelled.failed.get(0)
             if 0 in cancelled.failed and not (old and old.get("lease_token") == claim.lease_token):
@@ -768,6 +826,7 @@ class RequestStore:
             update,
             values,
             lost=lambda _: errors.LeaseLost("the claim was already lost"),
+            landed=_ended(claim.interrupt_id, RequestState.EXPIRED, reason),
         )
 
     # -- the sweeper -------------------------------------------------------------------
@@ -812,6 +871,7 @@ class RequestStore:
             CLAIM_SET,
             values,
             lost=lambda cur: errors.ResumeInProgress("another worker took it over first", cur),
+            landed=_holds_token(values[":lease_token"]),
         )
 
     def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
@@ -858,6 +918,7 @@ class RequestStore:
             CLAIM_SET,
             values,
             lost=lambda cur: errors.ResumeInProgress("another worker settled it first", cur),
+            landed=_holds_token(values[":lease_token"]),
         )
 
     def reroute(
@@ -884,6 +945,7 @@ class RequestStore:
             update,
             values,
             lost=lambda cur: errors.ResumeInProgress("the request changed; not rerouted", cur),
+            landed=lambda cur: cur.route_role == role and cur.expires_at == expires_at,
         )
 
     # -- ending without an answer -------------------------------------------------------
@@ -901,32 +963,26 @@ class RequestStore:
         transaction, only with the expiry: `EntryRefused` when one of them lost its own
         condition (nothing was written; read them again).
         """
-        if not also:
-            return self._end(request, RequestState.EXPIRED, reason, now_ms)
-        condition, update, values = self._end_parts(request, RequestState.EXPIRED, reason, now_ms)
-        entry = {
-            "TableName": self._table,
-            "Key": _key(request.chat_id),
-            **expression(condition=condition, update=update, values=values),
-        }
-        try:
-            transact(self._client, [{"Update": entry}, *writes(also)], "expire request")
-        except Cancelled as lost:
-            if 0 in lost.failed:
-                old = lost.failed[0]
-                raise _changed(
-                    _from_item(old) if old else None, request.interrupt_id, now_ms
-                ) from None
-            raise entry_refused(also, lost, 1) from None
-        return request.with_changes(state=RequestState.EXPIRED, ended_reason=reason)
+        return self._end(request, RequestState.EXPIRED, reason, now_ms, also=also or [])
 
-    def cancel(self, request: RequestRecord, reason: str, now_ms: int) -> RequestRecord:
-        """Cancel an answerable request on its user's word.
+    def cancel(
+        self,
+        request: RequestRecord,
+        reason: str,
+        now_ms: int,
+        also: list[Entry] | None = None,
+    ) -> RequestRecord:
+        """Cancel an answerable request on its user's word, with `also` (what the cancel
+        takes back: a dead claim's grants, the user's slot, the trail's event) in the
+        same transaction, so none of it lands without the cancel or is left behind.
 
         A request whose run already recorded a step (its answer is being acted on) is
         not cancelled: it can only be continued, so an effect never outlives its answer.
+        Nor is one past its stated expiry that nobody answered: its timeout policy runs.
         """
-        return self._end(request, RequestState.CANCELLED, reason, now_ms, acted_ok=False)
+        return self._end(
+            request, RequestState.CANCELLED, reason, now_ms, acted_ok=False, also=also or []
+        )
 
     def _end(
         self,
@@ -935,17 +991,44 @@ class RequestStore:
         reason: str,
         now_ms: int,
         acted_ok: bool = True,
+        also: list[Entry] | None = None,
     ) -> RequestRecord:
         condition, update, values = self._end_parts(request, state, reason, now_ms, acted_ok)
+        ours = _ended(request.interrupt_id, state, reason)
 
         def lost(cur: RequestRecord | None) -> errors.InterlockError:
             if not acted_ok and cur is not None and cur.acted_on and cur.response is not None:
                 return binding_refusal(cur)  # its answer was acted on: it stands
             return _changed(cur, request.interrupt_id, now_ms)
 
-        return self._update(
-            request.chat_id, f"{state.value} request", condition, update, values, lost=lost
-        )
+        if not also:
+            return self._update(
+                request.chat_id,
+                f"{state.value} request",
+                condition,
+                update,
+                values,
+                lost=lost,
+                landed=ours,
+            )
+        entry = {
+            "TableName": self._table,
+            "Key": _key(request.chat_id),
+            **expression(condition=condition, update=update, values=values),
+        }
+        try:
+            self._transacted(
+                request.chat_id,
+                [{"Update": entry}, *writes(also)],
+                f"{state.value} request",
+                ours,
+            )
+        except Cancelled as refused:
+            if 0 in refused.failed:
+                old = refused.failed[0]
+                raise lost(_from_item(old) if old else None) from None
+            raise entry_refused(also, refused, 1) from None
+        return request.with_changes(state=state, ended_reason=reason)
 
     def _end_parts(
         self,
@@ -979,20 +1062,83 @@ class RequestStore:
         values: dict[str, Any],
         *,
         lost: Any,
+        landed: Landed | None = None,
     ) -> RequestRecord:
-        try:
+        """One conditional update of the pointer; `lost(current)` is the error when its
+        condition fails. With `landed`, an unclear answer is resolved (`_sent`), and a
+        refusal that shows this very write already applied (a resend after a 5xx that
+        had landed, by botocore or by `_sent`) is its success, not a refusal."""
+
+        def send() -> dict[str, Any]:
             with translated(action):
-                response = self._client.update_item(
+                return self._client.update_item(
                     TableName=self._table,
                     Key=_key(chat_id),
                     ReturnValues="ALL_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                     **expression(condition=condition, update=update, values=values),
                 )
+
+        try:
+            response = self._sent(chat_id, send, landed)
         except ConditionFailed as failed:
             current = _from_item(failed.old) if failed.old else None
+            if landed is not None and current is not None and landed(current):
+                return current
             raise lost(current) from None
+        except _Landed as found:
+            return found.current
         return _from_item(from_item(response["Attributes"]))
+
+    def _sent(self, chat_id: str, send: Callable[[], _T], landed: Landed | None) -> _T:
+        """`send()` a write of this chat's pointer, and learn what landed when the answer
+        does not say: after a 5xx, a timeout or a dropped connection (botocore's own
+        retries spent) it is sent once more. Every pointer write carries a condition
+        its own success breaks (a fresh lease token, a state it leaves, a claim count it
+        moves), so a second copy never applies twice: it is refused, and the caller
+        sees ours in the refusal's old image (`landed`). If the second answer is unclear
+        too, a consistent read decides: `_Landed` when it shows the write, else the
+        error stands (nothing was applied that the read can see).
+        """
+        try:
+            return send()
+        except Conflicted:
+            raise  # a transaction in flight refused it: nothing was written
+        except errors.StoreError:
+            if landed is None:
+                raise
+        try:
+            return send()
+        except Conflicted:
+            raise
+        except errors.StoreError:
+            current = self.get(chat_id, 0)
+            if current is not None and landed(current):
+                raise _Landed(current) from None
+            raise
+
+    def _transacted(
+        self, chat_id: str, items: list[dict[str, Any]], action: str, landed: Landed
+    ) -> bool:
+        """`transact(items)` whose first entry writes this chat's pointer, resolved as
+        `_sent` resolves a single write: True when it was written (now or by an earlier
+        copy `landed` recognizes). Refusals are raised as `Cancelled`, with index 0's old
+        image when it lost.
+
+        A transaction's client request token would make the resend idempotent too, but
+        a resend is renumbered when its events' counter moved (`numbering`), and a token
+        reused with other entries is refused: the pointer's condition does the work.
+        """
+        try:
+            self._sent(chat_id, lambda: transact(self._client, items, action), landed)
+        except Cancelled as refused:
+            old = refused.failed.get(0)
+            if 0 in refused.failed and old is not None and landed(_from_item(old)):
+                return True
+            raise
+        except _Landed:
+            return True
+        return True
 
     def _sized(self, item: dict[str, Any]) -> dict[str, Any]:
         check_size(self._policy, item_size(item))
@@ -1057,6 +1203,37 @@ def _changed(
     return unanswerable(current, interrupt_id, now_ms) or errors.ResumeInProgress(
         "the request changed since it was read; retry", current
     )
+
+
+Landed = Callable[[RequestRecord], bool]
+
+
+def _holds_token(token: str | None) -> Landed:
+    """A claim's write landed when the pointer carries the fresh token it wrote."""
+    return lambda cur: token is not None and cur.lease_token == token
+
+
+def _asks(interrupt_id: str) -> Landed:
+    """A new request's write landed when the pointer asks its (fresh) interrupt."""
+    return lambda cur: cur.interrupt_id == interrupt_id
+
+
+def _ended(interrupt_id: str, state: RequestState, reason: str) -> Landed:
+    """An ending landed when the pointer ended this interrupt this way, for this reason."""
+    return lambda cur: (
+        cur.interrupt_id == interrupt_id and cur.state is state and cur.ended_reason == reason
+    )
+
+
+_T = TypeVar("_T")
+
+
+class _Landed(Exception):
+    """A write whose answer was unclear is found applied: `current` shows it."""
+
+    def __init__(self, current: RequestRecord) -> None:
+        super().__init__("the write had landed")
+        self.current = current
 
 
 class _Acted(Exception):
