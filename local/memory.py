@@ -580,7 +580,9 @@ class MemoryRequests:
             ]
         return [chat for _, chat in sorted(found)[:limit]]
 
-    def claim_lapsed(self, request: RequestRecord, worker: str, now_ms: int) -> RequestRecord:
+    def claim_lapsed(
+        self, request: RequestRecord, worker: str, now_ms: int, also: Sequence[Entry] = ()
+    ) -> RequestRecord:
         recorded = (request.decision or "answered", request.response or "null")
         return self._updated(
             request.chat_id,
@@ -591,6 +593,7 @@ class MemoryRequests:
             ),
             self._claimed_by(worker, now_ms, recorded, None, "recovery"),
             lost=lambda cur: errors.ResumeInProgress("another worker took it over first", cur),
+            also=also,
         )
 
     def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
@@ -618,7 +621,12 @@ class MemoryRequests:
         ]
 
     def claim_overdue(
-        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str],
+        also: Sequence[Entry] = (),
     ) -> RequestRecord:
         return self._updated(
             request.chat_id,
@@ -630,6 +638,7 @@ class MemoryRequests:
             ),
             self._claimed_by(worker, now_ms, answer, None, "sweeper"),
             lost=lambda cur: errors.ResumeInProgress("another worker settled it first", cur),
+            also=also,
         )
 
     def reroute(

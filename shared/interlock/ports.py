@@ -158,12 +158,19 @@ class RequestPort(Protocol):
 
     def lapsed(self, shard: str, before_ms: int, limit: int) -> list[str]: ...
 
-    def claim_lapsed(self, request: RequestRecord, worker: str, now_ms: int) -> RequestRecord: ...
+    def claim_lapsed(
+        self, request: RequestRecord, worker: str, now_ms: int, also: Sequence[Entry] = ()
+    ) -> RequestRecord: ...
 
     def open_for(self, user_id: str, limit: int) -> list[InboxEntry]: ...
 
     def claim_overdue(
-        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str],
+        also: Sequence[Entry] = (),
     ) -> RequestRecord: ...
 
     def reroute(

@@ -224,9 +224,14 @@ def continue_claimed(
     progress: Progress = ignore,
     held: Held | None = None,
     granted: bool = False,
+    answered_afresh: bool = True,
 ) -> TurnResult:
     """Continue a claimed request's paused run with `answers`, and store its end
     (giving back the run's slot, `held`, in the same write).
+
+    With `answered_afresh` (a person waits on the run), a failure before anything was
+    acted on makes the request answerable again; without it (the sweeper's runs, which
+    nobody waits on) the recorded answer is kept for the next pass to continue.
 
     The run continues as the chat's owner (a rerouted request may be answered by an
     operator of another role; the approvals still belong to the owner). A failure is
@@ -247,7 +252,7 @@ def continue_claimed(
         _end_unusable(rt, caller, claim, answers, reason, event="journal_unreadable")
         raise errors.RequestExpired(reason) from unreadable
     except errors.StoreError as failure:  # the steps could not be read: try again later
-        released = _released(rt, caller, claim, answers, failure)
+        released = _released(rt, caller, claim, answers, failure, reset=answered_afresh)
         raise errors.RunFailed(_failed_text(claim, released)) from failure
     try:
         _apply_approvals(rt, caller, claim, answers, grant=not granted)
@@ -283,7 +288,7 @@ def continue_claimed(
             reason = f"the run could not be recorded: {outgrown}"
             _end_unusable(rt, caller, claim, answers, reason, event="journal_full")
             raise errors.RequestExpired(reason) from failure
-        released = _released(rt, caller, claim, answers, failure)
+        released = _released(rt, caller, claim, answers, failure, reset=answered_afresh)
         raise errors.RunFailed(_failed_text(claim, released)) from failure
 
 
@@ -620,11 +625,14 @@ def _released(
     claim: RequestRecord,
     answers: Answers,
     failure: Exception,
+    *,
+    reset: bool,
 ) -> RequestRecord | None:
     """Give the claim back after a failure that is not the request's fault.
 
-    When nothing was acted on yet (no step or effect recorded), the grants are withdrawn
-    and the request is pending again, to be answered afresh (in one transaction).
+    With `reset`, when nothing was acted on yet (no step or effect recorded), the grants
+    are withdrawn and the request is pending again, to be answered afresh (in one
+    transaction).
     Otherwise the recorded answer stands and the request is left for a takeover to
     continue from its journal, repeating nothing.
     """
@@ -636,11 +644,11 @@ def _released(
     stores = rt.stores
     try:
         grants: list[Entry] = []
-        for asked in _approved_downloads(claim, answers):
+        for asked in _approved_downloads(claim, answers) if reset else []:
             grants += stores.approvals.withdraw_entries(
                 claim.chat_id, claim.user_id, asked.card["card_id"]
             )
-        released = stores.requests.release(claim, rt.clock.now_ms(), reset=True, also=grants)
+        released = stores.requests.release(claim, rt.clock.now_ms(), reset=reset, also=grants)
     except errors.InterlockError:
         logger.warning("chat_id=<%s> | release failed; the lease will lapse", claim.chat_id)
         return None

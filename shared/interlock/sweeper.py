@@ -29,10 +29,11 @@ from typing import Any, Final
 from interlock import errors, keys
 from interlock.admission import expire_and_release
 from interlock.answers import kind_of, recorded_answers
-from interlock.audit import audit
+from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.fanout import SettleMessage, overdue_chats
+from interlock.ports import Entry
 from interlock.records import RequestRecord, RequestState, given_up
 from interlock.resume import continue_claimed
 
@@ -165,23 +166,27 @@ def settle_overdue(
         statuses = {t["status"] for t in timeouts.values()}
         label = "defaulted" if statuses == {"default"} else "timed_out"
         answer = (label, json.dumps(timeouts, separators=(",", ":"), sort_keys=True))
+        # An answer recorded by an earlier claim (a person's, or a timeout whose run
+        # failed) wins over this timeout: the claim keeps it, and its event says so. The
+        # event rides in the claim, so no recorded answer is ever without one.
+        recorded = json.loads(request.response) if request.response else timeouts
+        answers = recorded_answers(request, recorded)
+        timed_out = answers.label in ("defaulted", "timed_out")
+        outcome = answers.label if timed_out else "continued"
+        event = "timed_out" if timed_out and request.response is None else "continued"
+        told = _event(rt, request, event, decision=answers.label, policy=policy.action)
         # The clock is read at the claim itself: the lease starts now, not at the sweep's start.
         claim = rt.stores.requests.claim_overdue(
-            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), answer
+            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), answer, also=[told]
         )
     except errors.InterlockError as lost:
         logger.info(
             "chat_id=<%s>, reason=<%s> | overdue request settled elsewhere", chat_id, lost.code
         )
         return "skipped"
-    # A person's answer recorded by an earlier claim wins over the timeout.
-    recorded = json.loads(claim.response) if claim.response else timeouts
-    answers = recorded_answers(claim, recorded)
-    outcome = answers.label if answers.label in ("defaulted", "timed_out") else "continued"
-    event = "continued" if outcome == "continued" else "timed_out"
-    _audit(rt, request, event, decision=answers.label, policy=policy.action)
     try:
-        continue_claimed(rt, _owner(request), claim, answers)
+        # Nobody waits on this run: a failure keeps its answer for the next pass.
+        continue_claimed(rt, _owner(request), claim, answers, answered_afresh=False)
     except Exception:
         # One request that cannot be settled must not stop the sweep of all the others;
         # its lease lapses and a later sweep retries it, up to the claim cap.
@@ -204,20 +209,21 @@ def _recover(rt: Runtime, request: RequestRecord, now_ms: int) -> str:
             )
             _audit(rt, request, "timed_out", decision="abandoned", policy="recovery")
             return "failed"
+        # The claim continues the recorded answer: its event is known now, and rides in it.
+        answers = recorded_answers(request, json.loads(request.response or "{}"))
+        lapsed_ms = now_ms - (request.lease_expires_at_ms or now_ms)
+        told = _event(rt, request, "recovered", decision=answers.label, lapsed_ms=lapsed_ms)
         claim = rt.stores.requests.claim_lapsed(
-            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms()
+            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), also=[told]
         )
     except errors.InterlockError as lost:
         logger.info(
             "chat_id=<%s>, reason=<%s> | stranded claim taken elsewhere", request.chat_id, lost.code
         )
         return "skipped"
-    recorded = json.loads(claim.response) if claim.response else {}
-    answers = recorded_answers(claim, recorded)
-    lapsed_ms = now_ms - (request.lease_expires_at_ms or now_ms)
-    _audit(rt, request, "recovered", decision=answers.label, lapsed_ms=lapsed_ms)
     try:
-        continue_claimed(rt, _owner(request), claim, answers)
+        # Nobody waits on this run: a failure keeps the person's answer for the next pass.
+        continue_claimed(rt, _owner(request), claim, answers, answered_afresh=False)
     except Exception:
         logger.exception("chat_id=<%s> | continuing a stranded claim failed", request.chat_id)
         return "failed"
@@ -242,6 +248,19 @@ def _owner(request: RequestRecord) -> Caller:
         request.user_id,
         frozenset(request.owner_roles),
         trace_id=f"sweep:{keys.checked_id(request.chat_id)}",
+    )
+
+
+def _event(rt: Runtime, request: RequestRecord, event: str, **detail: Any) -> Entry:
+    """`_audit`'s event as an entry of the claim that it describes."""
+    return audit_entry(
+        rt,
+        Caller("sweeper"),
+        request.chat_id,
+        event,
+        interrupt_id=request.interrupt_id,
+        kind=request.kind,
+        **detail,
     )
 
 

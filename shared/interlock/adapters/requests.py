@@ -403,10 +403,7 @@ class RequestStore:
             except Cancelled as refused:
                 old = refused.failed.get(0)
                 raise lost(_from_item(old) if old else None) from None
-            claimed = self.get(request.chat_id, now_ms)
-            if claimed is None or claimed.lease_token != values[":lease_token"]:
-                raise _changed(claimed, request.interrupt_id, now_ms)
-            return claimed
+            return self._claimed_back(request.chat_id, ours)
         return self._update(
             request.chat_id,
             "claim request",
@@ -694,10 +691,26 @@ class RequestStore:
                 **expression(condition="attribute_not_exists(#sk)", values={}),
             }
         }
-        try:
+
+        def send() -> None:
             fenced(self._client, self._table, claim.fence, [put], "record step", effect=acting)
+
+        try:
+            self._sent(claim.chat_id, send, lambda _: False)
         except Cancelled:
-            raise errors.StoreError(f"record step failed: step {seq} was recorded") from None
+            # Taken already: by this very write, when an unclear answer made it go again.
+            if self._step_entry(item) != item["entry"]:
+                raise errors.StoreError(f"record step failed: step {seq} was recorded") from None
+
+    def _step_entry(self, item: dict[str, Any]) -> Any:
+        """The stored entry of the journal step keyed as `item`, or None."""
+        with translated("read step"):
+            found = self._client.get_item(
+                TableName=self._table,
+                Key=to_item({"pk": item["pk"], "sk": item["sk"]}),
+                ConsistentRead=True,
+            ).get("Item")
+        return from_item(found).get("entry") if found else None
 
     def steps(self, claim: RequestRecord) -> list[str]:
         """The journal steps recorded for the claim's answer, in order (one strongly
@@ -725,7 +738,9 @@ class RequestStore:
         """Mark the claimed request as acted on, only while `fence` holds (a tool body is
         about to run on its answer); `LeaseLost` otherwise, nothing written."""
         values = {**claim_values(fence), ":acted": True}
-        try:
+
+        def send() -> None:
+            # Marking twice marks once: sent again after an unclear answer, it holds.
             with translated("mark acted"):
                 self._client.update_item(
                     TableName=self._table,
@@ -734,6 +749,13 @@ class RequestStore:
                         condition=HOLDS_CLAIM, update="SET #acted = :acted", values=values
                     ),
                 )
+
+        try:
+            self._sent(
+                fence.chat_id, send, lambda cur: cur.acted and cur.lease_token == fence.lease_token
+            )
+        except _Landed:
+            return
         except ConditionFailed:
             raise errors.LeaseLost("the claim was lost; the tool did not start") from None
 
@@ -858,21 +880,66 @@ class RequestStore:
             "find lapsed claims",
         )
 
-    def claim_lapsed(self, request: RequestRecord, worker: str, now_ms: int) -> RequestRecord:
+    def claim_lapsed(
+        self, request: RequestRecord, worker: str, now_ms: int, also: Sequence[Entry] = ()
+    ) -> RequestRecord:
         """Take over a claim whose worker died, to continue its run with the answer it
         recorded (never another: no answer is brought). One conditional write under the
-        same rules as a person's takeover; the loser hears who holds it."""
+        same rules as a person's takeover, with `also` (its trail event) in it; the loser
+        hears who holds it."""
         recorded = (request.decision or "answered", request.response or "null")
         values = self._claim_values(request, worker, now_ms, recorded, None, "recovery")
-        return self._update(
+        return self._claim_riding(
             request.chat_id,
             "recover lapsed claim",
             CLAIM_LAPSED,
-            CLAIM_SET,
             values,
+            also,
             lost=lambda cur: errors.ResumeInProgress("another worker took it over first", cur),
-            landed=_holds_token(values[":lease_token"]),
         )
+
+    def _claim_riding(
+        self,
+        chat_id: str,
+        action: str,
+        condition: str,
+        values: dict[str, Any],
+        also: Sequence[Entry],
+        *,
+        lost: Callable[[RequestRecord | None], errors.InterlockError],
+    ) -> RequestRecord:
+        """A claim (`CLAIM_SET` under `condition`) with `also` in its transaction; the
+        claimed record is read back (a transaction returns none)."""
+        ours = _holds_token(values[":lease_token"])
+        if not also:
+            return self._update(
+                chat_id, action, condition, CLAIM_SET, values, lost=lost, landed=ours
+            )
+        update = {
+            "TableName": self._table,
+            "Key": _key(chat_id),
+            **expression(condition=condition, update=CLAIM_SET, values=values),
+        }
+        try:
+            self._transacted(chat_id, [{"Update": update}, *writes(list(also))], action, ours)
+        except Cancelled as refused:
+            old = refused.failed.get(0)
+            raise lost(_from_item(old) if old else None) from None
+        return self._claimed_back(chat_id, ours)
+
+    def _claimed_back(self, chat_id: str, ours: Landed) -> RequestRecord:
+        """The pointer as a claim that landed left it, read back; a read that fails is
+        tried again, so a claim that landed is never reported as a failure by its read."""
+        for attempt in range(_READ_BACK_ATTEMPTS):
+            try:
+                claimed = self.get(chat_id, 0)
+                break
+            except errors.StoreError:
+                if attempt == _READ_BACK_ATTEMPTS - 1:
+                    raise
+        if claimed is None or not ours(claimed):
+            raise errors.LeaseLost("the claim was taken over as soon as it was made")
+        return claimed
 
     def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
         """A user's open requests across chats, newest first, from the sparse index."""
@@ -905,20 +972,25 @@ class RequestStore:
         return entries
 
     def claim_overdue(
-        self, request: RequestRecord, worker: str, now_ms: int, answer: tuple[str, str]
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        answer: tuple[str, str],
+        also: Sequence[Entry] = (),
     ) -> RequestRecord:
         """Take an overdue request to settle it by policy, under the same claim rules as a
-        person's answer (one conditional write; the loser hears who holds it). An answer
-        recorded by an earlier claim wins over the timeout `answer`."""
+        person's answer (one conditional write, with `also`, its trail event; the loser
+        hears who holds it). An answer recorded by an earlier claim wins over the
+        timeout `answer`."""
         values = self._claim_values(request, worker, now_ms, answer, None, "sweeper")
-        return self._update(
+        return self._claim_riding(
             request.chat_id,
             "claim overdue request",
             CLAIM_OVERDUE,
-            CLAIM_SET,
             values,
+            also,
             lost=lambda cur: errors.ResumeInProgress("another worker settled it first", cur),
-            landed=_holds_token(values[":lease_token"]),
         )
 
     def reroute(
@@ -1069,7 +1141,7 @@ class RequestStore:
         refusal that shows this very write already applied (a resend after a 5xx that
         had landed, by botocore or by `_sent`) is its success, not a refusal."""
 
-        def send() -> dict[str, Any]:
+        def send() -> Any:
             with translated(action):
                 return self._client.update_item(
                     TableName=self._table,
@@ -1206,6 +1278,8 @@ def _changed(
 
 
 Landed = Callable[[RequestRecord], bool]
+# Reads of a claim that landed, before its failure to read is told as the claim's.
+_READ_BACK_ATTEMPTS: Final = 3
 
 
 def _holds_token(token: str | None) -> Landed:
