@@ -144,6 +144,11 @@ class StoreError(InterlockError):
     code = "system_error"
 
 
+class JournalLost(StoreError):
+    """A recorded journal step cannot be read back (its object is gone or not the one
+    recorded): no retry will find it, so the run cannot be continued from its journal."""
+
+
 class AlreadyAnswered(InterlockError):
     """The request is done; the caller should replay the stored answer, not re-run."""
 

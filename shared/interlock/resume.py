@@ -239,6 +239,25 @@ def continue_claimed(
     """
     if caller.user_id != claim.user_id:
         caller = Caller(claim.user_id, _owner_roles(caller, claim), trace_id=caller.trace_id)
+    # The lease is kept from the claim on, not from the first model call: reading the
+    # snapshot and building the agent (an MCP server's handshake) may take a while.
+    renew = lambda: rt.stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
+    with Heartbeat(renew, rt.limits.heartbeat_s, until_ms=claim.lease_expires_at_ms) as beat:
+        return _continue(rt, caller, claim, answers, progress, held, granted, answered_afresh, beat)
+
+
+def _continue(
+    rt: Runtime,
+    caller: Caller,
+    claim: RequestRecord,
+    answers: Answers,
+    progress: Progress,
+    held: Held | None,
+    granted: bool,
+    answered_afresh: bool,
+    heartbeat: Heartbeat,
+) -> TurnResult:
+    """`continue_claimed`'s work, under the claim's heartbeat."""
     try:
         journal = Journal(
             steps.recorded(rt.stores, claim),
@@ -247,8 +266,13 @@ def continue_claimed(
             acted=claim.acted_on,
             mark_acted=lambda: rt.stores.requests.mark_acted(claim.fence),
         )
-    except (ValueError, KeyError, TypeError) as unreadable:
-        reason = f"the run's journal cannot be read: {type(unreadable).__name__}"
+    except (ValueError, KeyError, TypeError, errors.JournalLost) as unreadable:
+        # For good: every later attempt would read the same journal. Said as it is,
+        # never "will be continued".
+        what = str(unreadable) if isinstance(unreadable, errors.JournalLost) else None
+        reason = f"the run's journal cannot be read: {what or type(unreadable).__name__}"
+        if claim.acted_on:
+            reason += "; it was stopped after acting on the answer"
         _end_unusable(rt, caller, claim, answers, reason, event="journal_unreadable")
         raise errors.RequestExpired(reason) from unreadable
     except errors.StoreError as failure:  # the steps could not be read: try again later
@@ -262,7 +286,7 @@ def continue_claimed(
         )
         built = build_agent(rt, caller, claim.chat_id, journal=journal, progress=relay)
         load_snapshot(built.agent, snapshot)
-        result, started = _run(rt, caller, claim, built, answers, journal)
+        result, started = _run(rt, caller, claim, built, answers, journal, heartbeat)
         return conclude(
             rt,
             caller,
@@ -556,9 +580,10 @@ def _run(
     built: BuiltAgent,
     answers: Answers,
     journal: Journal,
+    heartbeat: Heartbeat,
 ) -> tuple[Any, int]:
-    """Answer every interrupt and run to the end under a heartbeat; no tool body starts
-    once the heartbeat knows the lease is gone (`Heartbeat.holds`)."""
+    """Answer every interrupt and run to the end under the claim's heartbeat; no tool
+    body starts once it knows the lease is gone (`Heartbeat.holds`)."""
     started = len(built.agent.messages)
     # What this answer granted is known: a tool about to use it needs no read.
     granted = frozenset(
@@ -578,15 +603,15 @@ def _run(
         }
         for asked in claim.asked
     ]
-    renew = lambda: rt.stores.requests.renew(claim, rt.clock.now_ms())  # noqa: E731
-    heartbeat = Heartbeat(renew, rt.limits.heartbeat_s, until_ms=claim.lease_expires_at_ms)
+    if not heartbeat.holds(rt.clock.now_ms()):
+        raise errors.LeaseLost("the claim's lease lapsed before the run started")
 
     def guard() -> None:
         if not heartbeat.holds(rt.clock.now_ms()):
             raise errors.LeaseLost("the claim's lease lapsed; the tool was not started")
 
     journal.guard = guard
-    with heartbeat, request_scope(context):
+    with request_scope(context):
         result = built.agent(answer)
     if heartbeat.lost.is_set():
         raise errors.LeaseLost("the claim was lost while the run continued; it stopped")

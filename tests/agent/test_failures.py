@@ -368,3 +368,118 @@ def test_an_unreadable_journal_settles_the_request(
     ended = stores.requests.get(CHAT, clock.now_ms())
     assert ended is not None and ended.state is RequestState.EXPIRED
     assert stores.approvals.for_user(CHAT, "alice", clock.now_ms()) == []
+
+
+def test_a_recovery_that_finds_a_step_gone_ends_the_request_and_says_so(
+    clock: ManualClock, transport: Transport, aws: dict[str, Any], alice: Caller
+) -> None:
+    import threading
+
+    from interlock.adapters.factory import build_stores
+    from interlock.api.views import request_view
+    from interlock.sweeper import sweep
+    from interlock.timing import StorePolicy
+    from interlock.turns import TurnLimits
+    from tests.faults.wrapper import Faulty
+
+    # Given steps kept as S3 objects, and a worker that approved, downloaded, recorded
+    # its steps and then froze before storing its end
+    policy = StorePolicy(inline_bytes=16)
+    stores = build_stores(aws["dynamodb"], aws["s3"], aws["table"], aws["bucket"], policy)
+
+    def runtime(of: Stores) -> Runtime:
+        return Runtime(
+            of, Models(), clock=clock, fetch=transport, limits=TurnLimits(heartbeat_s=600)
+        )
+
+    interrupt_id, secret = _pause(runtime(stores), alice, "please download the table")
+    frozen = Faulty(stores.requests, stall={"finish"})
+    worker = threading.Thread(
+        target=lambda: pytest.raises(
+            errors.InterlockError,
+            _answer,
+            runtime(replace(stores, requests=frozen)),
+            alice,
+            interrupt_id,
+            secret,
+        ),
+        daemon=True,
+    )
+    worker.start()
+    assert frozen.reached["finish"].wait(10)
+    steps = aws["s3"].list_objects_v2(Bucket=aws["bucket"], Prefix="steps/").get("Contents", [])
+    assert steps, "the run's steps are S3 objects"
+    assert transport.urls, "the download ran"
+
+    # When a step's object is gone by the time the sweeper recovers the stranded claim
+    aws["s3"].delete_object(Bucket=aws["bucket"], Key=steps[0]["Key"])
+    clock.advance(ms=policy.lease_ms + policy.recovery_grace_ms + 30_000)
+    report = sweep(runtime(stores), clock.now_ms())
+    frozen.release()
+    worker.join(30)
+
+    # Then it is ended at once, saying why and that the answer was acted on, never
+    # "will be continued"; the trail says the journal was unreadable
+    assert report.failed == 1
+    ended = stores.requests.get(CHAT, clock.now_ms())
+    assert ended is not None and ended.state is RequestState.EXPIRED
+    assert ended.ended_reason is not None
+    assert "journal cannot be read" in ended.ended_reason
+    assert "after acting on the answer" in ended.ended_reason
+    view = json.dumps(request_view(ended, clock.now_ms(), None))
+    assert "journal cannot be read" in view and "continued" not in view
+    kinds = [e.type for e in stores.chats.events(CHAT, limit=100)]
+    assert "journal_unreadable" in kinds and "run_failed" not in kinds
+    assert len(transport.urls) == 1, "nothing ran twice"
+
+
+def test_the_lease_is_kept_from_the_claim_while_the_run_is_being_set_up(
+    stores: Stores, clock: ManualClock, transport: Transport, alice: Caller
+) -> None:
+    import threading
+    import time
+
+    from interlock.turns import TurnLimits
+
+    # Given a worker whose heartbeat beats fast, and whose snapshot read is slow (as a
+    # slow MCP handshake would be): it approved and holds the claim
+    def runtime(of: Stores, beat_s: float) -> Runtime:
+        return Runtime(
+            of, Models(), clock=clock, fetch=transport, limits=TurnLimits(heartbeat_s=beat_s)
+        )
+
+    interrupt_id, secret = _pause(runtime(stores, 60), alice, "please download the table")
+    slow = Faulty(stores.blobs, stall={"read_snapshot"})
+    approved: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: approved.append(
+            _answer(runtime(replace(stores, blobs=slow), 0.02), alice, interrupt_id, secret)
+        ),
+        daemon=True,
+    )
+    worker.start()
+    assert slow.reached["read_snapshot"].wait(10)
+
+    # When more than a lease passes while it is still setting up, a beat at a time
+    for _ in range(4):
+        before = stores.requests.get(CHAT, clock.now_ms())
+        assert before is not None and before.lease_expires_at_ms is not None
+        clock.advance(ms=stores.policy.lease_ms // 2)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            now = stores.requests.get(CHAT, clock.now_ms())
+            assert now is not None
+            if (now.lease_expires_at_ms or 0) > before.lease_expires_at_ms:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the lease was not renewed while the run was being set up")
+
+    # Then nobody can take it over meanwhile (a Deny is told it is in progress), and
+    # the approve runs to its end once set up
+    with pytest.raises(errors.ResumeInProgress):
+        _answer(runtime(stores, 60), alice, interrupt_id, secret, {"decision": "reject"})
+    slow.release()
+    worker.join(30)
+    assert approved and approved[0].outcome == "completed"
+    assert len(transport.urls) == 1

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from interlock import keys
-from interlock.errors import SnapshotLost, SnapshotTooLarge, StoreError
+from interlock.errors import JournalLost, SnapshotLost, SnapshotTooLarge, StoreError
 from interlock.records import StoredSnapshot
 from interlock.tokens import digest_matches, digest_of
 
@@ -112,16 +112,17 @@ class BlobStore:
     def get_step(self, key: str, digest: str) -> str:
         """A stored journal step, checked against its digest.
 
-        Raises `StoreError` when it is missing or not the one recorded: a takeover must
-        not continue from a step it cannot read.
+        Raises `JournalLost` when it is missing or not the one recorded (a takeover must
+        not continue from a step it cannot read, and trying again will not bring it
+        back); `StoreError` when S3 could not be read now.
         """
         body = self._get_bytes(key)
         if body is None or not digest_matches(digest, body):
-            raise StoreError(f"read {key} failed: the step is missing or not the one recorded")
+            raise JournalLost("a recorded step of the run is missing or not the one recorded")
         try:
             return gzip.decompress(body).decode()
         except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-            raise StoreError(f"read {key} failed: not gzip text") from exc
+            raise JournalLost("a recorded step of the run cannot be read") from exc
 
     def _put(self, key: str, body: bytes) -> None:
         try:
