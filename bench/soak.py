@@ -8,6 +8,11 @@ in its own process forked from a preloaded parent; a third of them are SIGKILLed
 random instant. Sweeps run meanwhile (they continue claims whose worker died), and two
 last ones settle what is left: stranded claims, then what nobody answered.
 
+AWS answers unsteadily too: in a share of the processes (`--unclear`) one DynamoDB
+write answers 500 after it landed, or its answer times out, or it is throttled before
+it is served. And clocks disagree: every process (a person's worker, a sweep) runs its
+clock up to `--skew-ms` (10 s) ahead of or behind the others.
+
 For every request the checker asserts: it ended settled; the decision it executed is
 the last one a person was told was accepted; nobody was told "taken" for an answer other
 than the one they gave; the report went out at most once, and only
@@ -58,7 +63,8 @@ class Where:
 
 
 class _Later:
-    """The wall clock moved on by `offset_ms` (a sweep that comes much later)."""
+    """The wall clock moved on by `offset_ms` (a sweep that comes much later, or a
+    worker whose clock is off)."""
 
     def __init__(self, offset_ms: int) -> None:
         self.offset_ms = offset_ms
@@ -67,7 +73,62 @@ class _Later:
         return int(time.time() * 1000) + self.offset_ms
 
 
-def _runtime(where: Where, worker: str, offset_ms: int = 0) -> Any:
+# DynamoDB calls that write: the ones whose answer may come after they landed.
+WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
+UNCLEAR = ("ambiguous", "timeout", "throttle")
+
+
+def _unsteady(client: Any, rng: random.Random, share: float) -> str | None:
+    """With chance `share`, make one write of this process's `client` answer unclearly:
+    served, then a 500 (AWS's own retries spent) or a timed-out read of its answer; or
+    throttled before it is served. Which write, and how, follow from `rng`."""
+    if rng.random() >= share:
+        return None
+    from botocore.exceptions import ClientError, ReadTimeoutError
+
+    kind = rng.choice(UNCLEAR)
+    target = rng.randint(0, 6)
+    state = {"writes": 0, "armed": False}
+
+    def refusal(operation: str, code: str, status: int) -> ClientError:
+        error: Any = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+        return ClientError(error, operation)
+
+    def before(model: Any, **_: Any) -> None:
+        if model.name not in WRITES:
+            return
+        state["writes"] += 1
+        if state["writes"] - 1 != target:
+            return
+        if kind == "throttle":
+            raise refusal(model.name, "ProvisionedThroughputExceededException", 400)
+        state["armed"] = True
+
+    def after(model: Any, **_: Any) -> None:
+        if not state["armed"]:
+            return
+        state["armed"] = False
+        if kind == "ambiguous":
+            raise refusal(model.name, "InternalServerError", 500)
+        raise ReadTimeoutError(endpoint_url=f"soak:{model.name}")
+
+    client.meta.events.register("before-parameter-build", before)
+    client.meta.events.register("after-call", after)
+    return kind
+
+
+@dataclass(frozen=True)
+class Unsteady:
+    """How one process's AWS and clock misbehave (drawn by the soak from its seed)."""
+
+    skew_ms: int = 0
+    unclear_share: float = 0.0
+    seed: str = ""
+
+
+def _runtime(
+    where: Where, worker: str, offset_ms: int = 0, unsteady: Unsteady | None = None
+) -> Any:
     import boto3
 
     from examples.analyst.script import DEMO_SCENARIOS
@@ -78,19 +139,34 @@ def _runtime(where: Where, worker: str, offset_ms: int = 0) -> Any:
 
     session = boto3.session.Session(region_name="us-east-1")
     dynamodb, s3 = (session.client(n, endpoint_url=where.endpoint) for n in ("dynamodb", "s3"))
+    unsteady = unsteady or Unsteady()
+    fault = _unsteady(dynamodb, random.Random(unsteady.seed), unsteady.unclear_share)
+    if fault is not None:
+        _FAULTS.append(fault)
     policy = StorePolicy(lease_ms=LEASE_MS, recovery_grace_ms=GRACE_MS)
     stores = build_stores(dynamodb, s3, where.table, where.bucket, policy)
     return Runtime(
         stores,
         lambda: ScriptedModel(DEMO_SCENARIOS),
-        clock=_Later(offset_ms),
+        clock=_Later(offset_ms + unsteady.skew_ms),
         fetch=lambda url: "a,b\n1,2",
         limits=TurnLimits(heartbeat_s=0.3),
         worker_id=worker,
     )
 
 
-def _act(where: Where, chat: str, action: str, surface: str, log: str) -> None:
+# The fault this process was dealt, if any (one process, one runtime that misbehaves).
+_FAULTS: list[str] = []
+
+
+def _act(
+    where: Where,
+    chat: str,
+    action: str,
+    surface: str,
+    log: str,
+    unsteady: Unsteady | None = None,
+) -> None:
     """One person's action in its own process; what they were told goes to `log`."""
     from interlock import errors
     from interlock.answers import Reply
@@ -101,7 +177,7 @@ def _act(where: Where, chat: str, action: str, surface: str, log: str) -> None:
     from interlock.resume import resume_replies
     from interlock.turns import run_turn
 
-    rt = _runtime(where, f"{action}-{surface}-{os.getpid()}")
+    rt = _runtime(where, f"{action}-{surface}-{os.getpid()}", unsteady=unsteady)
     # A user per chat: the open-request cap per user would otherwise refuse the pauses.
     alice = Caller(f"u-{chat}", frozenset({"reporter"}))
     now = rt.clock.now_ms()
@@ -143,20 +219,35 @@ def _act(where: Where, chat: str, action: str, surface: str, log: str) -> None:
     except (errors.InterlockError, AssertionError) as refused:
         told["error"] = getattr(refused, "code", "not answerable")
     told["at"] = time.time()
+    told["fault"] = _FAULTS[0] if _FAULTS else None
+    told["skew_ms"] = unsteady.skew_ms if unsteady else 0
     with open(log, "a") as out:
         out.write(json.dumps({"chat": chat, **told}) + "\n")
 
 
-def _sweep(where: Where, offset_ms: int) -> None:
+def _sweep(where: Where, offset_ms: int, unsteady: Unsteady | None = None) -> None:
+    from interlock import errors
     from interlock.sweeper import sweep
 
-    rt = _runtime(where, f"sweeper-{os.getpid()}", offset_ms)
-    sweep(rt, rt.clock.now_ms())
+    rt = _runtime(where, f"sweeper-{os.getpid()}", offset_ms, unsteady)
+    try:
+        sweep(rt, rt.clock.now_ms())
+    except errors.StoreError:
+        pass  # a throttled index read: the next scheduled sweep reads it again
 
 
 class Soak:
-    def __init__(self, where: Where, work: Path, seed: int, parallel: int) -> None:
+    def __init__(
+        self,
+        where: Where,
+        work: Path,
+        seed: int,
+        parallel: int,
+        skew_ms: int = 10_000,
+        unclear: float = 0.25,
+    ) -> None:
         self.where, self.work, self.seed, self.parallel = where, work, seed, parallel
+        self.skew_ms, self.unclear = skew_ms, unclear
         self.ctx = multiprocessing.get_context("forkserver")
         self.ctx.set_forkserver_preload(["bench.soak", "interlock.resume", "interlock.sweeper"])
         self.log = str(work / "told.jsonl")
@@ -166,8 +257,14 @@ class Soak:
     def run(self, chats: list[str]) -> None:
         with ThreadPoolExecutor(max_workers=self.parallel) as pool:
             list(pool.map(self.chat, chats))
+        # The last passes run steady: whatever an unsteady one left, they settle.
         self.process(_sweep, (self.where, LATER_MS))  # stranded claims
         self.process(_sweep, (self.where, OVERDUE_MS + LATER_MS))  # nobody answered
+
+    def unsteady(self, rng: random.Random) -> Unsteady:
+        """One process's clock error and its chance of an unclear AWS answer."""
+        skew = rng.randint(-self.skew_ms, self.skew_ms)
+        return Unsteady(skew, self.unclear, f"{self.seed}:{rng.random()}")
 
     def chat(self, chat: str) -> None:
         rng = random.Random(f"{self.seed}:{chat}")  # each chat's plan replays from the seed
@@ -186,10 +283,10 @@ class Soak:
                 # Answers arrive at random moments: some overlap, some come after a lease lapsed
                 time.sleep(delay * 2.5)
                 kill_after = rng.uniform(0.05, 1.5) if kill else None
-                act = (self.where, chat, action, surface, self.log)
+                act = (self.where, chat, action, surface, self.log, self.unsteady(rng))
                 pool.submit(self.process, _act, act, kill_after)
             if rng.random() < 0.3:
-                pool.submit(self.process, _sweep, (self.where, 0))
+                pool.submit(self.process, _sweep, (self.where, 0, self.unsteady(rng)))
 
     def process(
         self,
@@ -253,6 +350,10 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=200)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--parallel", type=int, default=6)
+    parser.add_argument("--skew-ms", type=int, default=10_000, help="largest clock error")
+    parser.add_argument(
+        "--unclear", type=float, default=0.25, help="share of processes with an unclear write"
+    )
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
@@ -273,7 +374,7 @@ def main() -> None:
     chats = [f"soak-{n:04d}" for n in range(args.chats)]
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as work:
-        soak = Soak(where, Path(work), seed, args.parallel)
+        soak = Soak(where, Path(work), seed, args.parallel, args.skew_ms, args.unclear)
         soak.run(chats)
         result = check(where, soak.log, chats)
         lines = [json.loads(line) for line in Path(soak.log).read_text().splitlines()]
@@ -281,6 +382,8 @@ def main() -> None:
             f"{t['action']}: {t.get('error') or t.get('accepted') or t.get('outcome')}"
             for t in lines
         )
+        unclear = Counter(t["fault"] for t in lines if t.get("fault"))
+        skews = [t.get("skew_ms", 0) for t in lines if t["action"] != "pause"]
     emulator.stop()
     print(
         json.dumps(
@@ -289,6 +392,8 @@ def main() -> None:
                 "chats": args.chats,
                 "actions": dict(soak.actions),
                 "killed": soak.kills,
+                "unclear_answers": dict(sorted(unclear.items())),
+                "skew_ms": [min(skews, default=0), max(skews, default=0)],
                 "told": dict(sorted(told.items())),
                 "seconds": round(time.monotonic() - started, 1),
                 **result,
