@@ -27,6 +27,7 @@ violations (none, when all holds). The scripted model plays the analyst demo.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -230,10 +231,9 @@ def _sweep(where: Where, offset_ms: int, unsteady: Unsteady | None = None) -> No
     from interlock.sweeper import sweep
 
     rt = _runtime(where, f"sweeper-{os.getpid()}", offset_ms, unsteady)
-    try:
+    # A throttled index read: the next scheduled sweep reads it again.
+    with contextlib.suppress(errors.StoreError):
         sweep(rt, rt.clock.now_ms())
-    except errors.StoreError:
-        pass  # a throttled index read: the next scheduled sweep reads it again
 
 
 class Soak:
