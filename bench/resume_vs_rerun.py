@@ -51,7 +51,7 @@ from interlock.outcomes import Offer, TurnResult  # noqa: E402
 from interlock.ports import Stores  # noqa: E402
 from interlock.records import Subject  # noqa: E402
 from interlock.resume import resume_replies, resume_turn  # noqa: E402
-from interlock.timing import SystemClock  # noqa: E402
+from interlock.timing import CLOCK_SKEW_MS, SystemClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 from local.storage import local_storage  # noqa: E402
@@ -197,7 +197,8 @@ class _DiesAtAnswer(ScriptedModel):
 
 
 class _Later:
-    """A clock past the crashed worker's lease: the next worker comes along later."""
+    """A clock past the crashed worker's lease (by every clock): the next worker comes
+    along later."""
 
     def __init__(self, offset_ms: int) -> None:
         self._offset_ms = offset_ms
@@ -239,7 +240,7 @@ def takeover_after_crash(stores: Stores) -> dict[str, Any]:
     crashed = stores.requests.get("c-takeover", _now())
     assert crashed is not None
     journal = stores.requests.steps(crashed)
-    later = _Later(stores.policy.lease_ms + 1)
+    later = _Later(stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
     done = resume_turn(
         dataclasses.replace(rt, clock=later, worker_id="w2"), alice, "c-takeover", **answer
     )
@@ -361,7 +362,7 @@ def doorstep_takeover(stores: Stores) -> dict[str, Any]:
         raise AssertionError("worker 1 was meant to die")
     except Crash:
         models.dying = False
-    later = _Later(stores.policy.lease_ms + 1)
+    later = _Later(stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
     successor = dataclasses.replace(rt, clock=later, worker_id="w2")
     done = _answer_all(successor, "d-takeover", paused.offer)
     return {

@@ -53,7 +53,7 @@ from interlock.harness.model import ScriptedModel  # noqa: E402
 from interlock.pause import persist_pause  # noqa: E402
 from interlock.settling import settle_batch  # noqa: E402
 from interlock.sweeper import SweepReport  # noqa: E402
-from interlock.timing import ManualClock  # noqa: E402
+from interlock.timing import CLOCK_SKEW_MS, ManualClock  # noqa: E402
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn  # noqa: E402
 from local.emulator import Emulator  # noqa: E402
 from local.sqs_poller import LambdaSqsPoller  # noqa: E402
@@ -174,7 +174,7 @@ def measure(emulator: Emulator, pool: Consumers, count: int, consumers: int) -> 
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
     clock = ManualClock()
     overdue_requests(storage.stores, clock, count, tag)
-    clock.advance(seconds=storage.stores.policy.request_ttl_s + 1)
+    clock.advance(seconds=storage.stores.policy.request_ttl_s + 1, ms=CLOCK_SKEW_MS)
     emulator.traffic.take()
 
     started = time.perf_counter()

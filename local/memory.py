@@ -45,11 +45,12 @@ from interlock.records import (
     TurnFence,
     answer_rule,
     binding_refusal,
+    claim_progress,
     journal_of,
     refusal,
     unanswerable,
 )
-from interlock.timing import StorePolicy
+from interlock.timing import EDIT_HOLD_MS, StorePolicy, surely_passed
 from interlock.tokens import new_token
 
 MAX_TRANSACTION = 100  # DynamoDB's entries per transaction
@@ -203,11 +204,17 @@ def _holds(current: RequestRecord | None, fence: ClaimFence) -> bool:
 
 
 def _lapsed(r: RequestRecord, now_ms: int) -> bool:
+    """The DynamoDB adapter's `LEASE_LAPSED`: over by every clock (`surely_passed`)."""
     return (
         r.state is RequestState.CLAIMED
         and r.lease_expires_at_ms is not None
-        and r.lease_expires_at_ms <= now_ms
+        and r.lease_expires_at_ms <= surely_passed(now_ms)
     )
+
+
+def _past_expiry(r: RequestRecord, now_ms: int) -> bool:
+    """The DynamoDB adapter's `PAST_EXPIRY`: past the stated expiry by every clock."""
+    return r.expires_at <= surely_passed(now_ms) // 1000
 
 
 def _pending_or_lapsed(r: RequestRecord, now_ms: int) -> bool:
@@ -215,7 +222,8 @@ def _pending_or_lapsed(r: RequestRecord, now_ms: int) -> bool:
 
 
 def _overdue(r: RequestRecord, now_ms: int) -> bool:
-    """The DynamoDB adapter's `NOT_OVERDUE`, negated: unanswered and past its expiry."""
+    """The DynamoDB adapter's `NOT_OVERDUE`, negated: unanswered and past its expiry
+    (by this clock: the person's side, as `NOT_EXPIRED`)."""
     return r.state is RequestState.PENDING and r.expires_at <= now_ms // 1000
 
 
@@ -223,7 +231,7 @@ def no_open_request(current: RequestRecord | None, now_ms: int) -> bool:
     """The DynamoDB adapter's `NO_OPEN_REQUEST`: absent, ended, or abandoned."""
     if current is None or current.state in ENDED:
         return True
-    return current.expires_at <= now_ms // 1000 and _pending_or_lapsed(current, now_ms)
+    return _past_expiry(current, now_ms) and _pending_or_lapsed(current, now_ms)
 
 
 def _changed(
@@ -290,10 +298,32 @@ class MemoryRequests:
                     ) from None
                 raise EntryRefused((also or [])[refused.index - 1].role) from None
 
-    def notified(self, chat_id: str, interrupt_id: str) -> None:
+    def notified(
+        self, chat_id: str, interrupt_id: str, *, posted: bool = False, now_ms: int = 0
+    ) -> None:
         with self._m.lock:
             current = self._m.requests.get(_chat(chat_id))
-            if current is not None and current.interrupt_id == interrupt_id:
+            if current is None or current.interrupt_id != interrupt_id:
+                return
+            if current.state in OPEN_STATES:
+                self._m.requests[chat_id] = current.with_changes(
+                    notify_due_ms=None, posted=current.posted or posted
+                )
+            elif posted and not current.owes_edits:
+                # Ended by a write that knew of no post: their edit is owed from here.
+                self._m.requests[chat_id] = current.with_changes(
+                    posted=True, notify_due_ms=now_ms + EDIT_HOLD_MS
+                )
+
+    def edits_recorded(self, chat_id: str, interrupt_ids: Collection[str]) -> None:
+        with self._m.lock:
+            current = self._m.requests.get(_chat(chat_id))
+            if (
+                current is not None
+                and current.interrupt_id in interrupt_ids
+                and current.state in ENDED
+                and current.notify_due_ms is not None
+            ):
                 self._m.requests[chat_id] = current.with_changes(notify_due_ms=None)
 
     def rotate_secret(self, request: RequestRecord, secret_hash: str, now_ms: int) -> RequestRecord:
@@ -323,6 +353,7 @@ class MemoryRequests:
         via: str = "api",
         replaces: Sequence[Entry] = (),
         also: Sequence[Entry] = (),
+        journal_steps: int | None = None,
     ) -> RequestRecord:
         problem = refusal(request, request.interrupt_id, secret, now_ms)
         if problem is not None:
@@ -341,7 +372,12 @@ class MemoryRequests:
                 return binding_refusal(cur)
             return problem or _changed(cur, request.interrupt_id, now_ms)
 
-        claimed = self._claimed_by(worker, now_ms, answer, by, via, replace=replacing)
+        progress = claim_progress(
+            request, self._counted(request, journal_steps), new_journal=replacing
+        )
+        claimed = self._claimed_by(
+            worker, now_ms, answer, by, via, progress=progress, replace=replacing
+        )
         riders = [Entry(e.role, {"memory": _optional(_write_of(e))}) for e in replaces]
         return self._updated(
             request.chat_id,
@@ -368,7 +404,8 @@ class MemoryRequests:
         problem = refusal(request, request.interrupt_id, secret, now_ms)
         if problem is not None:
             raise problem
-        change = self._claimed_by(worker, now_ms, answer, by, via)
+        progress = claim_progress(request, 0, new_journal=True)  # a pending one has no journal
+        change = self._claimed_by(worker, now_ms, answer, by, via, progress=progress)
         claimed = change(request)
 
         def holds() -> bool:
@@ -445,6 +482,9 @@ class MemoryRequests:
             found = self._m.steps.get((claim.chat_id, claim.journal_id), {})
             return [found[seq] for seq in sorted(found)]
 
+    def _counted(self, request: RequestRecord, journal_steps: int | None) -> int:
+        return journal_steps if journal_steps is not None else len(self.steps(request))
+
     def mark_acted(self, fence: ClaimFence) -> None:
         try:
             self._m.commit([self._m.fence_check(fence, effect=True)])
@@ -484,6 +524,7 @@ class MemoryRequests:
             **({"answer_key": answer_key} if answer_key is not None else {}),
             **({"answer": inline} if inline is not None else {}),
             **({"final_text": kept} if kept is not None else {}),
+            **_edits_owed(claim, now_ms + EDIT_HOLD_MS),
         }
         try:
             done = self._updated(
@@ -503,7 +544,11 @@ class MemoryRequests:
     def chain(
         self, claim: RequestRecord, successor: RequestRecord, also: list[Entry] | None = None
     ) -> None:
-        placed = copy.deepcopy(successor.with_changes(claim_count=0))
+        if claim.owes_edits:  # the claimed request ends here: see `RequestStore.chain`
+            edits_due = (successor.created_ms or successor.created_at * 1000) + EDIT_HOLD_MS
+            due = min(successor.notify_due_ms or edits_due, edits_due)
+            successor = successor.with_changes(notify_due_ms=due)
+        placed = copy.deepcopy(successor.with_changes(claim_count=0, stalls=0, journal_seen=0))
         check_size(self._policy, stored_size(placed))
         fence = claim.fence
         try:
@@ -540,9 +585,10 @@ class MemoryRequests:
             lambda r: _holds(r, fence),
             lambda r: r.with_changes(
                 lease_token=token,
-                lease_expires_at_ms=now_ms,
+                lease_expires_at_ms=surely_passed(now_ms),  # `RELEASE_SET`'s `:released_ms`
                 claim_count=r.claim_count - 1,
                 failures=r.failures + 1,
+                stalls=max(r.stalls - 1, 0),
             ),
             lost=lambda _: _lost(),
         )
@@ -553,10 +599,18 @@ class MemoryRequests:
             claim.chat_id,
             lambda r: _holds(r, fence),
             lambda r: r.with_changes(
-                state=RequestState.EXPIRED, ended_reason=reason, journal_id=None
+                state=RequestState.EXPIRED,
+                ended_reason=reason,
+                journal_id=None,
+                # As `RequestStore.end_claimed`: owed at once, from when it was claimed.
+                **_edits_owed(claim, self._claimed_ms(claim)),
             ),
             lost=lambda _: errors.LeaseLost("the claim was already lost"),
         )
+
+    def _claimed_ms(self, claim: RequestRecord) -> int:
+        """When the claim was taken (or last renewed), by the claim's own clock."""
+        return (claim.lease_expires_at_ms or self._policy.lease_ms) - self._policy.lease_ms
 
     # -- the sweeper
 
@@ -581,9 +635,16 @@ class MemoryRequests:
         return [chat for _, chat in sorted(found)[:limit]]
 
     def claim_lapsed(
-        self, request: RequestRecord, worker: str, now_ms: int, also: Sequence[Entry] = ()
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        also: Sequence[Entry] = (),
+        *,
+        journal_steps: int | None = None,
     ) -> RequestRecord:
         recorded = (request.decision or "answered", request.response or "null")
+        progress = claim_progress(request, self._counted(request, journal_steps))
         return self._updated(
             request.chat_id,
             lambda r: (
@@ -591,7 +652,7 @@ class MemoryRequests:
                 and _lapsed(r, now_ms)
                 and r.claim_count == request.claim_count
             ),
-            self._claimed_by(worker, now_ms, recorded, None, "recovery"),
+            self._claimed_by(worker, now_ms, recorded, None, "recovery", progress=progress),
             lost=lambda cur: errors.ResumeInProgress("another worker took it over first", cur),
             also=also,
         )
@@ -627,16 +688,19 @@ class MemoryRequests:
         now_ms: int,
         answer: tuple[str, str],
         also: Sequence[Entry] = (),
+        *,
+        journal_steps: int | None = None,
     ) -> RequestRecord:
+        progress = claim_progress(request, self._counted(request, journal_steps))
         return self._updated(
             request.chat_id,
             lambda r: (
                 r.interrupt_id == request.interrupt_id
                 and _pending_or_lapsed(r, now_ms)
-                and r.expires_at <= now_ms // 1000
+                and _past_expiry(r, now_ms)
                 and r.claim_count == request.claim_count
             ),
-            self._claimed_by(worker, now_ms, answer, None, "sweeper"),
+            self._claimed_by(worker, now_ms, answer, None, "sweeper", progress=progress),
             lost=lambda cur: errors.ResumeInProgress("another worker settled it first", cur),
             also=also,
         )
@@ -651,7 +715,7 @@ class MemoryRequests:
             lambda r: (
                 r.interrupt_id == request.interrupt_id
                 and r.state is RequestState.PENDING
-                and r.expires_at <= now_ms // 1000
+                and _past_expiry(r, now_ms)
                 and r.claim_count == request.claim_count
                 and r.route_role is None
             ),
@@ -706,7 +770,9 @@ class MemoryRequests:
                 and r.claim_count == request.claim_count
                 and (acted_ok or not (r.acted or _overdue(r, now_ms)))
             ),
-            lambda r: r.with_changes(state=state, ended_reason=reason),
+            lambda r: r.with_changes(
+                state=state, ended_reason=reason, **_edits_owed(request, now_ms + EDIT_HOLD_MS)
+            ),
             lost=lost,
             also=also,
         )
@@ -732,10 +798,12 @@ class MemoryRequests:
         by: str | None,
         via: str,
         *,
+        progress: tuple[int, int],
         replace: bool = False,
     ) -> Callable[[RequestRecord], RequestRecord]:
         """The change a claim makes: `CLAIM_SET` (the first answer recorded, a takeover
-        keeping it), or `CLAIM_REPLACE_SET` with `replace`."""
+        keeping it), or `CLAIM_REPLACE_SET` with `replace`; with `progress`, the stalls
+        and journal steps seen that the claim records (`records.claim_progress`)."""
         token = new_token()
         decided_by = by if by is not None else via
 
@@ -747,6 +815,8 @@ class MemoryRequests:
                 "lease_expires_at_ms": now_ms + self._policy.lease_ms,
                 "resume_deadline_ms": now_ms + self._policy.max_resume_ms,
                 "claim_count": r.claim_count + 1,
+                "stalls": progress[0],
+                "journal_seen": progress[1],
             }
             if replace:
                 return r.with_changes(
@@ -810,6 +880,13 @@ class _Kept(Exception):
 
 def _lost() -> errors.LeaseLost:
     return errors.LeaseLost("the claim was already lost")
+
+
+def _edits_owed(request: RequestRecord, due_ms: int) -> dict[str, Any]:
+    """The DynamoDB adapter's `EDITS_OWED`, for a write ending `request` as read: the
+    mark that its channel posts' edit is owed, due at `due_ms` (an ended pointer with
+    the mark is in the notice index, as the adapter keeps its shard)."""
+    return {"notify_due_ms": due_ms} if request.owes_edits else {}
 
 
 def _optional(write: Write) -> Write:
@@ -921,7 +998,7 @@ class MemoryTurns:
             found = meta()
             return (
                 found.owner in (None, user_id)
-                and (found.run_until_ms is None or found.run_until_ms <= now_ms)
+                and not found.running(now_ms)  # `NOT_RUNNING`: over by every clock
                 and (chat_id not in m.metas or found.last_turn == seen.last_turn)
                 and (seen.run_token is None or found.run_token == seen.run_token)
             )
@@ -954,7 +1031,7 @@ class MemoryTurns:
             found = meta()
             if found.owner not in (None, user_id):
                 raise errors.Forbidden("this chat belongs to another user") from None
-            if found.run_until_ms is not None and found.run_until_ms > now_ms:
+            if found.running(now_ms):
                 raise errors.TurnRunning(
                     "a turn is already running in this chat; wait for its answer"
                 ) from None
@@ -1405,6 +1482,7 @@ class MemoryChannels:
                 give_up_ms=notice.give_up_ms,
                 due_ms=until_ms,
                 title=notice.title,
+                reserved_ms=now_ms,
             )
             return True
 
@@ -1425,11 +1503,10 @@ class MemoryChannels:
                 for (chat, _, _), n in self._m.notices.items()
                 if n.due_ms is not None and not n.done and n.due_ms <= now_ms
             ] + [
+                # An open pointer whose posts are owed, or an ended one owing their edit.
                 (r.notify_due_ms, chat)
                 for chat, r in self._m.requests.items()
-                if r.notify_due_ms is not None
-                and r.state in OPEN_STATES
-                and r.notify_due_ms <= now_ms
+                if r.notify_due_ms is not None and r.notify_due_ms <= now_ms
             ]
         inside = [(d, c) for d, c in due if keys.sweep_shard(c, keys.SWEEP_SHARDS) == shard]
         return list(dict.fromkeys(c for _, c in sorted(inside)[:limit]))

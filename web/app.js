@@ -394,7 +394,7 @@ function age(iso) {
 
 async function loadHistory() {
   const { events } = await api.events(chat);
-  const kinds = ["decision", "timed_out", "cancelled", "recovered"];
+  const kinds = ["decision", "timed_out", "cancelled", "recovered", "given_up"];
   const settled = events.filter((e) => kinds.includes(e.type));
   const rows = settled.reverse().map((e) => {
     const what =
@@ -403,11 +403,13 @@ async function loadHistory() {
           (e.detail.replaced ? ` (replacing ${decisionLabel(e.detail.replaced)}, not yet acted on)` : "")
         : e.type === "recovered"
           ? `Continued after an interruption: ${decisionLabel(e.detail.decision)}`
-          : decisionLabel(e.type);
+          : e.type === "given_up"
+            ? `Given up: ${String(e.detail.reason || "").replace(/^given up: /, "")}`
+            : decisionLabel(e.type);
     const by =
       e.type === "timed_out"
         ? "nobody answered in time"
-        : e.type === "recovered"
+        : e.type === "recovered" || e.type === "given_up"
           ? "by Interlock"
           : `by ${e.actor}`;
     const from = e.detail.source ? ` via ${sourceLabel(e.detail.source)}` : "";

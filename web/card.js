@@ -368,7 +368,11 @@ export class Card {
   /** The request can no longer be answered: expired, cancelled, timed out or gone. */
   end(reason) {
     this.stop(reason);
-    this.outcome.textContent = ENDED[reason].replace("{at}", `at ${when(this.request.expiresAt)}`);
+    // Given up (its retries ran out): the view says so, never the answer it did not carry out.
+    const givenUp = reason === "expired" && this.request.decision === "given_up";
+    this.outcome.textContent = givenUp
+      ? `${this.request.decided}.`
+      : ENDED[reason].replace("{at}", `at ${when(this.request.expiresAt)}`);
   }
 
   stop(state) {

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from interlock import errors
 from interlock.audit import audit, audit_entry
@@ -21,7 +21,7 @@ from interlock.caller import Caller
 from interlock.deps import Runtime
 from interlock.keys import ASK_POOL
 from interlock.ports import Entry, EntryRefused, Role
-from interlock.records import ChatMeta, RequestRecord, TurnFence
+from interlock.records import ChatMeta, RequestRecord, TurnFence, given_up_cause
 from interlock.tokens import new_token
 
 T = TypeVar("T")
@@ -244,10 +244,12 @@ def release_ask_slot(rt: Runtime, request: RequestRecord) -> None:
 _WITHDRAW_ATTEMPTS: Final = 3
 
 
-def expire_and_release(rt: Runtime, request: RequestRecord, reason: str, now: int) -> None:
+def expire_and_release(
+    rt: Runtime, request: RequestRecord, reason: str, now: int, also: Sequence[Entry] = ()
+) -> None:
     """Expire an answerable request and, in the same transaction, withdraw any rows an
     earlier (dead) claim granted for its cards (so no withdrawal lands unless the expiry
-    does); then free its open-request slot."""
+    does) and write `also` (its trail event); then free its open-request slot."""
     approvals = rt.stores.approvals
     for attempt in range(_WITHDRAW_ATTEMPTS):
         grants = [
@@ -259,7 +261,7 @@ def expire_and_release(rt: Runtime, request: RequestRecord, reason: str, now: in
             )
         ]
         try:
-            rt.stores.requests.expire(request, reason, now, also=grants)
+            rt.stores.requests.expire(request, reason, now, also=[*grants, *also])
             break
         except EntryRefused:
             # A row was stamped anew between the read and the write: read them again.
@@ -267,8 +269,35 @@ def expire_and_release(rt: Runtime, request: RequestRecord, reason: str, now: in
                 raise
     release_ask_slot(rt, request)
     if rt.notifier is not None:
-        # Its posts say it can no longer be answered, and why, instead of offering buttons.
-        rt.notifier.settled(request.chat_id, request.interrupt_ids, "expired", None, reason)
+        # Its posts say it can no longer be answered, and why, instead of offering buttons:
+        # given up, for one whose retries ran out, never the answer it did not carry out.
+        cause = given_up_cause(reason)
+        outcome, why = ("expired", reason) if cause is None else ("given_up", cause)
+        rt.notifier.settled(request.chat_id, request.interrupt_ids, outcome, None, why)
+
+
+def give_up(
+    rt: Runtime, request: RequestRecord, reason: str, now: int, actor: Caller, **detail: Any
+) -> None:
+    """End `request` because its retries ran out (`reason`, from `records.given_up`):
+    expired with that reason, what a dead claim granted withdrawn, and its `given_up`
+    event on the trail (with `detail`), all in one write, whichever path gave it up;
+    its channel posts then say it was given up."""
+    event = audit_entry(
+        rt,
+        actor,
+        request.chat_id,
+        "given_up",
+        interrupt_id=request.interrupt_id,
+        kind=request.kind,
+        reason=reason,
+        decision=request.decision,
+        claims=request.claim_count,
+        stalls=request.stalls,
+        failures=request.failures,
+        **detail,
+    )
+    expire_and_release(rt, request, reason, now, also=[event])
 
 
 def _day(now_ms: int) -> str:

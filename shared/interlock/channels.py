@@ -100,6 +100,7 @@ class Notice:
         give_up_ms: When retrying stops (the notice's own retention).
         title: What the card asks, kept in the message once it settled.
         due_ms: When the finder should next look at it; None once it is done.
+        reserved_ms: When its post was reserved: no attempt sent it earlier.
     """
 
     channel: ChannelName
@@ -113,6 +114,7 @@ class Notice:
     give_up_ms: int = 0
     due_ms: int | None = None
     title: str = ""
+    reserved_ms: int = 0
 
     def in_flight(self, now_ms: int) -> bool:
         """Whether another attempt holds it now (its outcome is not known yet)."""
@@ -130,6 +132,12 @@ class Channel(Protocol):
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
         """Replace the card's message with how it ended (its buttons go)."""
+        ...
+
+    def find(self, link: Link, chat_id: str, notice: Notice) -> dict[str, Any] | None:
+        """The reference of the message an earlier attempt posted for `notice` (the
+        card of `notice.interrupt_id` in `chat_id`, sent to `link`) when the platform
+        lets it be found again; None when it finds none, or cannot look."""
         ...
 
     def tell(self, tap: Tap, text: str) -> None:
@@ -196,6 +204,7 @@ def outcome_text(decision: str | None, who: str | None, at_s: int | None, source
         "answered": "Answered",
         "cancelled": "Cancelled",
         "expired": "Expired",
+        "given_up": "Given up",
         "timed_out": "Timed out",
     }.get(decision or "", (decision or "Settled").replace("_", " ").capitalize())
     parts = [word]

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from interlock import errors, keys
 from interlock.keys import SWEEP_SHARDS
 from interlock.ports import RequestPort
-from interlock.timing import RECOVERY_GRACE_MS
+from interlock.timing import RECOVERY_GRACE_MS, surely_passed
 
 # SQS's SendMessageBatch takes at most ten entries.
 SEND_BATCH: Final = 10
@@ -114,7 +114,8 @@ def overdue_chats(
 ) -> Iterator[str]:
     """Chats whose open request is past its expiry, or whose claim's worker is gone (its
     lease ran out more than `grace_ms` ago), or with a channel notice due, shard by
-    shard, each chat once."""
+    shard, each chat once. Expiries and leases count only once over by every clock
+    (`timing.surely_passed`)."""
     for shard in range(SWEEP_SHARDS):
         yield from _shard(requests, notices, f"OPEN#{shard}", now_ms, limit_per_shard, grace_ms)
 
@@ -127,8 +128,12 @@ def _shard(
     limit: int,
     grace_ms: int,
 ) -> list[str]:
-    overdue = requests.overdue(shard, now_ms, limit)
-    stranded = requests.lapsed(shard, now_ms - grace_ms, limit)
+    # Expiries and leases are the writers' clocks: only what is over by every clock is
+    # found (`RequestRecord.overdue`, `stranded`). A notice's due time needs no margin:
+    # finding one early only looks at it early (its attempt's hold decides who sends).
+    everywhere = surely_passed(now_ms)
+    overdue = requests.overdue(shard, everywhere, limit)
+    stranded = requests.lapsed(shard, everywhere - grace_ms, limit)
     due = notices.due_notices(shard, now_ms, limit) if notices is not None else []
     return list(dict.fromkeys([*overdue, *stranded, *due]))
 

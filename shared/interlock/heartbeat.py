@@ -45,7 +45,13 @@ class Heartbeat:
 
     def holds(self, now_ms: int) -> bool:
         """Whether the lease is known to hold at `now_ms`: never lost, and renewed (or
-        taken) until later than now. A renewal that keeps failing lets it run out."""
+        taken) until later than now. A renewal that keeps failing lets it run out.
+
+        By this worker's own clock, with no margin: `until_ms` is the very value its
+        claim or renewal stored, and a taker waits `timing.CLOCK_SKEW_MS` past it by its
+        own clock, so this clock has passed it before anyone takes over. A margin here
+        would not help a body already running then (what a takeover may repeat), and
+        would eat into a short lease."""
         if self.lost.is_set():
             return False
         return self.until_ms is None or now_ms < self.until_ms

@@ -8,17 +8,29 @@ finder; a post is reserved before it is sent, so a retried or taken-over run nev
 it again, and an edit is recorded (with its text) before it is sent. One attempt at a
 time holds a notice; one that fails is due again later (backing off), one whose process
 died is due once its hold runs out, and the finder's pass (`retry`) carries both on
-until they are done or the request's own retention (its TTL) ends. A posted card stays
-due at its request's expiry too, so a request that ended without its edit (its worker
-died in between) is edited then.
+until they are done or the request's own retention (its TTL) ends.
+
+The edit is owed by the write that ends the request: once its posts are reserved the
+pointer keeps a flag (`RequestRecord.posted`, set in the write that clears the mark
+above), and every ending (a finish, a cancel, an expiry, a chain to the next request, a
+run whose snapshot is gone) writes the mark again with it, due `timing.EDIT_HOLD_MS`
+later, keeping the pointer in the notice index. The process that ended it records the
+edits (`settled`) and clears the mark; should it die first, the finder's pass edits
+every post the pointer no longer asks within that hold and one finder interval, never
+only at the request's expiry. A posted card also stays due at its request's expiry.
 
 Edits are idempotent, so retrying one is exact. A post is sent at most once per attempt;
-the one case no retry can tell apart is a post the platform took whose record was never
-written (the process killed with the call in flight or just after it answered, or the
-record's write failing): that attempt is retried, and the card may then show twice. Both
-copies answer the same interrupt, and a tap on either after the answer is told "Already
-decided", so a copy too many can never act; a card never shown would leave its person
-unasked.
+the one case an attempt cannot tell apart by itself is a post the platform took whose
+record was never written (the process killed with the call in flight or just after it
+answered, or the record's write failing). Before such a post is sent again, or its
+notice closed once its request ended, the platform is asked for it (`Channel.find`):
+Slack finds it by the metadata every card is posted with, and it is adopted (and edited
+when its request ended), never posted twice. Telegram's Bot API cannot list a chat's
+messages: there the card may show twice (posted again while its request is open), and
+only the copy whose reference was recorded is edited. Every copy answers the same
+interrupt, and a tap on any is told the truth (answered, and how; no longer answerable,
+and why: `respond.screen_tap`), so a copy too many can never act; a card never shown
+would leave its person unasked.
 
 A platform that is down never fails a run: the request is durable before anything is
 posted, and a card can always be answered on the page.
@@ -29,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from interlock.channels import (
     Channel,
@@ -42,7 +54,8 @@ from interlock.channels import (
     settled_text,
 )
 from interlock.ports import ChannelPort, RequestPort
-from interlock.records import RequestRecord, RequestState
+from interlock.records import OPEN_STATES, RequestRecord, RequestState, gave_up
+from interlock.timing import CLOCK_SKEW_MS
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +120,11 @@ class Notifier:
             return
         report = report if report is not None else NoticeReport()
         try:
+            posted = False  # a notice is kept for some post of it (reserved here or before)
             for link in self._store.links_of(request.user_id):
                 if link.channel not in self._channels:
                     continue
+                posted = True
                 now = self._now_ms()
                 notice = Notice(
                     link.channel,
@@ -121,8 +136,14 @@ class Notifier:
                 )
                 if self._store.reserve_notice(request.chat_id, notice, now, now + ATTEMPT_MS):
                     self._post(request, link, notice, report)
-            if request.notify_due_ms is not None and self._requests is not None:
-                self._requests.notified(request.chat_id, request.interrupt_id)
+            # The mark that its posts are owed goes, and the pointer keeps that it has
+            # posts (in the same write): the write that ends it then owes their edit.
+            if self._requests is not None and (
+                request.notify_due_ms is not None or (posted and not request.posted)
+            ):
+                self._requests.notified(
+                    request.chat_id, request.interrupt_id, posted=posted, now_ms=self._now_ms()
+                )
         except Exception as exc:  # a platform's or the table's trouble never fails a run
             _failed("post", exc)
 
@@ -134,43 +155,71 @@ class Notifier:
         who: str | None,
         source: str,
     ) -> None:
-        """Edit every post of the settled interrupts to say how they ended."""
+        """Edit every post of the settled interrupts to say how they ended.
+
+        Each edit is recorded on its notice (with its text) before any is sent; then the
+        mark the ending wrote that they are owed is cleared (one write, only when some
+        edit was recorded), so the finder never looks at a request edited here."""
         if not self._channels:
             return
+        ids = frozenset(interrupt_ids)
         text = outcome_text(decision, who, self._now_ms() // 1000, _source_name(source))
         try:
-            notices = [n for i in interrupt_ids for n in self._store.notices(chat_id, i)]
-            for notice in notices:
-                if not notice.done:
-                    marked = self._store.settle_notice(chat_id, notice, text, self._now_ms())
-                    if marked is not None:
-                        self._edit(chat_id, marked, NoticeReport())
+            notices = [n for i in sorted(ids) for n in self._store.notices(chat_id, i)]
+            marked = [
+                settled
+                for notice in notices
+                if not notice.done
+                and (settled := self._store.settle_notice(chat_id, notice, text, self._now_ms()))
+                is not None
+            ]
+            if marked and self._requests is not None:
+                self._requests.edits_recorded(chat_id, ids)
+            for notice in marked:
+                self._edit(chat_id, notice, NoticeReport())
         except Exception as exc:
             _failed("edit", exc)
 
     def retry(self, chat_id: str) -> NoticeReport:
         """Carry on the chat's notices that are due: a post or an edit that failed or
-        was interrupted, and a post whose request ended without its edit."""
+        was interrupted, and a post whose request ended without its edit.
+
+        A pointer marked due (`RequestRecord.notify_due_ms`) owes more: an open one its
+        own posts (its process died before it reserved them), and either one the edit of
+        every post of an interrupt it no longer asks (the write that ended that request
+        owed it, and its process died before it recorded the edit). The mark of an ended
+        pointer is cleared once every such edit is recorded; until then it stays due."""
         report = NoticeReport()
         if not self._channels:
             return report
         now = self._now_ms()
         request = self._requests.get(chat_id, now) if self._requests is not None else None
-        if (
+        marked = (
             request is not None
             and request.notify_due_ms is not None
             and request.notify_due_ms <= now
-            and request.state in (RequestState.PENDING, RequestState.CLAIMED)
-        ):
+        )
+        if marked and request is not None and request.state in OPEN_STATES:
             self.opened(request, report)  # its process died before it reserved the posts
+        left = False  # an owed edit not recorded by this pass
         for notice in self._store.notices(chat_id):
-            if notice.done or notice.due_ms is None or notice.due_ms > now:
+            if notice.done:
+                continue
+            owed = marked and not _asks(request, notice)
+            if owed and notice.in_flight(now):
+                left = True  # its attempt finishes it, or lapses and is due then
+                continue
+            if not owed and (notice.due_ms is None or notice.due_ms > now):
                 continue
             try:
                 self._carry_on(chat_id, notice, now, report, request)
             except Exception as exc:  # one notice's trouble leaves the others to do
                 _failed("retry", exc)
                 report.failed += 1
+                left = left or owed
+        ended = request is not None and request.state not in OPEN_STATES
+        if marked and ended and not left and request is not None and self._requests is not None:
+            self._requests.edits_recorded(chat_id, request.interrupt_ids)
         return report
 
     def tell(self, tap: Tap, text: str) -> None:
@@ -199,22 +248,30 @@ class Notifier:
         if notice.edit_text is not None:
             self._edit(chat_id, notice, report)
             return
-        open_here = (
-            request is not None
-            and request.state in (RequestState.PENDING, RequestState.CLAIMED)
-            and notice.interrupt_id in request.interrupt_ids
-        )
+        open_here = _asks(request, notice)
         if notice.ref is None:
             taken = self._store.begin_notice(chat_id, notice, now, now + ATTEMPT_MS)
             if taken is None:
                 return
+            link = self._link(taken, request)
+            try:
+                # An earlier attempt may have posted it and died before its record: found
+                # again (where the platform allows it), it is adopted, not posted twice.
+                found = self._found(chat_id, link, taken)
+            except Exception as exc:
+                self._retry_later(chat_id, taken, "lookup", exc, report)
+                return
+            if found is not None:
+                watch = _watch_ms(request) if open_here and request is not None else now
+                after = self._store.posted_notice(chat_id, taken, found, watch, now)
+                if after.edit_text is not None:
+                    self._edit(chat_id, after, report)
+                elif not open_here:
+                    self._ended(chat_id, after, now, report, request)
+                return
             if not open_here or request is None:
                 self._store.finish_notice(chat_id, taken, now)  # nothing left to ask
                 return
-            link = next(
-                (x for x in self._store.links_of(request.user_id) if x.channel == notice.channel),
-                None,
-            )
             if link is None:  # unlinked since: nobody to post to
                 self._store.finish_notice(chat_id, taken, now)
                 return
@@ -224,11 +281,37 @@ class Notifier:
             # Still open (rerouted with more time, or reset to be answered again): watch on.
             self._store.retry_notice(chat_id, notice, _watch_ms(request))
             return
+        self._ended(chat_id, notice, now, report, request)
+
+    def _ended(
+        self,
+        chat_id: str,
+        notice: Notice,
+        now: int,
+        report: NoticeReport,
+        request: RequestRecord | None,
+    ) -> None:
         # It ended without its edit: say how, as far as the pointer still knows.
         text = _ended_text(request, notice)
         marked = self._store.settle_notice(chat_id, notice, text, now)
         if marked is not None:
             self._edit(chat_id, marked, report)
+
+    def _link(self, notice: Notice, request: RequestRecord | None) -> Link | None:
+        """The linked account `notice` is posted to (None once unlinked)."""
+        user = notice.user_id or (request.user_id if request is not None else "")
+        if not user:
+            return None
+        return next((x for x in self._store.links_of(user) if x.channel == notice.channel), None)
+
+    def _found(self, chat_id: str, link: Link | None, notice: Notice) -> dict[str, Any] | None:
+        """The message an earlier attempt at `notice`'s post sent, if the platform finds
+        it again (`Channel.find`): only a notice whose attempt began before this one
+        (`tries`) may have one. Raises what the lookup raised (retried later)."""
+        channel = self._channels.get(notice.channel)
+        if channel is None or link is None or notice.tries <= 1:
+            return None
+        return channel.find(link, chat_id, notice)
 
     def _post(
         self, request: RequestRecord, link: Link, notice: Notice, report: NoticeReport
@@ -253,8 +336,18 @@ class Notifier:
         if taken is None:
             return  # an attempt in flight (the post, say) finishes it or lapses into a retry
         if taken.ref is None:
-            # Never posted, and now never will be (its request ended): nothing to edit.
-            self._store.finish_notice(chat_id, taken, now)
+            try:
+                found = self._found(chat_id, self._link(taken, None), taken)
+            except Exception as exc:
+                self._retry_later(chat_id, taken, "lookup", exc, report)
+                return
+            if found is None:
+                # Never posted (or not to be found again), and now never will be (its
+                # request ended): nothing to edit.
+                self._store.finish_notice(chat_id, taken, now)
+                return
+            # Posted by an attempt that died before its record: edit that message.
+            self._edit(chat_id, self._store.posted_notice(chat_id, taken, found, now, now), report)
             return
         channel = self._channels.get(taken.channel)
         if channel is None:
@@ -277,19 +370,31 @@ class Notifier:
         self._store.retry_notice(chat_id, notice, self._now_ms() + backoff)
 
 
+def _asks(request: RequestRecord | None, notice: Notice) -> bool:
+    """Whether the chat's pointer, `request`, is open on the interrupt `notice` carries."""
+    return (
+        request is not None
+        and request.state in OPEN_STATES
+        and notice.interrupt_id in request.interrupt_ids
+    )
+
+
 def _title(request: RequestRecord) -> str:
     # What the post asks, in a line: kept above the outcome once the card settled.
     return " / ".join(channel_card(asked.card).title for asked in request.asked)[:300]
 
 
 def _watch_ms(request: RequestRecord) -> int:
-    # Due when its request expires: by then it has settled, and its card needs its edit.
-    return request.expires_at * 1000
+    # Due when its request is past its expiry by every clock, as the finder settles it
+    # (`RequestRecord.overdue`): then it has settled, and its card needs its edit.
+    return request.expires_at * 1000 + CLOCK_SKEW_MS
 
 
 def _ended_text(request: RequestRecord | None, notice: Notice) -> str:
     if request is None or notice.interrupt_id not in request.interrupt_ids:
         return outcome_text(None, None, None, "")  # "Settled": the chat has moved on
+    if (cause := gave_up(request)) is not None:
+        return outcome_text("given_up", None, None, cause)  # not the answer it never ran
     decision = {
         RequestState.CANCELLED: "cancelled",
         RequestState.EXPIRED: "expired",

@@ -79,7 +79,11 @@ class RequestPort(Protocol):
 
     def get(self, chat_id: str, now_ms: int) -> RequestRecord | None: ...
 
-    def notified(self, chat_id: str, interrupt_id: str) -> None: ...
+    def notified(
+        self, chat_id: str, interrupt_id: str, *, posted: bool = False, now_ms: int = 0
+    ) -> None: ...
+
+    def edits_recorded(self, chat_id: str, interrupt_ids: Collection[str]) -> None: ...
 
     def get_with_chat(self, chat_id: str, now_ms: int) -> tuple[RequestRecord | None, ChatMeta]: ...
 
@@ -107,6 +111,7 @@ class RequestPort(Protocol):
         via: str = "api",
         replaces: Sequence[Entry] = (),
         also: Sequence[Entry] = (),
+        journal_steps: int | None = None,
     ) -> RequestRecord: ...
 
     def claim_with(
@@ -159,7 +164,13 @@ class RequestPort(Protocol):
     def lapsed(self, shard: str, before_ms: int, limit: int) -> list[str]: ...
 
     def claim_lapsed(
-        self, request: RequestRecord, worker: str, now_ms: int, also: Sequence[Entry] = ()
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        also: Sequence[Entry] = (),
+        *,
+        journal_steps: int | None = None,
     ) -> RequestRecord: ...
 
     def open_for(self, user_id: str, limit: int) -> list[InboxEntry]: ...
@@ -171,6 +182,8 @@ class RequestPort(Protocol):
         now_ms: int,
         answer: tuple[str, str],
         also: Sequence[Entry] = (),
+        *,
+        journal_steps: int | None = None,
     ) -> RequestRecord: ...
 
     def reroute(

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any, Final, Literal
 
 from interlock import errors, keys
-from interlock.timing import StorePolicy
+from interlock.timing import MAX_TOTAL_CLAIMS, StorePolicy, surely_passed
 from interlock.tokens import hash_secret, new_secret, secret_matches
 
 Kind = Literal["approval", "question", "info"]
@@ -93,14 +93,29 @@ class RequestRecord:
     journal_id: str | None = None
     acted: bool = False
     failures: int = 0
+    # The retry cap's count (`given_up`): claims in a row, this one included, since one
+    # was taken over a journal that had grown (`claim_progress`); and how many journal
+    # steps were recorded when this claim was taken, for its taker to compare.
+    stalls: int = 0
+    journal_seen: int = 0
     also_asked: tuple[Asked, ...] = ()
     created_ms: int = 0
     decided_by: str | None = None
     decided_at_ms: int | None = None
     decided_via: str | None = None
-    # Set while the channel posts of a new request are owed and not yet reserved: the
-    # finder carries them on should the process die before it posted.
+    # Set while the channel posts of a new request are owed and not yet reserved, and
+    # once an ended request's posts are owed their edit (set by the write that ended
+    # it): the finder carries either on should the process die before it did.
     notify_due_ms: int | None = None
+    # Channel posts of this request were reserved: the write that ends it owes their edit.
+    posted: bool = False
+
+    @property
+    def owes_edits(self) -> bool:
+        """Whether the write that ends this request owes the edit of its channel posts:
+        some were reserved (`posted`), or were owed and may have been reserved by a
+        process that died before it said so (`notify_due_ms`)."""
+        return self.posted or self.notify_due_ms is not None
 
     @property
     def stored_snapshot(self) -> StoredSnapshot:
@@ -135,10 +150,20 @@ class RequestRecord:
         return self.acted
 
     def is_past_expiry(self, now_ms: int) -> bool:
+        """Past the stated expiry by this clock: the person's side (an answer or a cancel
+        is taken until then) and what a reader is shown."""
         return now_ms >= self.expires_at * 1000
 
+    def expired_everywhere(self, now_ms: int) -> bool:
+        """Past the stated expiry by every worker's clock (`timing.surely_passed`): only
+        then does the sweeper take the request from whoever may still be answering it."""
+        return surely_passed(now_ms) >= self.expires_at * 1000
+
     def lease_lapsed(self, now_ms: int) -> bool:
-        return self.lease_expires_at_ms is None or now_ms >= self.lease_expires_at_ms
+        """The lease is over by every worker's clock, the holder's included, so a taker
+        may act: its holder stopped at `lease_expires_at_ms` by its own clock, which is
+        at most `timing.CLOCK_SKEW_MS` behind this one."""
+        return self.lease_expires_at_ms is None or surely_passed(now_ms) >= self.lease_expires_at_ms
 
     def holds_live_claim(self, now_ms: int) -> bool:
         return self.state is RequestState.CLAIMED and not self.lease_lapsed(now_ms)
@@ -148,6 +173,9 @@ class RequestRecord:
 
         A pending request, or a claim whose lease lapsed, reads as expired once past
         its logical expiry. A live claim stays claimed: its worker is still running.
+        Expiry is read by this clock, as the person was told it (the sweeper settles
+        it only once it is `overdue`); a lease counts as lapsed only once it is over
+        by every clock, as a taker judges it.
         """
         if self.state is RequestState.PENDING and self.is_past_expiry(now_ms):
             return RequestState.EXPIRED
@@ -160,25 +188,28 @@ class RequestRecord:
         return self.state
 
     def blocks_new_request(self, now_ms: int) -> bool:
-        """Whether this record stops the chat from opening another request."""
-        return self.status(now_ms) in OPEN_STATES
+        """Whether this record stops the chat from opening another request: it is open
+        and not `overdue` (a new request takes the chat from it, as a settle would)."""
+        return self.state in OPEN_STATES and not self.overdue(now_ms)
 
     def overdue(self, now_ms: int) -> bool:
-        """Past its expiry and nobody is working on it: the sweeper's to settle."""
-        return self.is_past_expiry(now_ms) and (
+        """Past its expiry on every clock and nobody is working on it: the sweeper's to
+        settle (up to `timing.CLOCK_SKEW_MS` after it reads as expired)."""
+        return self.expired_everywhere(now_ms) and (
             self.state is RequestState.PENDING
             or (self.state is RequestState.CLAIMED and self.lease_lapsed(now_ms))
         )
 
     def stranded(self, now_ms: int, grace_ms: int) -> bool:
-        """A claim whose worker is gone: its lease ran out at least `grace_ms` ago (time
-        for the person to change an answer nothing acted on) and it is not past expiry.
-        The system continues it with the recorded answer; nobody has to click."""
+        """A claim whose worker is gone: its lease ran out at least `grace_ms` ago by
+        every clock (time for the person to change an answer nothing acted on) and it is
+        not `overdue` yet. The system continues it with the recorded answer; nobody has
+        to click."""
         return (
             self.state is RequestState.CLAIMED
             and self.lease_expires_at_ms is not None
-            and now_ms >= self.lease_expires_at_ms + grace_ms
-            and not self.is_past_expiry(now_ms)
+            and surely_passed(now_ms) >= self.lease_expires_at_ms + grace_ms
+            and not self.expired_everywhere(now_ms)
         )
 
     def answerable_by(self, user_id: str, roles: frozenset[str]) -> bool:
@@ -186,7 +217,8 @@ class RequestRecord:
         return user_id == self.user_id or (self.route_role is not None and self.route_role in roles)
 
     def claimable(self, now_ms: int) -> bool:
-        """Pending, or claimed by a worker whose lease lapsed; and not expired."""
+        """Pending, or claimed by a worker whose lease lapsed (by every clock); and not
+        past the stated expiry by this one (a person may answer until then)."""
         if self.is_past_expiry(now_ms):
             return False
         return self.state is RequestState.PENDING or (
@@ -199,12 +231,14 @@ class RequestRecord:
     def reset(self, lease_token: str) -> RequestRecord:
         """The record after its claim is given back unused (a failure that acted on
         nothing): answerable afresh under `lease_token`, with no answer recorded, one
-        claim fewer and one failure more."""
+        claim fewer (nor counted as a stall) and one failure more."""
         return replace(
             self,
             state=RequestState.PENDING,
             lease_token=lease_token,
             claim_count=self.claim_count - 1,
+            stalls=max(self.stalls - 1, 0),
+            journal_seen=0,
             failures=self.failures + 1,
             worker=None,
             lease_expires_at_ms=None,
@@ -378,24 +412,99 @@ def refusal(
     return problem
 
 
-TOO_MANY_CLAIMS = "denied: too many attempts to resume this request"
-KEEPS_FAILING = "the run failed again and again after it was answered; given up"
+# Every reason a request is given up with begins so (`given_up`, `gave_up`).
+GIVEN_UP: Final = "given up: "
+TOO_MANY_CLAIMS: Final = (
+    f"{GIVEN_UP}too many attempts in a row to resume this request added nothing to its run"
+)
+TOO_MANY_TAKEOVERS: Final = (
+    f"{GIVEN_UP}too many attempts to resume this request, however far each of them got"
+)
+KEEPS_FAILING: Final = f"{GIVEN_UP}the run failed again and again after it was answered"
+# The reasons earlier versions gave a request up with: read as given up too.
+_GAVE_UP_BEFORE: Final = frozenset(
+    {
+        "denied: too many attempts to resume this request",
+        "the run failed again and again after it was answered; given up",
+        "could not be settled after repeated attempts",
+        "could not be continued after repeated attempts",
+    }
+)
 
 
-def given_up(request: RequestRecord, max_claims: int, max_failures: int) -> str | None:
+def stalls_now(request: RequestRecord, steps: int | None = None) -> int:
+    """The claims of `request` in a row that added nothing to its run, as seen by one
+    who counted `steps` recorded journal steps (None: not counted).
+
+    A claim counts as it is taken (presumed to add nothing: its worker may die before
+    its first step). A taker that finds more steps than were recorded when the last
+    claim was taken (`journal_seen`) knows that claim moved the run on: the count is
+    then 0. So only claims that left the journal as they found it add up.
+    """
+    if steps is not None and steps > request.journal_seen:
+        return 0
+    return request.stalls
+
+
+def claim_progress(
+    request: RequestRecord, steps: int, *, new_journal: bool = False
+) -> tuple[int, int]:
+    """`(stalls, journal_seen)` as the next claim of `request` records them, its taker
+    having counted `steps` recorded journal steps just before: one more claim in a row
+    since the run last moved on (`stalls_now`), and the steps it starts from (none for
+    a claim that begins a journal of its own: a first claim, or another answer
+    replacing the recorded one).
+
+    Computed from the record as read: the claim's condition pins it (`claim_count`).
+    """
+    return stalls_now(request, steps) + 1, 0 if new_journal else steps
+
+
+def given_up(
+    request: RequestRecord,
+    max_claims: int,
+    max_failures: int,
+    *,
+    max_total_claims: int = MAX_TOTAL_CLAIMS,
+    steps: int | None = None,
+) -> str | None:
     """Why an open `request` may not be claimed again, or None.
 
-    A card whose runs keep killing their workers (`max_claims` claims) is denied, and
-    one whose run keeps failing at the same recorded step (`max_failures`) is settled:
-    each is expired rather than tried forever. The one rule resume and the sweeper share.
+    A card whose runs keep killing their workers before they record anything
+    (`max_claims` claims in a row that added nothing to the journal, `stalls_now` with
+    the `steps` the taker counted) is given up; a run that records steps between its
+    deaths goes on, up to `max_total_claims` claims in all. One whose run keeps failing
+    at the same recorded step (`max_failures`) is given up too: each is expired rather
+    than tried forever. The one rule resume and the sweeper share.
     """
     if request.state not in OPEN_STATES:
         return None
-    if request.claim_count >= max_claims:
+    if stalls_now(request, steps) >= max_claims:
         return TOO_MANY_CLAIMS
+    if request.claim_count >= max_total_claims:
+        return TOO_MANY_TAKEOVERS
     if request.failures >= max_failures:
         return KEEPS_FAILING
     return None
+
+
+def given_up_cause(reason: str | None) -> str | None:
+    """What a give-up's `reason` (`given_up`) says after "given up", as a person reads
+    it; None for a reason that is not a give-up's."""
+    if reason is None:
+        return None
+    if reason.startswith(GIVEN_UP):
+        return reason.removeprefix(GIVEN_UP)
+    return reason if reason in _GAVE_UP_BEFORE else None
+
+
+def gave_up(request: RequestRecord) -> str | None:
+    """Why `request` was given up (`given_up`: expired with its retries spent), or None
+    for a request that is open or ended any other way. Every surface says so: never
+    "Approved by …" alone for a run that did not go to its end."""
+    if request.state is not RequestState.EXPIRED:
+        return None
+    return given_up_cause(request.ended_reason)
 
 
 def fresh_secret() -> tuple[str, str]:
@@ -485,8 +594,9 @@ class ChatMeta:
     run_until_ms: int | None = None
 
     def running(self, now_ms: int) -> bool:
-        """Whether a turn holds the chat's running-turn lease at `now_ms`."""
-        return self.run_until_ms is not None and self.run_until_ms > now_ms
+        """Whether a turn may still hold the chat's running-turn lease at `now_ms`: until
+        it is over by every clock, as admission (the taker) judges it."""
+        return self.run_until_ms is not None and self.run_until_ms > surely_passed(now_ms)
 
 
 @dataclass(frozen=True, slots=True)

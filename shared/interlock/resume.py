@@ -9,7 +9,8 @@ has changed under it:
 3. it does not undo an answer that was acted on (`DecisionBinding`, untouched)
 4. the chat is unchanged            (a newer turn: expire)
 5. roles still allow the paused batch's tools (lost: expire)
-6. not given up                     (too many claims or failures: expire,
+6. not given up                     (too many claims in a row that added nothing to
+                                       the journal, or failures: expire, saying so;
                                        `records.given_up`)
 7. slots and budget                 (refuse, request still answerable)
 8. claim                            (the loser hears "in progress")
@@ -40,6 +41,7 @@ from interlock import access, errors, steps
 from interlock.admission import (
     Held,
     expire_and_release,
+    give_up,
     release_ask_slot,
     reserved,
     reserved_in,
@@ -374,12 +376,23 @@ def _owner_roles(caller: Caller, record: RequestRecord) -> frozenset[str]:
     return frozenset(record.owner_roles)
 
 
-def _check_not_given_up(rt: Runtime, record: RequestRecord) -> None:
+def _check_not_given_up(rt: Runtime, caller: Caller, record: RequestRecord) -> int:
+    """Give `record` up (expired, on the trail, `RequestExpired`) when its retries ran
+    out; else the steps its journal holds, counted before the claim that takes it over
+    (`records.given_up`: only claims that added none count against the cap)."""
     policy = rt.stores.policy
-    reason = given_up(record, policy.max_claims, policy.max_failures)
+    seen = steps.count(rt.stores, record)
+    reason = given_up(
+        record,
+        policy.max_claims,
+        policy.max_failures,
+        max_total_claims=policy.max_total_claims,
+        steps=seen,
+    )
     if reason:
-        expire_and_release(rt, record, reason, rt.clock.now_ms())
+        give_up(rt, record, reason, rt.clock.now_ms(), caller, steps=seen)
         raise errors.RequestExpired(reason)
+    return seen
 
 
 def _decision_details(
@@ -447,7 +460,7 @@ def _claimed(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
     the claim (`_claim_pending`). One still claimed by a worker whose lease lapsed, or
     found so by that transaction, is taken over (`_take_over`).
     """
-    _check_not_given_up(ask.rt, record)
+    seen = _check_not_given_up(ask.rt, ask.caller, record)
     with ExitStack() as held:
         claimed = None
         if record.state is RequestState.PENDING and record.journal_id is None:
@@ -457,9 +470,9 @@ def _claimed(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
                 # Raised by the claim's own write, before anything was held: the request
                 # was claimed meanwhile and that claim lapsed. Take it over instead.
                 record = changed.current
-                _check_not_given_up(ask.rt, record)
+                seen = _check_not_given_up(ask.rt, ask.caller, record)
         if claimed is None:
-            claimed = held.enter_context(_take_over(ask, record))
+            claimed = held.enter_context(_take_over(ask, record, seen))
         yield claimed
 
 
@@ -508,11 +521,12 @@ def _room(record: RequestRecord) -> int:
 
 
 @contextmanager
-def _take_over(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
+def _take_over(ask: _Answering, record: RequestRecord, seen: int) -> Iterator[_Claimed]:
     """Claim a request whose earlier claim lapsed: take the slot first, then claim with
     one conditional update that reads back what the earlier claim recorded. When this
     answer differs and nothing was acted on, it replaces the recorded one, and what the
-    earlier answer granted is withdrawn in the same write."""
+    earlier answer granted is withdrawn in the same write. `seen` is how many journal
+    steps were counted before it (`steps.count`), which the claim records."""
     rt, recordable = ask.rt, _recordable(ask.answers)
     with reserved(rt, ask.caller) as slot:
         replacing = answer_rule(record, recordable[1]) is AnswerRule.REPLACE
@@ -534,6 +548,7 @@ def _take_over(ask: _Answering, record: RequestRecord) -> Iterator[_Claimed]:
             also=events,
             by=ask.caller.user_id,
             via=ask.source,
+            journal_steps=seen,
         )
         yield _Claimed(claim, _recorded(claim, ask.answers), slot, granted=False)
 

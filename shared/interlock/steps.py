@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Final
 
 from interlock.ports import Stores
-from interlock.records import RequestRecord, began_journal
+from interlock.records import RequestRecord, RequestState, began_journal
 
 OBJECT: Final = "object"
 
@@ -45,6 +45,16 @@ def recorded(stores: Stores, claim: RequestRecord) -> list[str]:
     if claim.journal_id is None or began_journal(claim):
         return []  # this claim began the journal: nothing is recorded yet
     return [_resolved(stores, entry) for entry in stores.requests.steps(claim)]
+
+
+def count(stores: Stores, request: RequestRecord) -> int:
+    """How many steps the journal of `request` holds, as one about to take it over
+    counts them before the claim (one query, objects not read): the retry cap counts
+    only claims that added none (`records.given_up`). 0 for a request with no journal
+    (a pending one), read for nothing."""
+    if request.state is not RequestState.CLAIMED or request.journal_id is None:
+        return 0
+    return len(stores.requests.steps(request))
 
 
 def _resolved(stores: Stores, entry: str) -> str:

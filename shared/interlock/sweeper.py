@@ -11,7 +11,10 @@ so the agent ends its turn gracefully. Settling uses the same claim as a person'
 answer, so two sweepers racing over one request settle it exactly once; a request a
 person already answered (its worker died) is continued with that recorded answer.
 Each claim reads the clock when it is made, so a lease is never born expired, and a
-sweep stops taking new requests before its own deadline.
+sweep stops taking new requests before its own deadline. Expiries and leases were
+written by other workers' clocks: the sweeper takes a request only once they are over
+by every clock (`timing.CLOCK_SKEW_MS` after they read as over by its own), so a person
+answering until the stated expiry, or within the grace, is never pre-empted.
 
 Deployed, finding and settling are apart: a scheduled finder puts one message per
 overdue request on a queue (`interlock.fanout`) and queue consumers settle each with
@@ -26,8 +29,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from interlock import errors, keys
-from interlock.admission import expire_and_release
+from interlock import errors, keys, steps
+from interlock.admission import expire_and_release, give_up
 from interlock.answers import kind_of, recorded_answers
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
@@ -149,10 +152,11 @@ def settle_overdue(
         _audit(rt, request, "superseded")
         return "superseded"
     try:
-        if given_up(request, rt.stores.policy.max_claims, rt.stores.policy.max_failures):
+        seen = steps.count(rt.stores, request)
+        reason = _given_up(rt, request, seen)
+        if reason:
             # Earlier settlements died here: end it rather than retry it every minute.
-            expire_and_release(rt, request, "could not be settled after repeated attempts", now_ms)
-            _audit(rt, request, "timed_out", decision="abandoned", policy=policy.action)
+            give_up(rt, request, reason, now_ms, Caller("sweeper"), policy=policy.action)
             return "failed"
         if policy.action == "reroute" and request.route_role is None:
             assert policy.reroute_role is not None
@@ -177,7 +181,12 @@ def settle_overdue(
         told = _event(rt, request, event, decision=answers.label, policy=policy.action)
         # The clock is read at the claim itself: the lease starts now, not at the sweep's start.
         claim = rt.stores.requests.claim_overdue(
-            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), answer, also=[told]
+            request,
+            f"sweeper:{rt.worker_id}",
+            rt.clock.now_ms(),
+            answer,
+            also=[told],
+            journal_steps=seen,
         )
     except errors.InterlockError as lost:
         logger.info(
@@ -200,21 +209,20 @@ def settle_overdue(
 def _recover(rt: Runtime, request: RequestRecord, now_ms: int) -> str:
     """Continue a run whose worker died after its claim, with the answer it recorded:
     the system's own pass, so a person's answer is carried out without another click.
-    Under the usual fence and claim cap: a card that keeps killing its workers is denied."""
-    policy = rt.stores.policy
+    Under the usual fence and claim cap: a card whose workers keep dying before its run
+    records a step is given up; one whose run moves on between deaths goes on."""
     try:
-        if given_up(request, policy.max_claims, policy.max_failures):
-            expire_and_release(
-                rt, request, "could not be continued after repeated attempts", now_ms
-            )
-            _audit(rt, request, "timed_out", decision="abandoned", policy="recovery")
+        seen = steps.count(rt.stores, request)
+        reason = _given_up(rt, request, seen)
+        if reason:
+            give_up(rt, request, reason, now_ms, Caller("sweeper"), policy="recovery")
             return "failed"
         # The claim continues the recorded answer: its event is known now, and rides in it.
         answers = recorded_answers(request, json.loads(request.response or "{}"))
         lapsed_ms = now_ms - (request.lease_expires_at_ms or now_ms)
         told = _event(rt, request, "recovered", decision=answers.label, lapsed_ms=lapsed_ms)
         claim = rt.stores.requests.claim_lapsed(
-            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), also=[told]
+            request, f"sweeper:{rt.worker_id}", rt.clock.now_ms(), also=[told], journal_steps=seen
         )
     except errors.InterlockError as lost:
         logger.info(
@@ -232,6 +240,18 @@ def _recover(rt: Runtime, request: RequestRecord, now_ms: int) -> str:
             request.chat_id, request.interrupt_ids, answers.label, request.decided_by, "recovery"
         )
     return "recovered"
+
+
+def _given_up(rt: Runtime, request: RequestRecord, seen: int) -> str | None:
+    """Why `request` is given up (`records.given_up`), its journal holding `seen` steps."""
+    policy = rt.stores.policy
+    return given_up(
+        request,
+        policy.max_claims,
+        policy.max_failures,
+        max_total_claims=policy.max_total_claims,
+        steps=seen,
+    )
 
 
 def _timeout_response(card: dict[str, Any], action: str) -> dict[str, Any]:

@@ -48,6 +48,32 @@ class ManualClock:
 # How long a claim whose worker died waits for a person before the system continues it.
 RECOVERY_GRACE_MS: Final = 30_000
 
+# How long the write that ends a request with channel posts leaves their edit to the
+# process that ended it, before the finder's pass carries it on (`notify.Notifier.retry`):
+# the mark that the edit is owed is written with the ending itself, so a process that
+# dies before it edited the posts leaves a card edited within this and one finder pass.
+EDIT_HOLD_MS: Final = 60_000
+
+# The most any two workers' clocks may differ, either way. A time one worker wrote (a
+# lease's end, a request's expiry) is judged by another worker's clock, so the side that
+# takes something away from a worker or a person (a takeover, a recovery, a settle)
+# waits this margin out (`surely_passed`), while the holder and the person keep their
+# own clock: a holder stops at its lease's end, a person may answer until the stated
+# expiry. Within this skew no taker acts before the other side's own clock says it may.
+# What it costs: takeovers, recoveries and settles come up to this much later.
+CLOCK_SKEW_MS: Final = 10_000
+
+
+def surely_passed(now_ms: int) -> int:
+    """The latest instant every worker's clock has passed when this one reads `now_ms`
+    (within `CLOCK_SKEW_MS`): a stored time at or before it is over for all of them.
+    What a taker compares a time another worker wrote with."""
+    return now_ms - CLOCK_SKEW_MS
+
+
+# `StorePolicy.max_total_claims`: the most claims of one request, progress or not.
+MAX_TOTAL_CLAIMS: Final = 20
+
 
 # The two durations a deployment may set (`InterlockConfig` takes its defaults here).
 REQUEST_TTL_S: Final = DAY_S
@@ -68,9 +94,18 @@ class StorePolicy:
         max_resume_ms: Hard stop: no lease is renewed past claim time + this.
         recovery_grace_ms: How long a claim whose lease lapsed (its worker died) waits
             before the sweeper continues it with its recorded answer: time for the person
-            to change an answer nothing acted on yet. Recovery comes within two leases
-            and this grace plus one finder interval after the worker's last renewal.
-        max_claims: Claims allowed per card before it is denied and expired (crashes).
+            to change an answer nothing acted on yet, by the person's own clock (the
+            sweeper waits `CLOCK_SKEW_MS` more by its own). Recovery comes within two
+            leases, this grace, that margin and one finder interval after the worker's
+            last renewal.
+        max_claims: Claims in a row that added nothing to the run's journal (each one's
+            worker died, or lost its lease, before recording a step) before the request
+            is given up (expired). A claim whose run recorded a step starts the count
+            again: a long run killed several times mid-way goes on (`records.given_up`).
+        max_total_claims: The hard ceiling on a request's claims however far each got,
+            so a run that records a step per crash, forever, still ends. Generous: one
+            claim is bounded by `max_resume_ms`, and a run that keeps dying after some
+            progress would need this many deaths.
         max_failures: Failed runs of an answered request (released, or reset to be
             answered afresh when nothing was acted on) before it is given up.
         max_item_bytes: Budget for one pointer item, well under DynamoDB's 400 KB.
@@ -89,6 +124,7 @@ class StorePolicy:
     max_resume_ms: int = 14 * 60_000
     recovery_grace_ms: int = RECOVERY_GRACE_MS
     max_claims: int = 3
+    max_total_claims: int = MAX_TOTAL_CLAIMS
     max_failures: int = 5
     max_item_bytes: int = 300_000
     inline_bytes: int = 4 * 1024

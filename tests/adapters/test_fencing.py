@@ -16,7 +16,7 @@ from interlock.outcomes import Offer
 from interlock.pause import persist_pause
 from interlock.ports import Stores
 from interlock.records import ChatMeta, RequestState, Subject, TurnFence
-from interlock.timing import ManualClock
+from interlock.timing import CLOCK_SKEW_MS, ManualClock
 from tests.turns import append_turn
 
 CHAT = "c-fence"
@@ -70,7 +70,7 @@ def _taken_over(
     opened: Offer,
     answer: tuple[str, str] = ("approved", '{"decision":"approve"}'),
 ) -> Any:
-    clock.advance(ms=stores.policy.lease_ms + 1)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None
     return stores.requests.claim(current, opened.secret, "w2", clock.now_ms(), answer=answer)
@@ -197,7 +197,7 @@ def test_a_release_resets_only_what_was_not_acted_on(stores: Stores, clock: Manu
 def test_a_request_acted_on_cannot_be_cancelled(stores: Stores, clock: ManualClock) -> None:
     claim, _ = _claimed(stores, clock)
     stores.outbox.put_once(f"{CHAT}#t2", {"to": "x"}, clock.now_ms(), fence=claim.fence)
-    clock.advance(ms=stores.policy.lease_ms + 1)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None
 
@@ -245,7 +245,7 @@ def test_a_dead_turns_lease_lapses_and_the_next_turn_takes_the_chat(
     dead, _ = stores.turns.admit(
         ChatMeta("c-dead"), "alice", {"role": "user", "text": "a"}, clock.now_ms(), 1_000
     )
-    clock.advance(ms=1_001)
+    clock.advance(ms=1_001 + CLOCK_SKEW_MS)  # its lease is over by every clock
 
     fence, seq = stores.turns.admit(
         stores.chats.meta("c-dead"), "alice", {"role": "user", "text": "b"}, clock.now_ms(), 1_000
@@ -319,7 +319,7 @@ def test_a_read_that_saw_a_running_turn_keeps_the_pointer_check(
     dead, seq = stores.turns.admit(
         ChatMeta("c-zombie"), "alice", {"role": "user", "text": "slow"}, clock.now_ms(), 1_000
     )
-    clock.advance(ms=1_001)
+    clock.advance(ms=1_001 + CLOCK_SKEW_MS)
     seen = stores.chats.meta("c-zombie")
     _opened(stores, clock, "c-zombie", fence=dead, turn_seq=seq)
 
@@ -376,7 +376,7 @@ def test_an_expiry_withdraws_a_dead_claims_grants_with_it_or_not_at_all(
     assert [a.subject for a in stores.approvals.for_user(CHAT, "alice", clock.now_ms())] == [SITE]
 
     # And once the claim lapsed, the expiry and the withdrawal land together
-    clock.advance(ms=stores.policy.lease_ms + 1)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
     current = stores.requests.get(CHAT, clock.now_ms())
     assert current is not None
     ended = stores.requests.expire(current, "a check failed", clock.now_ms(), also=withdrawal)

@@ -50,12 +50,15 @@ def every_field_set() -> RequestRecord:
         journal_id="j",
         acted=True,
         failures=2,
+        stalls=2,
+        journal_seen=5,
         also_asked=(Asked("i2", {"type": "confirm"}),),
         created_ms=70,
         decided_by="bob",
         decided_at_ms=80,
         decided_via="slack",
         notify_due_ms=90,
+        posted=True,
     )
 
 
@@ -68,9 +71,19 @@ def test_every_field_round_trips_through_the_item() -> None:
 
 
 def test_empty_values_are_left_off_the_item_and_read_back_as_defaults() -> None:
-    record = replace(every_field_set(), acted=False, failures=0, also_asked=(), created_ms=0)
+    record = replace(
+        every_field_set(),
+        acted=False,
+        failures=0,
+        stalls=0,
+        journal_seen=0,
+        also_asked=(),
+        created_ms=0,
+    )
     stored = from_item(_to_item(record))
-    assert not {"acted", "failures", "also_asked", "created_ms"} & set(stored)
+    assert not {"acted", "failures", "stalls", "journal_seen", "also_asked", "created_ms"} & set(
+        stored
+    )
     assert request_from_item(stored) == record
 
 

@@ -15,7 +15,7 @@ from interlock.outcomes import Offer
 from interlock.pause import persist_pause
 from interlock.ports import EntryRefused, NotPending, Role
 from interlock.records import RequestState, StoredSnapshot, Subject, fresh_secret, new_request
-from interlock.timing import DAY_S, ManualClock
+from interlock.timing import CLOCK_SKEW_MS, DAY_S, ManualClock
 from interlock.tokens import digest_of
 
 CHAT = "chat-1"
@@ -181,7 +181,7 @@ def test_second_request_allowed_once_the_first_is_past_expiry(
     stores: Stores, clock: ManualClock
 ) -> None:
     pause(stores, clock, ttl_s=60)
-    clock.advance(seconds=60)
+    clock.advance(ms=60_000 + CLOCK_SKEW_MS)  # past its expiry by every clock
 
     second = pause(stores, clock, interrupt_id="v1:tool_call:t2:b")
 
@@ -299,7 +299,7 @@ def test_an_unknown_stored_state_is_an_error(
 def test_claim_condition_reads_like_the_rule() -> None:
     assert pointer.CLAIM == (
         "#interrupt_id = :interrupt_id AND #secret_hash = :secret_hash"
-        " AND (#state = :pending OR (#state = :claimed AND #lease_expires_at_ms <= :now_ms))"
+        " AND (#state = :pending OR (#state = :claimed AND #lease_expires_at_ms <= :lapse_ms))"
         " AND #expires_at > :now_s AND #claim_count = :seen_count"
     )
 
@@ -348,7 +348,7 @@ def test_a_lapsed_lease_is_taken_over_and_the_old_holder_is_refused(
 ) -> None:
     opened = pause(stores, clock)
     old = stores.requests.claim(opened.request, opened.secret, "worker-a", clock.now_ms())
-    clock.advance(ms=stores.policy.lease_ms)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
 
     new = stores.requests.claim(old, opened.secret, "worker-b", clock.now_ms())
 
@@ -370,7 +370,7 @@ def test_a_replacing_claim_withdraws_the_earlier_grants_in_its_own_transaction(
     )
     site = [Subject("site", "example.org")]
     stores.approvals.grant(CHAT, "alice", site, "card-1", clock.now_ms(), fence=first.fence)
-    clock.advance(ms=stores.policy.lease_ms)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
     withdrawals = stores.approvals.withdraw_entries(CHAT, "alice", "card-1")
 
     # When a refused takeover brings them, nothing changes
@@ -515,7 +515,7 @@ def test_chain_replaces_the_request_in_place(stores: Stores, clock: ManualClock)
 def test_chain_after_a_lost_claim_is_refused(stores: Stores, clock: ManualClock) -> None:
     opened = pause(stores, clock)
     old = stores.requests.claim(opened.request, opened.secret, "w", clock.now_ms())
-    clock.advance(ms=stores.policy.lease_ms)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
     stores.requests.claim(old, opened.secret, "w2", clock.now_ms())
     successor, _ = new_request(
         stores.policy,
@@ -593,7 +593,7 @@ def test_heartbeat_keeps_the_lease_and_stops_when_it_is_taken_over(
     assert beat.renewals >= 5 and not beat.lost.is_set()
 
     # Once another worker takes the request over, the old heartbeat stops by itself.
-    clock.advance(ms=stores.policy.lease_ms)
+    clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
     stores.requests.claim(held, opened.secret, "w2", clock.now_ms())
     beat = Heartbeat(renew, 0.01).start()
     assert beat.lost.wait(2.0)
@@ -697,6 +697,7 @@ def test_an_unanswered_request_past_its_expiry_cannot_be_cancelled(
         stores.requests.cancel(opened.request, "user cancelled", clock.now_ms())
     assert stores.requests.get(CHAT, clock.now_ms()).state is RequestState.PENDING
     # While one answered in time may be cancelled past it: nothing was acted on yet
+    clock.advance(ms=CLOCK_SKEW_MS)  # (the first is past its expiry by every clock)
     second = pause(stores, clock, interrupt_id="v1:tool_call:t2:b", ttl_s=60)
     claimed = stores.requests.claim(second.request, second.secret, "w", clock.now_ms())
     clock.advance(seconds=61 + stores.policy.lease_ms // 1000)

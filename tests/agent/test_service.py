@@ -13,7 +13,7 @@ from interlock.adapters.factory import Stores, build_stores
 from interlock.outcomes import TurnResult
 from interlock.records import RequestState, Subject
 from interlock.resume import resume_turn
-from interlock.timing import ManualClock, StorePolicy
+from interlock.timing import CLOCK_SKEW_MS, ManualClock, StorePolicy
 from interlock.turns import PAUSE_FAILED, Caller, Runtime, TurnLimits, run_turn
 from tests.agent.support import Models, Transport, scenario
 from tests.turns import append_turn
@@ -273,7 +273,7 @@ def test_a_card_whose_runs_keep_dying_is_denied_and_its_slot_freed(
     # Each claim's worker dies: its lease lapses with the run unfinished.
     for n in range(stores.policy.max_claims):
         record = stores.requests.claim(record, paused.offer.secret, f"w{n}", clock.now_ms())
-        clock.advance(ms=stores.policy.lease_ms)
+        clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
 
     with pytest.raises(errors.RequestExpired, match="too many attempts"):
         answer(rt, alice, paused)
@@ -588,7 +588,7 @@ def test_a_turn_whose_worker_died_is_named_by_the_turn_that_takes_the_chat_after
     lease = runtime.limits.run_lease_ms
     stores.turns.admit(seen, "alice", {"role": "user", "text": "hi"}, clock.now_ms(), lease)
     assert events(stores) == []
-    clock.advance(ms=lease + 1)
+    clock.advance(ms=lease + CLOCK_SKEW_MS + 1)  # over by every clock
 
     run_turn(runtime, alice, CHAT, "hello again")
 
@@ -606,7 +606,7 @@ def test_a_lapsed_turn_whose_late_end_lands_first_is_not_reported_lapsed(
     lease = runtime.limits.run_lease_ms
     turn = {"role": "user", "text": "hi"}
     fence, seq = stores.turns.admit(seen, "alice", turn, clock.now_ms(), lease)
-    clock.advance(ms=lease + 1)
+    clock.advance(ms=lease + CLOCK_SKEW_MS + 1)  # over by every clock
     read_history = interlock.turns.history
 
     def late_end(*args: Any, **kwargs: Any) -> Any:

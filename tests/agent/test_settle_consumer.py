@@ -12,7 +12,7 @@ from interlock.fanout import SettleMessage
 from interlock.records import RequestState
 from interlock.settling import settle_batch
 from interlock.sweeper import DEADLINE_MARGIN_MS, SweepReport, settle_message
-from interlock.timing import ManualClock
+from interlock.timing import CLOCK_SKEW_MS, ManualClock
 from interlock.turns import Caller, Runtime, run_turn
 from local.sqs_poller import PollerContext
 
@@ -20,7 +20,7 @@ from local.sqs_poller import PollerContext
 def _overdue(rt: Runtime, caller: Caller, clock: ManualClock, *chats: str) -> None:
     for chat in chats:
         assert run_turn(rt, caller, chat, "download the table").outcome == "interrupted"
-    clock.advance(seconds=rt.stores.policy.request_ttl_s + 1)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s + 1, ms=CLOCK_SKEW_MS)
 
 
 def _event(*bodies: str) -> dict[str, Any]:

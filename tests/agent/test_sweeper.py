@@ -13,7 +13,7 @@ from interlock.config import assemble
 from interlock.records import RequestState
 from interlock.resume import resume_turn
 from interlock.sweeper import sweep
-from interlock.timing import ManualClock
+from interlock.timing import CLOCK_SKEW_MS, ManualClock
 from interlock.turns import Caller, Runtime, run_turn
 
 
@@ -27,7 +27,7 @@ def test_an_unanswered_approval_is_denied_and_the_agent_told(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
     overdue(runtime, alice, "c1", "download the table", clock)
-    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
 
     report = sweep(runtime, clock.now_ms())
 
@@ -45,7 +45,7 @@ def test_a_question_times_out_to_its_default(
     runtime: Runtime, alice: Caller, stores: Stores, clock: ManualClock
 ) -> None:
     overdue(runtime, alice, "c1", "write a summary", clock)
-    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
 
     assert sweep(runtime, clock.now_ms()).defaulted == 1
     assert "the default applies" in stores.chats.turns("c1")[-1]["text"]
@@ -60,7 +60,7 @@ def rerouted(runtime: Runtime, alice: Caller, prompt: str, clock: ManualClock) -
         ),
     )
     overdue(rt, alice, "c1", prompt, clock)
-    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
     assert sweep(rt, clock.now_ms()).rerouted == 1
     return rt
 
@@ -82,14 +82,14 @@ def test_a_request_is_rerouted_once_then_timed_out(
     )
     rt = replace(runtime, config=config)
     overdue(rt, alice, "c1", "download the table", clock)
-    clock.advance(seconds=rt.stores.policy.request_ttl_s)
+    clock.advance(seconds=rt.stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
 
     assert sweep(rt, clock.now_ms()).rerouted == 1
     request = stores.requests.get("c1", clock.now_ms())
     assert request.route_role == "supervisor" and request.state is RequestState.PENDING
     assert not request.is_past_expiry(clock.now_ms())
 
-    clock.advance(seconds=601)
+    clock.advance(seconds=601, ms=CLOCK_SKEW_MS)
     assert sweep(rt, clock.now_ms()).timed_out == 1, "rerouted only once"
 
 
@@ -126,7 +126,7 @@ def test_a_live_claim_is_not_swept(
     request = stores.requests.get("c1", clock.now_ms())
     clock.advance(seconds=runtime.stores.policy.request_ttl_s - 1)
     stores.requests.claim(request, paused.offer.secret, "busy", clock.now_ms())
-    clock.advance(seconds=2)
+    clock.advance(seconds=2, ms=CLOCK_SKEW_MS)  # overdue by every clock, its lease still live
 
     report = sweep(runtime, clock.now_ms())
 
@@ -141,7 +141,7 @@ def test_one_request_that_cannot_be_settled_does_not_stop_the_sweep(
     broken = overdue(runtime, alice, "c-broken", "download the table", clock)
     overdue(runtime, alice, "c-fine", "download the table", clock)
     aws["s3"].delete_object(Bucket=aws["bucket"], Key=broken.offer.request.snapshot_key)
-    clock.advance(seconds=runtime.stores.policy.request_ttl_s)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
 
     # When the sweeper runs, and keeps running every time the lease lapses
     first = sweep(runtime, clock.now_ms())
@@ -149,7 +149,7 @@ def test_one_request_that_cannot_be_settled_does_not_stop_the_sweep(
     # Then the healthy request is settled, the broken one fails without stopping it
     assert (first.timed_out, first.failed) == (1, 1)
     for _ in range(stores.policy.max_claims):
-        clock.advance(ms=stores.policy.lease_ms)
+        clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
         sweep(runtime, clock.now_ms())
     ended = stores.requests.get("c-broken", clock.now_ms())
     assert ended.state is RequestState.EXPIRED, "given up after the claim cap"
@@ -205,8 +205,8 @@ def test_a_sweeper_losing_the_race_at_the_claim_cap_skips_instead_of_failing(
     request = stores.requests.get("c1", clock.now_ms())
     for n in range(stores.policy.max_claims):
         request = stores.requests.claim(request, paused.offer.secret, f"w{n}", clock.now_ms())
-        clock.advance(ms=stores.policy.lease_ms)
-    clock.advance(seconds=stores.policy.request_ttl_s)
+        clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS)
+    clock.advance(seconds=stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
     stale = stores.requests.get("c1", clock.now_ms())
     stores.requests.expire(stale, "another sweeper got here first", clock.now_ms())
 
@@ -233,7 +233,7 @@ def test_a_request_abandoned_by_a_newer_turn_is_expired_not_run(
 
     # Given an unanswered request past its expiry, and a new turn the user then started
     overdue(runtime, alice, "c1", "send the weekly report", clock)
-    clock.advance(seconds=runtime.stores.policy.request_ttl_s + 1)
+    clock.advance(seconds=runtime.stores.policy.request_ttl_s + 1, ms=CLOCK_SKEW_MS)
     assert run_turn(runtime, alice, "c1", "hello").outcome == "completed"
     calls = models.calls
 
@@ -275,8 +275,9 @@ def test_a_claim_whose_worker_died_is_continued_with_its_answer_without_a_click(
     clock.advance(ms=policy.lease_ms + 1)
     assert sweep(runtime, clock.now_ms()).recovered == 0, "a grace for the person first"
 
-    # Then, once the grace ran out too, it carries on with the recorded answer, once
-    clock.advance(ms=policy.recovery_grace_ms)
+    # Then, once the grace ran out too (by every clock), it carries on with the recorded
+    # answer, once
+    clock.advance(ms=policy.recovery_grace_ms + CLOCK_SKEW_MS)
     report = sweep(runtime, clock.now_ms())
     assert (report.found, report.recovered) == (1, 1)
     done = stores.requests.get("c1", clock.now_ms())
@@ -296,14 +297,14 @@ def test_a_claim_that_keeps_killing_its_workers_is_denied_by_the_recovery(
     # Given a claim already taken over up to the cap, its last worker dead too
     claim = _claimed_by_a_dead_worker(runtime, alice, stores, clock, "c1")
     for n in range(stores.policy.max_claims - 1):
-        clock.advance(ms=stores.policy.lease_ms + 1)
+        clock.advance(ms=stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
         current = stores.requests.get("c1", clock.now_ms())
         assert current is not None
         claim = stores.requests.claim_lapsed(current, f"dead-{n}", clock.now_ms())
     assert claim.claim_count == stores.policy.max_claims
 
     # When the recovery finds it
-    clock.advance(ms=stores.policy.lease_ms + stores.policy.recovery_grace_ms + 1)
+    clock.advance(ms=stores.policy.lease_ms + stores.policy.recovery_grace_ms + CLOCK_SKEW_MS + 1)
     report = sweep(runtime, clock.now_ms())
 
     # Then it is ended, not retried forever, and nothing stays granted
@@ -326,7 +327,9 @@ def test_a_cancel_after_the_stated_expiry_is_refused_and_the_timeout_policy_runs
     with pytest.raises(errors.RequestExpired, match="timeout policy"):
         manage.cancel_request(stores, alice, "c1", clock.now_ms())
 
-    # Then the sweeper settles it by its policy, and the trail says so, not "cancelled"
+    # Then the sweeper settles it by its policy (once past its expiry by every clock),
+    # and the trail says so, not "cancelled"
+    clock.advance(ms=CLOCK_SKEW_MS)
     assert sweep(runtime, clock.now_ms()).timed_out == 1
     events = [e.type for e in stores.chats.events("c1", after=0, limit=50)]
     assert "cancelled" not in events and "timed_out" in events

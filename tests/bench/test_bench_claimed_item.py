@@ -55,6 +55,7 @@ def claimed(chat_id: str) -> RequestRecord:
         ttl=1_797_282_716,
         state=RequestState.CLAIMED,
         claim_count=1,
+        stalls=1,  # as a first claim records it (`records.claim_progress`)
         ask_slot=17,
         owner_roles=("reporter",),
         version=1,

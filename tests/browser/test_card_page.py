@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Route, expect
 
 from interlock.adapters.factory import Stores
-from interlock.records import RequestRecord, RequestState, fresh_secret
+from interlock.records import TOO_MANY_CLAIMS, RequestRecord, RequestState, fresh_secret
 from tests.browser.pages import ChatPage
 
 pytestmark = pytest.mark.server
@@ -501,6 +501,26 @@ def test_an_approve_already_acted_on_shows_as_decided_with_no_buttons(
     expect(tab.page.get_by_label("Message to the agent")).to_be_disabled()
     expect(tab.page.locator("#composer-hint")).to_contain_text("being carried out")
     tab.screenshot("card-decided-continuing")
+
+
+def test_an_approve_given_up_says_so_never_approved(
+    open_tab: OpenTab, chat: str, stores: Stores, user: str
+) -> None:
+    # Given alice's approve, acted on, whose workers kept dying until it was given up
+    tab = open_tab(chat)
+    tab.send(REPORT)
+    expect(tab.button("Approve")).to_be_visible()
+    claimed_by_a_dead_worker(stores, chat, user, acted=True)
+    stores.requests.expire(pointer(stores, chat), TOO_MANY_CLAIMS, now_ms())
+
+    # When she looks again, the card says it was given up, with nothing to press
+    tab.reload()
+    expect(tab.outcome()).to_have_text(
+        re.compile(rf"^Given up \(too many attempts .+\): .*\(Approved by {user} at .+\) was")
+    )
+    expect(tab.outcome()).not_to_contain_text("continuing")
+    expect(tab.card.get_by_role("button")).to_have_count(0)
+    expect(tab.page.get_by_label("Message to the agent")).to_be_enabled()
 
 
 def test_an_answer_the_server_never_got_says_so_and_can_be_pressed_again(

@@ -8,13 +8,14 @@ the fixture.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,6 +52,12 @@ class Recorded:
 class _Fake(BaseHTTPRequestHandler):
     recorded: Recorded
     ids: Iterator[int]
+    # The platform's clock (epoch seconds): its message timestamps, and what `oldest`
+    # is measured against. The test's clock, when it runs on one.
+    clock: Callable[[], float]
+    # What the platform keeps: Slack's messages by conversation, oldest first.
+    history: dict[str, list[dict[str, Any]]]
+    lock: threading.Lock
 
     def _json(self, status: int, body: Any) -> None:
         raw = json.dumps(body).encode()
@@ -69,6 +76,13 @@ class _Fake(BaseHTTPRequestHandler):
 
 
 class FakeSlack(_Fake):
+    """Slack's Web API as Interlock calls it: messages are kept per conversation with
+    their metadata (a post to a user lands in the app's direct message with them, `D…`),
+    `chat.update` edits them, and `conversations.history` pages through them newest
+    first, within `oldest`/`latest` (exclusive unless `inclusive`), `limit` at a time
+    (at most 999), with `has_more` and an opaque `next_cursor`; metadata only with
+    `include_all_metadata`."""
+
     def do_POST(self) -> None:
         body = self._body()
         if self.path.startswith("/respond/"):  # a response_url: it needs no token
@@ -81,12 +95,87 @@ class FakeSlack(_Fake):
         method = self.path.lstrip("/")
         self.recorded.add(method, body)
         if method == "chat.postMessage":
-            return self._json(
-                200, {"ok": True, "channel": body["channel"], "ts": f"{next(self.ids)}.000100"}
-            )
-        if method in ("chat.update", "chat.postEphemeral", "views.open"):
+            return self._json(200, self._post_message(body))
+        if method == "chat.update":
+            return self._json(200, self._update(body))
+        if method == "conversations.open":
+            users = str(body.get("users", ""))
+            if not users.startswith(("U", "W")) or "," in users:
+                return self._json(200, {"ok": False, "error": "user_not_found"})
+            return self._json(200, {"ok": True, "channel": {"id": _direct(users)}})
+        if method == "conversations.history":
+            return self._json(200, self._history(body))
+        if method in ("chat.postEphemeral", "views.open"):
             return self._json(200, {"ok": True})
         return self._json(200, {"ok": False, "error": "unknown_method"})
+
+    def _post_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        target = str(body["channel"])
+        channel = _direct(target) if target.startswith(("U", "W")) else target
+        metadata = body.get("metadata")
+        if metadata is not None and not (
+            isinstance(metadata, dict)
+            and isinstance(metadata.get("event_type"), str)
+            and isinstance(metadata.get("event_payload"), dict)
+        ):
+            return {"ok": False, "error": "invalid_metadata_format"}
+        with self.lock:
+            ts = f"{int(self.clock())}.{next(self.ids):06d}"
+            message = {"type": "message", "ts": ts, "text": body.get("text", "")}
+            if body.get("blocks"):
+                message["blocks"] = body["blocks"]
+            if metadata is not None:
+                message["metadata"] = metadata
+            self.history.setdefault(channel, []).append(message)
+        return {"ok": True, "channel": channel, "ts": ts, "message": dict(message)}
+
+    def _update(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            kept = self.history.get(str(body.get("channel")), [])
+            found = next((m for m in kept if m["ts"] == body.get("ts")), None)
+            if found is None:
+                return {"ok": False, "error": "message_not_found"}
+            found["text"] = body.get("text", found["text"])
+            if "blocks" in body:
+                found["blocks"] = body["blocks"]
+        return {"ok": True, "channel": body["channel"], "ts": body["ts"]}
+
+    def _history(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel = str(body.get("channel", ""))
+        inclusive = body.get("inclusive") in (True, "true", "1", 1)
+        oldest = float(body.get("oldest") or 0)
+        latest = float(body["latest"]) if body.get("latest") else float("inf")
+        limit = min(max(int(body.get("limit") or 100), 1), 999)
+        try:
+            start = int(base64.b64decode(str(body.get("cursor") or "")).decode() or 0)
+        except ValueError:
+            return {"ok": False, "error": "invalid_cursor"}
+        with self.lock:
+            if channel not in self.history:
+                return {"ok": False, "error": "channel_not_found"}
+            inside = [
+                dict(m)
+                for m in reversed(self.history[channel])
+                if (oldest <= float(m["ts"]) if inclusive else oldest < float(m["ts"]))
+                and (float(m["ts"]) <= latest if inclusive else float(m["ts"]) < latest)
+            ]
+        page = inside[start : start + limit]
+        if not body.get("include_all_metadata"):
+            for message in page:
+                message.pop("metadata", None)
+        more = start + limit < len(inside)
+        cursor = base64.b64encode(str(start + limit).encode()).decode() if more else ""
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": more,
+            "response_metadata": {"next_cursor": cursor},
+        }
+
+
+def _direct(user: str) -> str:
+    """The id of the app's direct message with `user`, as Slack would name it."""
+    return "D" + user[1:]
 
 
 class FakeTelegram(_Fake):
@@ -111,21 +200,35 @@ class FakeTelegram(_Fake):
 
 @dataclass
 class Platform:
-    """A running fake: its base URL and what it recorded."""
+    """A running fake: its base URL, what it recorded and (Slack) the messages it keeps,
+    by conversation, oldest first."""
 
     url: str
     recorded: Recorded
+    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @contextmanager
-def serve(kind: type[_Fake]) -> Iterator[Platform]:
+def serve(kind: type[_Fake], clock: Callable[[], float] = time.time) -> Iterator[Platform]:
+    """A fake on 127.0.0.1, its message timestamps read from `clock` (epoch seconds)."""
     recorded = Recorded()
-    handler = type(kind.__name__, (kind,), {"recorded": recorded, "ids": itertools.count(100)})
+    history: dict[str, list[dict[str, Any]]] = {}
+    handler = type(
+        kind.__name__,
+        (kind,),
+        {
+            "recorded": recorded,
+            "ids": itertools.count(100),
+            "clock": staticmethod(clock),
+            "history": history,
+            "lock": threading.Lock(),
+        },
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Platform(f"http://127.0.0.1:{server.server_port}", recorded)
+        yield Platform(f"http://127.0.0.1:{server.server_port}", recorded, history)
     finally:
         server.shutdown()
         server.server_close()

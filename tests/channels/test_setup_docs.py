@@ -1,5 +1,6 @@
 """The Slack app manifest in docs/ matches the code: its Request URL is the route the
-channels function serves, and its one scope covers every Slack method the client calls."""
+channels function serves, and its scopes cover every Slack method the client calls, and
+no more."""
 
 from __future__ import annotations
 
@@ -12,8 +13,24 @@ from interlock.adapters import slack
 from interlock.api.routes import ROUTES
 
 ROOT = Path(__file__).resolve().parents[2]
-# The Web API methods `chat:write` grants; `views.open` needs no scope (a trigger id).
-CHAT_WRITE = {"chat.postMessage", "chat.update", "chat.postEphemeral"}
+# The scopes each Web API method the client calls needs (a bot token's; any one of a
+# method's scopes lets it read that kind of conversation, so it needs them all to read
+# wherever a card may be posted); `views.open` needs none (a trigger id).
+NEEDS = {
+    "chat.postMessage": {"chat:write"},
+    "chat.update": {"chat:write"},
+    "chat.postEphemeral": {"chat:write"},
+    "views.open": set(),
+    # Finding a post whose reference was lost: the app's direct message with a person,
+    # then its history (a channel's, a private channel's, a DM's or a group DM's).
+    "conversations.open": {"im:write"},
+    "conversations.history": {
+        "channels:history",
+        "groups:history",
+        "im:history",
+        "mpim:history",
+    },
+}
 
 
 def test_the_manifests_request_url_is_the_interactions_route() -> None:
@@ -27,7 +44,8 @@ def test_the_manifests_request_url_is_the_interactions_route() -> None:
 def test_the_manifests_scope_covers_every_method_the_client_calls() -> None:
     manifest = yaml.safe_load((ROOT / "docs" / "slack-app-manifest.yaml").read_text())
     source = Path(slack.__file__).read_text()
-    called = set(re.findall(r'_call\(\s*"/([a-zA-Z.]+)"', source))
+    called = set(re.findall(r'(?:_call|_http\.post)\(\s*"/([a-zA-Z.]+)"', source))
     assert called, "the client's calls were not found"
-    assert manifest["oauth_config"]["scopes"]["bot"] == ["chat:write"]
-    assert called <= CHAT_WRITE | {"views.open"}, called - CHAT_WRITE
+    assert called <= NEEDS.keys(), called - NEEDS.keys()
+    wanted = set().union(*(NEEDS[method] for method in called))
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == wanted

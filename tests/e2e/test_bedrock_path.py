@@ -20,7 +20,7 @@ from ag_ui.core import RunErrorEvent
 
 from examples.analyst.script import DEMO_SCENARIOS
 from interlock.records import RequestState
-from interlock.timing import SystemClock
+from interlock.timing import CLOCK_SKEW_MS, SystemClock
 from local.bedrock import LocalBedrock, serving
 from local.emulator import Emulator
 from tests.conftest import fresh_storage
@@ -134,9 +134,10 @@ def test_a_takeover_through_bedrock_asks_the_model_nothing_twice(
     served = len(bedrock.recorded.of(MODEL))
     bedrock.hold.release()  # the dead server's call, answered to nobody
 
-    # When a fresh server takes the same answer once the claim's lease lapsed
+    # When a fresh server takes the same answer once the claim's lease lapsed (by every
+    # clock: a taker waits the clock margin out)
     with local_server(bedrock_aws, tmp_path / "b.log", extra_env=env) as second:
-        time.sleep(3.5)
+        time.sleep(3.5 + CLOCK_SKEW_MS / 1000)
         done = second.client("alice-takeover", ["reporter"]).resume(chat, entry)
 
     # Then it completed, asking Bedrock only for the summary it never got: the fetch

@@ -28,7 +28,7 @@ from interlock.records import RequestState
 from interlock.respond import apply_tap
 from interlock.resume import resume_replies, resume_turn
 from interlock.sweeper import sweep
-from interlock.timing import StorePolicy, SystemClock
+from interlock.timing import CLOCK_SKEW_MS, StorePolicy, SystemClock
 from tests.e2e.support import ALICE, REPORT_AT_GATE, TIMEOUT_S, outbox_records, pointer, runtime
 from tests.e2e.test_processes import CRASH_LEASE, Lab, wait_for_lapse
 
@@ -176,6 +176,7 @@ def test_a_worker_killed_right_after_its_claim_is_continued_without_a_click(
     request = pointer(stores, lab.chat)
     assert request.decision == "approved"
     assert len(outbox_records(server_aws)) == 1, "the report went out once"
-    bound_ms = LEASE_MS + grace_ms + 200 + 5_000  # a lease and the grace, a sweep, a run
+    # A lease, the grace and the clock margin, a sweep, a run
+    bound_ms = LEASE_MS + grace_ms + CLOCK_SKEW_MS + 200 + 5_000
     assert done_ms - held.lease_expires_at_ms <= bound_ms
     assert any(e.type == "recovered" for e in stores.chats.events(lab.chat))

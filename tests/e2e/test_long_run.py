@@ -32,6 +32,7 @@ import pytest
 from interlock import keys
 from interlock.adapters import packing
 from interlock.adapters.dynamo import from_item
+from interlock.timing import CLOCK_SKEW_MS
 from tests.e2e.support import TIMEOUT_S, wait_for
 
 pytestmark = pytest.mark.server
@@ -232,7 +233,7 @@ def test_a_long_run_killed_at_step_ten_is_taken_over_repeating_no_model_call_or_
 
         # When a fresh server takes the same answer once the dead claim's lease lapsed
         second = Server(server_aws, tmp_path, "B", key)
-        time.sleep(3.5)
+        time.sleep(3.5 + CLOCK_SKEW_MS / 1000)  # the lease, and the margin a taker waits
         done = second.post("/resume", _resume_body(interrupt))
         again = second.post("/resume", {**_resume_body(interrupt), "runId": "r3"})
     finally:

@@ -19,6 +19,7 @@ import pytest
 from ag_ui.core import RunErrorEvent
 
 from examples.analyst.script import DEMO_SCENARIOS
+from interlock.timing import CLOCK_SKEW_MS
 from local.emulator import Emulator
 from local.openai_compat import LocalOpenAI, serving
 from tests.conftest import fresh_storage
@@ -100,7 +101,7 @@ def test_a_takeover_through_the_endpoint_asks_the_model_nothing_twice(
 
     # When a fresh server takes the same answer once the claim's lease lapsed
     with local_server(openai_aws, tmp_path / "b.log", extra_env=_env(endpoint)) as second:
-        time.sleep(3.5)
+        time.sleep(3.5 + CLOCK_SKEW_MS / 1000)  # the lease, and the margin a taker waits
         done = second.client("alice-openai-2", ["reporter"]).resume(chat, entry)
 
     # Then only the summary was asked for again; the fetch came from the journal

@@ -80,6 +80,7 @@ ELSEWHERE = {
     ".venv/bin/python bench/history_read.py": "tests/bench/test_bench_history_read.py",
     ".venv/bin/python bench/cold_start.py --layer": "tests/bench/test_bench_cold_start.py",
     ".venv/bin/python bench/sweeper.py": "tests/bench/test_bench_sweeper.py",
+    ".venv/bin/python bench/killed_run.py": "tests/bench/test_bench_killed_run.py",
     ".venv/bin/python bench/soak.py": "a soak of minutes: run by hand; its figures go in notes",
     ".venv/bin/python bench/peers/langgraph_cycle.py": "tests/bench/test_bench_peer_cost.py",
 }

@@ -25,7 +25,7 @@ from interlock.ports import Stores
 from interlock.records import RequestState, Subject
 from interlock.resume import resume_turn
 from interlock.sweeper import sweep
-from interlock.timing import ManualClock
+from interlock.timing import CLOCK_SKEW_MS, ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
 from tests.e2e.support import finished_by, outbox_records
 from tests.faults.wrapper import Faulty
@@ -166,7 +166,7 @@ def test_a_stalled_worker_sends_nothing_after_losing_its_lease(
     # Given A approved the report and froze right before recording it, renewals failing
     interrupt_id, secret = _paused(server_stores, clock, chat, "send the weekly report")
     a = Stalled(server_stores, clock, chat, "outbox", "put_once").start(interrupt_id, secret)
-    clock.advance(ms=server_stores.policy.lease_ms + 1)
+    clock.advance(ms=server_stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
 
     # When the request is dealt with by someone else, and only then A wakes up
     intervene(server_stores, clock, chat, interrupt_id, secret)
@@ -194,7 +194,7 @@ def test_a_stalled_worker_grants_nothing_after_losing_its_lease(
     assert {r.subject for r in server_stores.approvals.for_user(chat, "alice", clock.now_ms())} == {
         SITE
     }
-    clock.advance(ms=server_stores.policy.lease_ms + 1)
+    clock.advance(ms=server_stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
 
     # When the request is taken over or cancelled, and A wakes up
     intervene(server_stores, clock, chat, interrupt_id, secret)

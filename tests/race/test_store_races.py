@@ -12,7 +12,7 @@ from interlock import errors
 from interlock.adapters.factory import Stores
 from interlock.pause import persist_pause
 from interlock.records import RequestRecord, RequestState, StoredSnapshot, new_request
-from interlock.timing import ManualClock
+from interlock.timing import CLOCK_SKEW_MS, ManualClock
 
 pytestmark = pytest.mark.server
 THREADS = 32
@@ -76,7 +76,7 @@ def test_a_lapsed_lease_is_taken_over_by_exactly_one_contender(
 ) -> None:
     request, secret = _open(server_stores, clock)
     dead = server_stores.requests.claim(request, secret, "dead-worker", clock.now_ms())
-    clock.advance(ms=server_stores.policy.lease_ms + 1)
+    clock.advance(ms=server_stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
 
     outcomes = _all_at_once(
         THREADS, lambda n: server_stores.requests.claim(dead, secret, f"w{n}", clock.now_ms())
@@ -121,7 +121,7 @@ def test_concurrent_finish_and_takeover_leave_one_outcome(
     # the finish is refused). Never both.
     request, secret = _open(server_stores, clock)
     old = server_stores.requests.claim(request, secret, "old", clock.now_ms())
-    clock.advance(ms=server_stores.policy.lease_ms + 1)
+    clock.advance(ms=server_stores.policy.lease_ms + CLOCK_SKEW_MS + 1)
 
     def attempt(n: int) -> Any:
         if n == 0:

@@ -13,7 +13,7 @@ from interlock.adapters.factory import Stores
 from interlock.harness.model import ScriptedModel
 from interlock.records import RequestRecord, RequestState
 from interlock.sweeper import SweepReport, sweep
-from interlock.timing import ManualClock
+from interlock.timing import CLOCK_SKEW_MS, ManualClock
 from interlock.turns import Caller, Runtime, TurnLimits, run_turn
 
 pytestmark = pytest.mark.server
@@ -36,7 +36,7 @@ def test_two_sweepers_settle_each_overdue_request_once(
     alice = Caller("alice", frozenset({"reporter"}))
     for chat in CHATS:
         assert run_turn(runtime("pauser"), alice, chat, "send the report").outcome == "interrupted"
-    clock.advance(seconds=server_stores.policy.request_ttl_s)
+    clock.advance(seconds=server_stores.policy.request_ttl_s, ms=CLOCK_SKEW_MS)
 
     # When two sweepers run at the same moment
     barrier = threading.Barrier(2)
@@ -77,7 +77,7 @@ def test_a_sweep_reaching_a_request_late_leases_it_from_the_time_of_its_claim(
     run_turn(
         _report_runtime(server_stores, clock, "pauser"), alice, "late-sweep", "send the report"
     )
-    clock.advance(seconds=server_stores.policy.request_ttl_s + 600)
+    clock.advance(seconds=server_stores.policy.request_ttl_s + 600, ms=CLOCK_SKEW_MS)
     started_ms = clock.now_ms() - 600_000
 
     # When it reaches the request now (the claim it takes is seen as it is written: the
@@ -105,7 +105,7 @@ def test_a_sweep_stops_claiming_before_its_deadline(
 ) -> None:
     alice = Caller("alice", frozenset({"reporter"}))
     run_turn(_report_runtime(server_stores, clock, "pauser"), alice, "deadline", "send the report")
-    clock.advance(seconds=server_stores.policy.request_ttl_s + 1)
+    clock.advance(seconds=server_stores.policy.request_ttl_s + 1, ms=CLOCK_SKEW_MS)
 
     # A sweep with less time left than settling one request takes leaves it for the next
     report = sweep(
@@ -125,7 +125,7 @@ def test_overlapping_sweeps_settle_a_request_once(
     # Given an overdue request, and a first sweep that is slow in the middle of settling it
     alice = Caller("alice", frozenset({"reporter"}))
     run_turn(_report_runtime(server_stores, clock, "pauser"), alice, "overlap", "send the report")
-    clock.advance(seconds=server_stores.policy.request_ttl_s + 1)
+    clock.advance(seconds=server_stores.policy.request_ttl_s + 1, ms=CLOCK_SKEW_MS)
     inside, go_on = threading.Event(), threading.Event()
 
     class Slow(ScriptedModel):
@@ -164,7 +164,8 @@ def test_a_sweep_racing_a_persons_answer_settles_the_request_once(
     server_stores: Stores, server_aws: dict[str, object], clock: ManualClock
 ) -> None:
     # Given a request at its expiry, a person whose clock says it is still open and a
-    # sweeper whose clock says it is overdue (clocks of two machines disagree a little)
+    # sweeper whose clock says it is overdue by every clock (clocks of two machines
+    # further apart than `CLOCK_SKEW_MS`: within it the sweeper would wait the person out)
     from interlock.resume import resume_turn
     from tests.e2e.support import outbox_records
 
@@ -173,7 +174,7 @@ def test_a_sweep_racing_a_persons_answer_settles_the_request_once(
     offer = run_turn(rt, alice, "race-person", "send the report").offer
     assert offer is not None
     person_clock = ManualClock(offer.request.expires_at * 1000 - 500)
-    sweeper_clock = ManualClock(offer.request.expires_at * 1000 + 500)
+    sweeper_clock = ManualClock(offer.request.expires_at * 1000 + CLOCK_SKEW_MS + 500)
     barrier = threading.Barrier(2)
 
     def person() -> object:

@@ -28,13 +28,16 @@ from interlock.adapters.dynamo import (
     writes,
 )
 from interlock.adapters.fencing import HOLDS_TURN
-from interlock.adapters.requests import NO_OPEN_REQUEST, request_from_item
+from interlock.adapters.requests import NO_OPEN_REQUEST, clock_values, request_from_item
 from interlock.ports import Entry, Role
 from interlock.records import ChatMeta, RequestState, TurnFence
+from interlock.timing import surely_passed
 from interlock.tokens import new_token
 
 OWNED_BY_CALLER: Final = "(attribute_not_exists(#owner) OR #owner = :user)"
-NOT_RUNNING: Final = "(attribute_not_exists(#run_until_ms) OR #run_until_ms <= :now_ms)"
+# A turn's lease is over by every clock (`timing.surely_passed`), its holder's too: taking
+# the chat from a turn still running would fence out its pause or its answer.
+NOT_RUNNING: Final = "(attribute_not_exists(#run_until_ms) OR #run_until_ms <= :lapse_ms)"
 TRANSCRIPT_AT: Final = "(attribute_not_exists(#last_turn) OR #last_turn = :seen)"
 ADMIT: Final = f"{OWNED_BY_CALLER} AND {NOT_RUNNING} AND {TRANSCRIPT_AT}"
 ADMIT_SET: Final = (
@@ -101,12 +104,12 @@ class TurnStore:
             "Key": to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK}),
             **expression(
                 condition=NO_OPEN_REQUEST,
-                values={**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms},
+                values={**_STATES, **clock_values(now_ms)},
             ),
         }
         values = {
             ":user": keys.checked_id(user_id, "user id"),
-            ":now_ms": now_ms,
+            ":lapse_ms": surely_passed(now_ms),
             ":seen": seen.last_turn,
             ":seq": seq,
             ":run_token": fence.run_token,
@@ -252,7 +255,7 @@ def _refusal(refused: Cancelled, user_id: str, now_ms: int) -> errors.InterlockE
     meta = refused.failed.get(1) or {}
     if meta.get("owner") not in (None, user_id):
         return errors.Forbidden("this chat belongs to another user")
-    if meta.get("run_until_ms", 0) > now_ms:
+    if meta.get("run_until_ms", 0) > surely_passed(now_ms):
         return errors.TurnRunning("a turn is already running in this chat; wait for its answer")
     return errors.TurnRunning(
         "the chat changed meanwhile (another turn started or ended); send it again"

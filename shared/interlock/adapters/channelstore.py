@@ -219,6 +219,8 @@ class ChannelStore:
             "begin notice",
             "SET #attempt_until_ms = :until, #due = :until, #tries = #tries + :one",
             "attribute_exists(#pk) AND attribute_not_exists(#done_ms)"
+            # No clock margin: an attempt's hold (`notify.ATTEMPT_MS`) outlasts its HTTP
+            # call's timeout by more than `timing.CLOCK_SKEW_MS`, and an edit is idempotent.
             " AND (attribute_not_exists(#attempt_until_ms) OR #attempt_until_ms < :now)",
             {":until": until_ms, ":one": 1, ":now": now_ms},
         )
@@ -347,6 +349,7 @@ def _notice(row: dict[str, Any]) -> Notice:
         give_up_ms=int(row.get("give_up_ms", 0)),
         due_ms=row.get(NOTICE_INDEX_SORT),
         title=str(row.get("title", "")),
+        reserved_ms=int(row.get("at_ms", 0)),
     )
 
 

@@ -42,6 +42,8 @@ from interlock.timing import DAY_S, SNAPSHOT_LIFECYCLE_DAYS
 # brings the deletion before an earlier, longer hold ends.
 _SLOTS_KEPT_S: Final = (SNAPSHOT_LIFECYCLE_DAYS + 1) * DAY_S
 # A slot is free, lapsed, or already this holder's (taking it again renews it).
+# No clock margin: a slot taken up to `timing.CLOCK_SKEW_MS` early only lets a user
+# hold one more for those seconds (a count, not work), and its release names its holder.
 _TAKEABLE: Final = (
     "attribute_not_exists(#slot) OR #slot.#until <= :now_ms OR #slot.#holder = :holder"
 )

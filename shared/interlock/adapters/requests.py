@@ -17,7 +17,7 @@ domain error carrying that record, so nobody needs a second read to say who hold
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import suppress
 from dataclasses import MISSING, fields
 from typing import Any, Final, TypeVar
@@ -65,20 +65,26 @@ from interlock.records import (
     RequestState,
     answer_rule,
     binding_refusal,
+    claim_progress,
     journal_of,
     refusal,
     unanswerable,
 )
-from interlock.timing import StorePolicy
+from interlock.timing import EDIT_HOLD_MS, StorePolicy, surely_passed
 from interlock.tokens import new_token
 
-# Named parts of the conditions. `:now_s` / `:now_ms` are the caller's clock.
+# Named parts of the conditions. `:now_s` / `:now_ms` are the caller's clock; `:lapse_s`
+# / `:lapse_ms` what every worker's clock has surely passed (`timing.surely_passed`),
+# against which a taker judges a time another worker wrote (`clock_values`).
 ID_MATCHES: Final = "#interrupt_id = :interrupt_id"
 HASH_MATCHES: Final = "#secret_hash = :secret_hash"
 IS_PENDING: Final = "#state = :pending"
-LEASE_LAPSED: Final = "(#state = :claimed AND #lease_expires_at_ms <= :now_ms)"
+# Over by the holder's clock too: every use of it takes the claim from its holder.
+LEASE_LAPSED: Final = "(#state = :claimed AND #lease_expires_at_ms <= :lapse_ms)"
+# The person's side: answerable until the stated expiry by the answering worker's clock.
 NOT_EXPIRED: Final = "#expires_at > :now_s"
 COUNT_UNCHANGED: Final = "#claim_count = :seen_count"
+# No clock margin: the deadline is written by the claim and read by its own renewals.
 BEFORE_DEADLINE: Final = "#resume_deadline_ms > :now_ms"
 ENDED: Final = "#state IN (:done, :expired, :cancelled)"
 # Nothing of the run's answer was acted on (`RequestRecord.acted_on`): no effect
@@ -87,7 +93,8 @@ NOT_ACTED: Final = "attribute_not_exists(#acted)"
 # An unanswered request past its stated expiry belongs to its timeout policy: no cancel
 # takes it from the sweeper. One answered in time may still be cancelled (nothing acted).
 NOT_OVERDUE: Final = f"(NOT {IS_PENDING} OR {NOT_EXPIRED})"
-ABANDONED: Final = f"(#expires_at <= :now_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
+# What a new request may replace: as `CLAIM_OVERDUE` judges it, past expiry on every clock.
+ABANDONED: Final = f"(#expires_at <= :lapse_s AND ({IS_PENDING} OR {LEASE_LAPSED}))"
 
 CLAIMABLE: Final = f"({IS_PENDING} OR {LEASE_LAPSED}) AND {NOT_EXPIRED}"
 NO_OPEN_REQUEST: Final = f"attribute_not_exists(#pk) OR {ENDED} OR {ABANDONED}"
@@ -102,7 +109,8 @@ ROTATE: Final = f"{ID_MATCHES} AND {CLAIMABLE}"
 # Ending skips NOT_EXPIRED: the sweeper must be able to expire what is overdue.
 END_OPEN: Final = f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {COUNT_UNCHANGED}"
 RENEW: Final = f"{HOLDS_CLAIM} AND {BEFORE_DEADLINE}"
-PAST_EXPIRY: Final = "#expires_at <= :now_s"
+# The sweeper's side: past the stated expiry by every clock, the answering worker's too.
+PAST_EXPIRY: Final = "#expires_at <= :lapse_s"
 CLAIM_OVERDUE: Final = (
     f"{ID_MATCHES} AND ({IS_PENDING} OR {LEASE_LAPSED}) AND {PAST_EXPIRY} AND {COUNT_UNCHANGED}"
 )
@@ -138,18 +146,28 @@ CLAIM_REPLACE_SET: Final = (
     "#decision = :decision, #response = :response, #decided_by = :decided_by, "
     "#decided_at_ms = :now_ms, #decided_via = :decided_via, #journal_id = :journal_id"
 )
+# What every claim also records of the run's progress (`records.claim_progress`),
+# after its `CLAIM_SET` or `CLAIM_REPLACE_SET`: its place in the retry cap's count, and
+# the journal's steps when it was taken, left off when none (most claims: a first one).
+PROGRESS_SET: Final = ", #stalls = :stalls, #journal_seen = :journal_seen"
+PROGRESS_FROM_NONE: Final = ", #stalls = :stalls REMOVE #journal_seen"
 # Releasing after a failure: the claim does not count as a crash, and the fence moves on.
+# Nobody holds a released lease, so it ends a clock margin back (`:released_ms`): over at
+# once for a taker whose clock is not behind the releaser's, and the recovery grace still
+# counts from the release by the releaser's clock.
 RELEASE_SET: Final = (
-    "SET #lease_token = :new_token, #lease_expires_at_ms = :now_ms, "
-    "#claim_count = #claim_count - :one, #failures = if_not_exists(#failures, :zero) + :one"
+    "SET #lease_token = :new_token, #lease_expires_at_ms = :released_ms, "
+    "#claim_count = #claim_count - :one, #failures = if_not_exists(#failures, :zero) + :one, "
+    "#stalls = if_not_exists(#stalls, :one) - :one"
 )
 # Resetting: answerable afresh, but the failure counts, so a run that fails the same way
 # before it acts (a model that keeps refusing) is still given up on at the cap.
 RESET_SET: Final = (
     "SET #state = :pending, #lease_token = :new_token, #claim_count = #claim_count - :one, "
-    "#failures = if_not_exists(#failures, :zero) + :one "
+    "#failures = if_not_exists(#failures, :zero) + :one, "
+    "#stalls = if_not_exists(#stalls, :one) - :one "
     "REMOVE #worker, #lease_expires_at_ms, #resume_deadline_ms, #decision, #response, "
-    "#journal_id, "
+    "#journal_id, #journal_seen, "
     "#decided_by, #decided_at_ms, #decided_via"
 )
 _STATES: Final = {f":{state.value}": state.value for state in RequestState}
@@ -168,6 +186,15 @@ FINISHED: Final[dict[str, None]] = {
     "resume_deadline_ms": None,
 }
 _ENDED_RUN: Final = ("sweep_shard", "inbox_user", *FINISHED)
+# What an ending also writes when it owes the edit of the request's channel posts
+# (`RequestRecord.owes_edits`): the mark that they are owed, due once the ending process
+# had its chance to edit them (`timing.EDIT_HOLD_MS`), and the shard that keeps the
+# pointer in the notice index until the edits are recorded (`edits_recorded`), so a
+# process that dies in between leaves them to the finder's next pass, not to the expiry.
+# No write of its own: it rides in the ending's.
+EDITS_OWED: Final = "#notice_due_ms = :edits_due, #sweep_shard = :edits_shard"
+# The most interrupt ids a condition lists (DynamoDB's bound on `IN`).
+_MOST_LISTED: Final = 100
 
 
 class RequestStore:
@@ -258,7 +285,7 @@ class RequestStore:
         the first entry of `also` that lost its condition.
         """
         item = self._sized(_to_item(request))
-        values = {**_STATES, ":now_s": now_ms // 1000, ":now_ms": now_ms}
+        values = {**_STATES, **clock_values(now_ms)}
         if also:
             put = {
                 "TableName": self._table,
@@ -293,23 +320,79 @@ class RequestStore:
             current = _from_item(lost.old) if lost.old else None
             raise errors.ChatBusy("this chat already has an open request", current) from None
 
-    def notified(self, chat_id: str, interrupt_id: str) -> None:
-        """The channel posts of the request for `interrupt_id` are reserved: the pointer
-        leaves the notice index (each reserved post is retried by its own notice)."""
+    def notified(
+        self, chat_id: str, interrupt_id: str, *, posted: bool = False, now_ms: int = 0
+    ) -> None:
+        """The channel posts of the open request for `interrupt_id` are reserved (with
+        `posted`, at least one): the pointer leaves the notice index (each reserved post
+        is retried by its own notice) and, with `posted`, keeps a flag that the write
+        ending it owes their edit (`RequestRecord.owes_edits`), in the same write.
+
+        Should the request have ended already by a write that did not know of them, the
+        edit is owed from here: due `EDIT_HOLD_MS` after `now_ms`, as an ending owes it.
+        """
+        key = to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK})
+        values = {**_STATES, ":interrupt_id": interrupt_id}
         try:
             with translated("clear notice mark"):
                 self._client.update_item(
                     TableName=self._table,
-                    Key=to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK}),
+                    Key=key,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
                     **expression(
-                        condition="#interrupt_id = :interrupt_id AND attribute_exists(#due)",
-                        update="REMOVE #due",
-                        values={":interrupt_id": interrupt_id},
+                        condition=f"{ID_MATCHES} AND #state IN (:pending, :claimed)",
+                        update=f"{'SET #posted = :posted ' if posted else ''}REMOVE #due",
+                        values={**values, **({":posted": True} if posted else {})},
                         names={"#due": NOTICE_INDEX_SORT},
                     ),
                 )
-        except ConditionFailed:
-            pass  # already cleared, or the chat moved on to another request
+            return
+        except ConditionFailed as lost:
+            old = _from_item(lost.old) if lost.old else None
+        # The chat moved on to another request (nothing of this one is left to mark), or
+        # this one ended: by a write that owed the edit already, or that knew of no post.
+        if not posted or old is None or old.interrupt_id != interrupt_id or old.owes_edits:
+            return
+        with suppress(ConditionFailed), translated("mark notice edits"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                **expression(
+                    condition=f"{ID_MATCHES} AND {ENDED} AND attribute_not_exists(#due)",
+                    update="SET #posted = :posted, #due = :due, #sweep_shard = :shard",
+                    values={
+                        **values,
+                        ":posted": True,
+                        ":due": now_ms + EDIT_HOLD_MS,
+                        ":shard": keys.sweep_shard(chat_id, SWEEP_SHARDS),
+                    },
+                    names={"#due": NOTICE_INDEX_SORT},
+                ),
+            )
+
+    def edits_recorded(self, chat_id: str, interrupt_ids: Collection[str]) -> None:
+        """The edits of the ended request's channel posts are recorded on their notices
+        (each carried on by its own from here): the mark that they are owed is cleared,
+        and the pointer leaves the notice index (its `sweep_shard` goes with it). Does
+        nothing unless the chat's pointer is that request, ended, with the mark."""
+        ids = sorted(interrupt_ids)[:_MOST_LISTED]
+        if not ids:
+            return
+        listed = {f":i{n}": interrupt_id for n, interrupt_id in enumerate(ids)}
+        with suppress(ConditionFailed), translated("clear notice edits"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK}),
+                **expression(
+                    condition=(
+                        f"#interrupt_id IN ({', '.join(listed)}) AND {ENDED}"
+                        " AND attribute_exists(#due)"
+                    ),
+                    update="REMOVE #due, #sweep_shard",
+                    values={**_STATES, **listed},
+                    names={"#due": NOTICE_INDEX_SORT},
+                ),
+            )
 
     # -- the secret ----------------------------------------------------------------
 
@@ -318,7 +401,7 @@ class RequestStore:
         older copies of the secret stop working."""
         values = {
             **_STATES,
-            **_clock(now_ms),
+            **clock_values(now_ms),
             ":interrupt_id": request.interrupt_id,
             ":secret_hash": secret_hash,
         }
@@ -345,6 +428,7 @@ class RequestStore:
         via: str = "api",
         replaces: Sequence[Entry] = (),
         also: Sequence[Entry] = (),
+        journal_steps: int | None = None,
     ) -> RequestRecord:
         """Take ownership of `request` as read, in one conditional write.
 
@@ -361,6 +445,9 @@ class RequestStore:
         takeover keeps the recorded answer when it is the same, or replaces it when
         nothing was acted on yet. The returned record carries what was recorded.
 
+        `journal_steps` is how many steps the taker counted in the journal of `request`
+        before this claim (`records.claim_progress`); counted here when not given.
+
         Raises the refusal for the record as it stands: `ResumeInProgress` naming the
         holder, `AlreadyAnswered` with the done record, `SecretRefused`,
         `RequestExpired`, `UnknownRequest`, or
@@ -371,10 +458,14 @@ class RequestStore:
         if rule is AnswerRule.BINDING:
             raise binding_refusal(request)
         replacing = rule is AnswerRule.REPLACE
+        steps = self._counted(request, journal_steps)
         values = {
-            **self._claim_values(request, worker, now_ms, answer, by, via),
+            **self._claim_values(
+                request, worker, now_ms, answer, by, via, steps=steps, new_journal=replacing
+            ),
             ":secret_hash": request.secret_hash,
         }
+        claim_set = _claim_update(CLAIM_REPLACE_SET if replacing else CLAIM_SET, values)
 
         ours = _holds_token(values[":lease_token"])
 
@@ -386,20 +477,12 @@ class RequestStore:
 
         riders = [best_effort(entry) for entry in writes(replaces)] if replacing else []
         if riders or also:
-            update = {
-                "TableName": self._table,
-                "Key": _key(request.chat_id),
-                **expression(
-                    condition=CLAIM_REPLACE if replacing else CLAIM,
-                    update=CLAIM_REPLACE_SET if replacing else CLAIM_SET,
-                    values=values,
-                ),
-            }
+            pointer = self._pointer_entry(
+                request.chat_id, CLAIM_REPLACE if replacing else CLAIM, claim_set, values
+            )
             entries = [*riders, *writes(list(also))]
             try:
-                self._transacted(
-                    request.chat_id, [{"Update": update}, *entries], "claim request", ours
-                )
+                self._transacted(request.chat_id, [pointer, *entries], "claim request", ours)
             except Cancelled as refused:
                 old = refused.failed.get(0)
                 raise lost(_from_item(old) if old else None) from None
@@ -408,7 +491,7 @@ class RequestStore:
             request.chat_id,
             "claim request",
             CLAIM_REPLACE if replacing else CLAIM,
-            CLAIM_REPLACE_SET if replacing else CLAIM_SET,
+            claim_set,
             values,
             lost=lost,
             landed=ours,
@@ -442,7 +525,8 @@ class RequestStore:
         # recorded answer and journal, which a takeover must read back; see `claim`).
         self._check_claimable(request, secret, now_ms)
         values = {
-            **self._claim_values(request, worker, now_ms, answer, by, via),
+            # No journal to count: a pending request has none (`CLAIM_PENDING`).
+            **self._claim_values(request, worker, now_ms, answer, by, via, new_journal=True),
             ":secret_hash": request.secret_hash,
             ":seen_expires_at": request.expires_at,
         }
@@ -453,6 +537,8 @@ class RequestStore:
             lease_expires_at_ms=values[":lease_expires_at_ms"],
             resume_deadline_ms=values[":resume_deadline_ms"],
             claim_count=request.claim_count + 1,
+            stalls=values[":stalls"],
+            journal_seen=values[":journal_seen"],
             decision=request.decision if request.decision is not None else answer[0],
             response=request.response if request.response is not None else answer[1],
             decided_by=(
@@ -462,20 +548,14 @@ class RequestStore:
             decided_via=request.decided_via or via,
             journal_id=values[":journal_id"],  # a pending request has none: this one begins it
         )
-        update = {
-            "TableName": self._table,
-            "Key": _key(request.chat_id),
-            **expression(
-                condition=CLAIM_PENDING,
-                update=CLAIM_SET,
-                values=values,
-            ),
-        }
+        pointer = self._pointer_entry(
+            request.chat_id, CLAIM_PENDING, _claim_update(CLAIM_SET, values), values
+        )
         try:
             riders = also(claimed)
             self._transacted(
                 request.chat_id,
-                [{"Update": update}, *writes(riders)],
+                [pointer, *writes(riders)],
                 "claim request",
                 _holds_token(claimed.lease_token),
             )
@@ -507,15 +587,19 @@ class RequestStore:
         answer: tuple[str, str],
         by: str | None,
         via: str,
+        *,
+        steps: int = 0,
+        new_journal: bool = False,
     ) -> dict[str, Any]:
         lease_token = new_token()
+        stalls, journal_seen = claim_progress(request, steps, new_journal=new_journal)
         return {
             ":decision": answer[0],
             ":response": _stored_response(answer[1], request.interrupt_id),
             ":decided_by": by if by is not None else via,
             ":decided_via": via,
             **_STATES,
-            **_clock(now_ms),
+            **clock_values(now_ms),
             ":interrupt_id": request.interrupt_id,
             ":seen_count": request.claim_count,
             ":worker": worker,
@@ -524,7 +608,14 @@ class RequestStore:
             ":lease_expires_at_ms": now_ms + self._policy.lease_ms,
             ":resume_deadline_ms": now_ms + self._policy.max_resume_ms,
             ":one": 1,
+            ":stalls": stalls,
+            ":journal_seen": journal_seen,
         }
+
+    def _counted(self, request: RequestRecord, journal_steps: int | None) -> int:
+        """The steps recorded in the journal of `request` as its taker counted them, or
+        counted now (one query; none for a request without a journal)."""
+        return journal_steps if journal_steps is not None else len(self.steps(request))
 
     def renew(self, claim: RequestRecord, now_ms: int) -> int:
         """Extend the lease held by `claim`; returns the new `lease_expires_at_ms`.
@@ -584,7 +675,12 @@ class RequestStore:
         if final_text is not None and (inline is not None or self._fits_with(claim, final_text)):
             values[":final_text"] = final_text
             sets.append("#final_text = :final_text")
-        update = f"SET {', '.join(sets)} REMOVE {', '.join(f'#{name}' for name in _ENDED_RUN)}"
+        owed = _edits_owed(claim, now_ms + EDIT_HOLD_MS)
+        removed = [name for name in _ENDED_RUN if not (owed and name == "sweep_shard")]
+        if owed:
+            values.update(owed)
+            sets.append(EDITS_OWED)
+        update = f"SET {', '.join(sets)} REMOVE {', '.join(f'#{name}' for name in removed)}"
         lost = errors.LeaseLost("the claim was lost before the answer was stored")
 
         def ours(cur: RequestRecord) -> bool:
@@ -610,15 +706,9 @@ class RequestStore:
                 lost=lambda _: lost,
                 landed=ours,
             )
-        entry = {
-            "TableName": self._table,
-            "Key": _key(claim.chat_id),
-            **expression(condition=HOLDS_CLAIM, update=update, values=values),
-        }
+        pointer = self._pointer_entry(claim.chat_id, HOLDS_CLAIM, update, values)
         try:
-            self._transacted(
-                claim.chat_id, [{"Update": entry}, *writes(also)], "finish request", ours
-            )
+            self._transacted(claim.chat_id, [pointer, *writes(also)], "finish request", ours)
         except Cancelled as cancelled:
             if 0 in cancelled.failed:
                 raise lost from None
@@ -631,6 +721,7 @@ class RequestStore:
             answered_at=now_ms // 1000,
             final_text=values.get(":final_text"),
             **FINISHED,
+            notify_due_ms=owed.get(":edits_due"),
         )
 
     def chain(
@@ -644,8 +735,19 @@ class RequestStore:
         One write, conditional on still holding the claim; refused with `LeaseLost`
         if the claim was lost, in which case nothing is written. `also` (unconditional
         writes: the pause's audit events) commit with it.
+
+        The claimed request ends here: when it owes the edit of its channel posts, the
+        successor is in the notice index by the time its own posts are owed, or
+        `EDIT_HOLD_MS` after it was made, whichever comes first (the finder's pass
+        edits every post of an interrupt the pointer no longer asks).
         """
-        item = self._sized(_to_item(successor.with_changes(claim_count=0)))
+        if claim.owes_edits:
+            edits_due = (successor.created_ms or successor.created_at * 1000) + EDIT_HOLD_MS
+            due = min(successor.notify_due_ms or edits_due, edits_due)
+            successor = successor.with_changes(notify_due_ms=due)
+        item = self._sized(
+            _to_item(successor.with_changes(claim_count=0, stalls=0, journal_seen=0))
+        )
         put = {
             "TableName": self._table,
             "Item": item,
@@ -780,7 +882,7 @@ class RequestStore:
             **_STATES,
             **claim_values(claim.fence),
             ":new_token": new_token(),
-            ":now_ms": now_ms,
+            ":released_ms": surely_passed(now_ms),
             ":one": 1,
             ":zero": 0,
         }
@@ -815,15 +917,11 @@ class RequestStore:
                 ),
                 landed=_holds_token(values[":new_token"]),
             )
-        entry = {
-            "TableName": self._table,
-            "Key": _key(claim.chat_id),
-            **expression(condition=condition, update=RESET_SET, values=values),
-        }
+        pointer = self._pointer_entry(claim.chat_id, condition, RESET_SET, values)
         try:
             self._transacted(
                 claim.chat_id,
-                [{"Update": entry}, *writes(also)],
+                [pointer, *writes(also)],
                 "reset claim",
                 _holds_token(values[":new_token"]),
             )
@@ -835,11 +933,19 @@ class RequestStore:
         return claim.reset(values[":new_token"])  # the record as `RESET_SET` left it
 
     def end_claimed(self, claim: RequestRecord, reason: str) -> RequestRecord:
-        """Expire a claimed request that can never run (its snapshot is unusable)."""
+        """Expire a claimed request that can never run (its snapshot is unusable).
+
+        The edit of its channel posts, when it owes one, is due at once: no process
+        edits them in between (the finder's next pass does, or the settle step that
+        found the snapshot gone, right after it)."""
         values = {**_STATES, **claim_values(claim.fence), ":reason": reason}
+        # The claim was taken (or last renewed) before now, by the claim's own clock.
+        claimed_ms = (claim.lease_expires_at_ms or self._policy.lease_ms) - self._policy.lease_ms
+        owed = _edits_owed(claim, claimed_ms)
+        values.update(owed)
         update = (
-            "SET #state = :expired, #ended_reason = :reason "
-            "REMOVE #sweep_shard, #inbox_user, #journal_id"
+            f"SET #state = :expired, #ended_reason = :reason{', ' + EDITS_OWED if owed else ''} "
+            f"REMOVE {'' if owed else '#sweep_shard, '}#inbox_user, #journal_id"
         )
         return self._update(
             claim.chat_id,
@@ -881,14 +987,23 @@ class RequestStore:
         )
 
     def claim_lapsed(
-        self, request: RequestRecord, worker: str, now_ms: int, also: Sequence[Entry] = ()
+        self,
+        request: RequestRecord,
+        worker: str,
+        now_ms: int,
+        also: Sequence[Entry] = (),
+        *,
+        journal_steps: int | None = None,
     ) -> RequestRecord:
         """Take over a claim whose worker died, to continue its run with the answer it
         recorded (never another: no answer is brought). One conditional write under the
         same rules as a person's takeover, with `also` (its trail event) in it; the loser
-        hears who holds it."""
+        hears who holds it. `journal_steps` as for `claim`."""
         recorded = (request.decision or "answered", request.response or "null")
-        values = self._claim_values(request, worker, now_ms, recorded, None, "recovery")
+        steps = self._counted(request, journal_steps)
+        values = self._claim_values(
+            request, worker, now_ms, recorded, None, "recovery", steps=steps
+        )
         return self._claim_riding(
             request.chat_id,
             "recover lapsed claim",
@@ -911,17 +1026,14 @@ class RequestStore:
         """A claim (`CLAIM_SET` under `condition`) with `also` in its transaction; the
         claimed record is read back (a transaction returns none)."""
         ours = _holds_token(values[":lease_token"])
+        claim_set = _claim_update(CLAIM_SET, values)
         if not also:
             return self._update(
-                chat_id, action, condition, CLAIM_SET, values, lost=lost, landed=ours
+                chat_id, action, condition, claim_set, values, lost=lost, landed=ours
             )
-        update = {
-            "TableName": self._table,
-            "Key": _key(chat_id),
-            **expression(condition=condition, update=CLAIM_SET, values=values),
-        }
+        pointer = self._pointer_entry(chat_id, condition, claim_set, values)
         try:
-            self._transacted(chat_id, [{"Update": update}, *writes(list(also))], action, ours)
+            self._transacted(chat_id, [pointer, *writes(list(also))], action, ours)
         except Cancelled as refused:
             old = refused.failed.get(0)
             raise lost(_from_item(old) if old else None) from None
@@ -978,12 +1090,15 @@ class RequestStore:
         now_ms: int,
         answer: tuple[str, str],
         also: Sequence[Entry] = (),
+        *,
+        journal_steps: int | None = None,
     ) -> RequestRecord:
         """Take an overdue request to settle it by policy, under the same claim rules as a
         person's answer (one conditional write, with `also`, its trail event; the loser
         hears who holds it). An answer recorded by an earlier claim wins over the
-        timeout `answer`."""
-        values = self._claim_values(request, worker, now_ms, answer, None, "sweeper")
+        timeout `answer`. `journal_steps` as for `claim`."""
+        steps = self._counted(request, journal_steps)
+        values = self._claim_values(request, worker, now_ms, answer, None, "sweeper", steps=steps)
         return self._claim_riding(
             request.chat_id,
             "claim overdue request",
@@ -1002,7 +1117,7 @@ class RequestStore:
         expires_at = min(now_ms // 1000 + extra_s, latest)
         values = {
             **_STATES,
-            **_clock(now_ms),
+            **clock_values(now_ms),
             ":interrupt_id": request.interrupt_id,
             ":seen_count": request.claim_count,
             ":role": role,
@@ -1083,15 +1198,11 @@ class RequestStore:
                 lost=lost,
                 landed=ours,
             )
-        entry = {
-            "TableName": self._table,
-            "Key": _key(request.chat_id),
-            **expression(condition=condition, update=update, values=values),
-        }
+        pointer = self._pointer_entry(request.chat_id, condition, update, values)
         try:
             self._transacted(
                 request.chat_id,
-                [{"Update": entry}, *writes(also)],
+                [pointer, *writes(also)],
                 f"{state.value} request",
                 ours,
             )
@@ -1112,7 +1223,7 @@ class RequestStore:
     ) -> tuple[str, str, dict[str, Any]]:
         values = {
             **_STATES,
-            **_clock(now_ms),
+            **clock_values(now_ms),
             ":interrupt_id": request.interrupt_id,
             ":seen_count": request.claim_count,
             ":reason": reason,
@@ -1120,6 +1231,13 @@ class RequestStore:
         update = (
             f"SET #state = :{state.value}, #ended_reason = :reason REMOVE #sweep_shard, #inbox_user"
         )
+        # Its channel posts' edit, when owed, rides in this write (`EDITS_OWED`).
+        if owed := _edits_owed(request, now_ms + EDIT_HOLD_MS):
+            values.update(owed)
+            update = (
+                f"SET #state = :{state.value}, #ended_reason = :reason, {EDITS_OWED} "
+                "REMOVE #inbox_user"
+            )
         condition = END_OPEN if acted_ok else f"{END_OPEN} AND {NOT_ACTED} AND {NOT_OVERDUE}"
         return condition, update, values
 
@@ -1184,10 +1302,25 @@ class RequestStore:
         except Conflicted:
             raise
         except errors.StoreError:
+            # Read as at time 0, so even an item past its TTL is returned: it may be
+            # the one our write left, and `landed` must judge it.
             current = self.get(chat_id, 0)
             if current is not None and landed(current):
                 raise _Landed(current) from None
             raise
+
+    def _pointer_entry(
+        self, chat_id: str, condition: str, update: str, values: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The conditional update of this chat's pointer as a transaction's first entry
+        (`_transacted` judges the outcome by it)."""
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": _key(chat_id),
+                **expression(condition=condition, update=update, values=values),
+            }
+        }
 
     def _transacted(
         self, chat_id: str, items: list[dict[str, Any]], action: str, landed: Landed
@@ -1260,6 +1393,11 @@ def _answer_json(answer: dict[str, Any] | None) -> str | None:
     return json.dumps(answer, separators=(",", ":"), sort_keys=True, default=str)
 
 
+def _claim_update(claim_set: str, values: dict[str, Any]) -> str:
+    """`claim_set` with what the claim records of the run's progress (`PROGRESS_SET`)."""
+    return claim_set + (PROGRESS_SET if values[":journal_seen"] else PROGRESS_FROM_NONE)
+
+
 def _key(chat_id: str) -> dict[str, Any]:
     return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.REQUEST_SK})
 
@@ -1318,8 +1456,29 @@ def _lost() -> errors.LeaseLost:
     return errors.LeaseLost("the claim was already lost")
 
 
-def _clock(now_ms: int) -> dict[str, int]:
-    return {":now_s": now_ms // 1000, ":now_ms": now_ms}
+def clock_values(now_ms: int) -> dict[str, int]:
+    """The clock's placeholder values of the conditions for a caller reading `now_ms`:
+    its own clock (`:now_s`, `:now_ms`), and the instant every worker's clock has surely
+    passed (`:lapse_s`, `:lapse_ms`), which a taker compares another worker's times with.
+    """
+    lapse_ms = surely_passed(now_ms)
+    return {
+        ":now_s": now_ms // 1000,
+        ":now_ms": now_ms,
+        ":lapse_s": lapse_ms // 1000,
+        ":lapse_ms": lapse_ms,
+    }
+
+
+def _edits_owed(request: RequestRecord, due_ms: int) -> dict[str, Any]:
+    """The values of `EDITS_OWED` for a write that ends `request` as read, due at
+    `due_ms`; none when it has no channel posts to edit (`RequestRecord.owes_edits`)."""
+    if not request.owes_edits:
+        return {}
+    return {
+        ":edits_due": due_ms,
+        ":edits_shard": keys.sweep_shard(request.chat_id, SWEEP_SHARDS),
+    }
 
 
 def _required(value: int | None) -> int:
@@ -1343,7 +1502,10 @@ _ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
     "state": lambda state: state.value,
     "owner_roles": list,
     "acted": lambda acted: True if acted else None,
+    "posted": lambda posted: True if posted else None,
     "failures": lambda failures: failures or None,
+    "stalls": lambda stalls: stalls or None,
+    "journal_seen": lambda seen: seen or None,
     "also_asked": lambda asked: packing.packed(_asked_entries(asked)) if asked else None,
     "created_ms": lambda created: created or None,
     "answer": lambda answer: packing.compact(answer) if answer is not None else None,
@@ -1353,6 +1515,7 @@ _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
     "state": RequestState.parse,
     "owner_roles": tuple,
     "acted": bool,
+    "posted": bool,
     "also_asked": _asked_from,
     "answer": packing.text,
 }

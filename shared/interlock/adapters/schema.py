@@ -153,6 +153,9 @@ CLAIM_ATTRIBUTES: Final = (
     "decided_at_ms",
     "decided_via",
     "failures",
+    # The retry cap's count of claims that added nothing, and the steps a claim found.
+    "stalls",
+    "journal_seen",
     "answer",
     "answered_at",
     "final_text",

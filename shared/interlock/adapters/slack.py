@@ -23,6 +23,7 @@ from interlock.channels import (
     FORM,
     ChannelName,
     Link,
+    Notice,
     Tap,
     asked_line,
     button_data,
@@ -36,6 +37,15 @@ from interlock.interrupts import schema_fields
 from interlock.records import RequestRecord
 
 REPLY_HOST: Final = "hooks.slack.com"
+# Every card is posted with message metadata of this type naming its chat and interrupt,
+# so a post whose reference was lost (its process killed as Slack took it) is found again.
+CARD_EVENT: Final = "interlock_card"
+# The history read for a lost post: pages of this many messages, at most this many
+# pages, from when its post was reserved, less a margin for Slack's clock.
+HISTORY_PAGE: Final = 200
+HISTORY_PAGES: Final = 5
+CLOCK_MARGIN_S: Final = 60
+_USER_PREFIXES: Final = ("U", "W")
 SIGNATURE_HEADER: Final = "x-slack-signature"
 TIMESTAMP_HEADER: Final = "x-slack-request-timestamp"
 MAX_SKEW_S: Final = 300
@@ -75,9 +85,50 @@ class SlackChannel:
             blocks.append(_section(f"<{url}|Open the card page>", ()))
         answer = self._call(
             "/chat.postMessage",
-            {"channel": link.destination, "text": " / ".join(lines), "blocks": blocks},
+            {
+                "channel": link.destination,
+                "text": " / ".join(lines),
+                "blocks": blocks,
+                # What finds the message again should its reference be lost (`find`).
+                "metadata": card_metadata(request.chat_id, request.interrupt_id),
+            },
         )
         return {"channel": answer["channel"], "ts": answer["ts"]}
+
+    def find(self, link: Link, chat_id: str, notice: Notice) -> dict[str, Any] | None:
+        """The message an earlier attempt posted for `notice`, by its metadata: the
+        conversation's history since the post was reserved (`conversations.history`,
+        at most `HISTORY_PAGES` pages), newest first. None when none carries it, or
+        when Slack refuses to show the history (an app installed without the history
+        scopes): the card is then posted again, as before it could be found.
+
+        Raises:
+            ChannelError: Slack could not be reached (retried later).
+        """
+        conversation = self._conversation(link.destination)
+        if conversation is None:
+            return None
+        since_s = max(notice.reserved_ms // 1000 - CLOCK_MARGIN_S, 0)
+        body: dict[str, Any] = {
+            "channel": conversation,
+            "oldest": f"{since_s}.000000",
+            "inclusive": True,
+            "include_all_metadata": True,
+            "limit": HISTORY_PAGE,
+        }
+        for _ in range(HISTORY_PAGES):
+            answer = self._http.post("/conversations.history", body)
+            if not isinstance(answer, dict) or not answer.get("ok"):
+                return None
+            for message in answer.get("messages") or []:
+                if carries_card(message, chat_id, notice.interrupt_id):
+                    return {"channel": conversation, "ts": message["ts"]}
+            more = answer.get("response_metadata")
+            cursor = more.get("next_cursor") if isinstance(more, dict) else None
+            if not answer.get("has_more") or not isinstance(cursor, str) or not cursor:
+                return None
+            body = {**body, "cursor": cursor}
+        return None
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
         title, _, outcome = text.rpartition("\n")
@@ -107,6 +158,19 @@ class SlackChannel:
         )
         self._call("/views.open", {"trigger_id": trigger_id, "view": view})
 
+    def _conversation(self, destination: str) -> str | None:
+        """The conversation a post to `destination` lands in: a user's (`U…`, `W…`) is
+        the app's direct message with them (`conversations.open`), anything else is a
+        conversation already."""
+        if not destination.startswith(_USER_PREFIXES):
+            return destination
+        answer = self._http.post("/conversations.open", {"users": destination})
+        if not isinstance(answer, dict) or not answer.get("ok"):
+            return None
+        opened = answer.get("channel")
+        found = opened.get("id") if isinstance(opened, dict) else None
+        return found if isinstance(found, str) and found else None
+
     def _may_reply_to(self, url: str) -> bool:
         # A reply URL comes in a signed payload; still, only Slack's own reply host over
         # HTTPS receives the reply (or the configured API, as it is reached: a local
@@ -121,6 +185,30 @@ class SlackChannel:
         if not isinstance(answer, dict) or not answer.get("ok"):
             raise errors.StoreError(f"Slack refused {method.lstrip('/')}")
         return answer
+
+
+def card_metadata(chat_id: str, interrupt_id: str) -> dict[str, Any]:
+    """The message metadata a card is posted with: what `find` matches it by."""
+    return {
+        "event_type": CARD_EVENT,
+        "event_payload": {"chat_id": chat_id, "interrupt_id": interrupt_id},
+    }
+
+
+def carries_card(message: Any, chat_id: str, interrupt_id: str) -> bool:
+    """Whether a message from the history carries the card of `interrupt_id` in
+    `chat_id`: its metadata names both (nothing else of it is compared)."""
+    if not isinstance(message, dict) or not isinstance(message.get("ts"), str):
+        return False
+    metadata = message.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("event_type") != CARD_EVENT:
+        return False
+    payload = metadata.get("event_payload")
+    return (
+        isinstance(payload, dict)
+        and payload.get("chat_id") == chat_id
+        and payload.get("interrupt_id") == interrupt_id
+    )
 
 
 def _escaped(text: str) -> str:

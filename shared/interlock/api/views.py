@@ -22,7 +22,7 @@ def request_view(request: RequestRecord, now_ms: int, secret: str | None) -> dic
 
 def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, Any]:
     from interlock.answers import kind_of, response_schema
-    from interlock.records import RequestState, decided_text
+    from interlock.records import RequestState, decided_text, gave_up
 
     view: dict[str, Any] = {
         "interruptId": request.interrupt_id,
@@ -46,7 +46,12 @@ def _view(request: RequestRecord, now_ms: int, secret: str | None) -> dict[str, 
         ]
     if secret is not None:
         view["secret"] = secret
-    if request.decision and (ended := _ended_unrun(request, now_ms)) is not None:
+    if (cause := gave_up(request)) is not None:
+        # Its retries ran out before the run went to its end: say so, whatever answer
+        # was recorded (never "Approved by …" for an approval that was given up).
+        view["decision"] = "given_up"
+        view["decided"] = _given_up_text(request, cause)
+    elif request.decision and (ended := _ended_unrun(request, now_ms)) is not None:
         # An answer was recorded but never carried out: the request ended instead. Say
         # how it ended; never "Approved by …" for an approval that did not run.
         view["decision"] = ended
@@ -88,6 +93,18 @@ def _ended_text(request: RequestRecord, ended: str) -> str:
 
     fate = "was not carried through" if request.acted_on else "was never carried out"
     return f"{ended.capitalize()}: the answer recorded earlier ({decided_text(request)}) {fate}"
+
+
+def _given_up_text(request: RequestRecord, cause: str) -> str:
+    """ "Given up (…): the answer recorded earlier (Approved by alice at 12:03 UTC) was
+    not carried through": a given-up request as a person reads it."""
+    from interlock.records import decided_text
+
+    text = f"Given up ({cause})"
+    if request.decision is None or request.decision in _ENDINGS:
+        return text
+    fate = "was not carried through" if request.acted_on else "was never carried out"
+    return f"{text}: the answer recorded earlier ({decided_text(request)}) {fate}"
 
 
 def _card_decisions(request: RequestRecord) -> dict[str, str] | None:
