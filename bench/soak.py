@@ -13,12 +13,17 @@ write answers 500 after it landed, or its answer times out, or it is throttled b
 it is served. And clocks disagree: every process (a person's worker, a sweep) runs its
 clock up to `--skew-ms` (10 s) ahead of or behind the others.
 
+Among the chats run `--long-runs` long ones (bench/killed_run.py): a run of 20 steps
+whose worker is SIGKILLed at three random steps, continued each time by a sweep or a
+takeover. Each must complete, as approved, repeating no more than one model call or
+tool body per kill, and must never be given up.
+
 For every request the checker asserts: it ended settled; the decision it executed is
 the last one a person was told was accepted; nobody was told "taken" for an answer other
 than the one they gave; the report went out at most once, and only
 under an approve; the audit trail holds every answer a person was told was taken.
 
-    .venv/bin/python bench/soak.py [--chats 200] [--seed N] [--parallel 6]
+    .venv/bin/python bench/soak.py [--chats 200] [--long-runs 10] [--seed N] [--parallel 6]
 
 Prints JSON: the seed (a run is replayed by passing it again), the counts, and the
 violations (none, when all holds). The scripted model plays the analyst demo.
@@ -37,6 +42,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,6 +60,7 @@ LATER_MS = 10 * 60_000  # past every lease and grace
 OVERDUE_MS = 2 * 24 * 3600 * 1000  # past every card's expiry
 PAYLOADS = {"approve": {"decision": "approve"}, "deny": {"decision": "reject"}}
 DECIDED = {"approve": "approved", "deny": "rejected", "cancel": "cancelled"}
+LONG_STEPS, LONG_KILLS = 20, 3
 
 
 @dataclass(frozen=True)
@@ -253,13 +260,25 @@ class Soak:
         self.log = str(work / "told.jsonl")
         self.kills = 0
         self.actions = Counter[str]()
+        self.long: dict[str, dict[str, Any]] = {}
 
-    def run(self, chats: list[str]) -> None:
+    def run(self, chats: list[str], long_chats: Sequence[str] = ()) -> None:
         with ThreadPoolExecutor(max_workers=self.parallel) as pool:
+            ran = [pool.submit(self.long_run, chat) for chat in long_chats]
             list(pool.map(self.chat, chats))
+            for done in ran:
+                done.result()
         # The last passes run steady: whatever an unsteady one left, they settle.
         self.process(_sweep, (self.where, LATER_MS))  # stranded claims
         self.process(_sweep, (self.where, OVERDUE_MS + LATER_MS))  # nobody answered
+
+    def long_run(self, chat: str) -> None:
+        """A long run killed mid-way (bench/killed_run.py), on a table of its own: its
+        agent is not the one the other chats' workers build."""
+        from bench.killed_run import measure
+
+        seed = random.Random(f"{self.seed}:{chat}").randrange(2**31)
+        self.long[chat] = measure(self.where.endpoint, LONG_STEPS, LONG_KILLS, seed, chat=chat)
 
     def unsteady(self, rng: random.Random) -> Unsteady:
         """One process's clock error and its chance of an unclear AWS answer."""
@@ -345,9 +364,41 @@ def check(where: Where, log: str, chats: list[str]) -> dict[str, Any]:
     return {"ends": dict(ends), "violations": violations}
 
 
+def check_long(runs: dict[str, dict[str, Any]]) -> list[str]:
+    """The long runs' violations: each completed as approved, never given up, repeating
+    at most one model call per kill in a model call and one tool body per kill in a tool
+    body (what a takeover may repeat)."""
+    violations: list[str] = []
+    for chat, run in sorted(runs.items()):
+        phases = Counter(point["phase"] for point in run["kill_points"])
+        if not run["completed"]:
+            violations.append(f"{chat}: ended {run['state']} ({run['ended_reason']})")
+        if run["given_up_events"]:
+            violations.append(f"{chat}: given up")
+        if run["model_calls"]["repeated"] > phases["model"]:
+            violations.append(f"{chat}: {run['model_calls']['repeated']} model calls repeated")
+        if run["tool_bodies"]["repeated"] > phases["tool"]:
+            violations.append(f"{chat}: {run['tool_bodies']['repeated']} tool bodies repeated")
+    return violations
+
+
+def _long_summary(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The long runs in figures: how many completed, their kills, what ran again."""
+    values = list(runs.values())
+    return {
+        "runs": len(values),
+        "completed": sum(1 for run in values if run["completed"]),
+        "kills": sum(run["kills"] for run in values),
+        "claims": sum(run["claims"] or 0 for run in values),
+        "model_calls_repeated": sum(run["model_calls"]["repeated"] for run in values),
+        "tool_bodies_repeated": sum(run["tool_bodies"]["repeated"] for run in values),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--long-runs", type=int, default=10, help="long runs killed mid-way")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--parallel", type=int, default=6)
     parser.add_argument("--skew-ms", type=int, default=10_000, help="largest clock error")
@@ -372,11 +423,13 @@ def main() -> None:
     create_storage(dynamodb, s3, "soak", "soak-data")
     where = Where(emulator.endpoint, "soak", "soak-data")
     chats = [f"soak-{n:04d}" for n in range(args.chats)]
+    long_chats = [f"long-{n:03d}" for n in range(args.long_runs)]
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as work:
         soak = Soak(where, Path(work), seed, args.parallel, args.skew_ms, args.unclear)
-        soak.run(chats)
+        soak.run(chats, long_chats)
         result = check(where, soak.log, chats)
+        result["violations"] += check_long(soak.long)
         lines = [json.loads(line) for line in Path(soak.log).read_text().splitlines()]
         told = Counter(
             f"{t['action']}: {t.get('error') or t.get('accepted') or t.get('outcome')}"
@@ -394,6 +447,7 @@ def main() -> None:
                 "killed": soak.kills,
                 "unclear_answers": dict(sorted(unclear.items())),
                 "skew_ms": [min(skews, default=0), max(skews, default=0)],
+                "long_runs": _long_summary(soak.long),
                 "told": dict(sorted(told.items())),
                 "seconds": round(time.monotonic() - started, 1),
                 **result,
