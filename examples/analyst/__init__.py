@@ -67,7 +67,8 @@ def build(inputs: AgentInputs) -> AgentSpec:
     if REPORTER in inputs.roles:
         tools.append(send_report)
     policies = {
-        name: (policy.risk, policy.impact) for name, policy in settings.tool_policies.items()
+        name: (policy.risk, policy.impact, policy.editable)
+        for name, policy in settings.tool_policies.items()
     }
     enabled = set(settings.tools)
     return AgentSpec(

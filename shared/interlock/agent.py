@@ -152,21 +152,30 @@ def load_factory(reference: str) -> AgentFactory:
 
 
 def admission_gate(
-    policies: Mapping[str, tuple[Risk, str]], sample_rate: float = 1.0
+    policies: Mapping[str, tuple[Risk, str] | tuple[Risk, str, Sequence[str]]],
+    sample_rate: float = 1.0,
 ) -> AdmissionGate:
     """A hook that asks a person before tools with outside effects run.
 
-    `policies` maps a tool name to `(risk, impact)`: risk "low" runs and is audited,
-    "medium" is asked at `sample_rate` (deterministically per call), "high" always
-    asks. The tool's body runs once after an approval, never after a rejection.
+    `policies` maps a tool name to `(risk, impact)` or `(risk, impact, editable)`: risk
+    "low" runs and is audited, "medium" is asked at `sample_rate` (deterministically per
+    call), "high" always asks. `editable` names the arguments a person may change
+    before approving (typed by the tool's input schema; none by default). The tool's
+    body runs once after an approval, with the approved arguments, never after a
+    rejection, and never when the call about to run differs from the one approved.
 
     Raises:
-        ValueError: a risk that is none of the three (a typo fails here, at build).
+        ValueError: a risk that is none of the three (a typo fails here, at build), or
+            `risk` named editable.
     """
     return AdmissionGate(
-        {name: AdmissionRule(name, risk, impact) for name, (risk, impact) in policies.items()},
-        sample_rate,
+        {name: _rule(name, policy) for name, policy in policies.items()}, sample_rate
     )
+
+
+def _rule(name: str, policy: tuple[Any, ...]) -> AdmissionRule:
+    risk, impact, *editable = policy
+    return AdmissionRule(name, risk, impact, tuple(editable[0]) if editable else ())
 
 
 def durable_mcp_tools(client: Any) -> list[Any]:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from interlock import cards, elicitation, interrupts, questions
-from interlock.egress import PACKAGE_PATTERN
+from interlock.egress import PACKAGE_PATTERN, safe_url
 from interlock.errors import IncompleteResume, InvalidInput, UnknownRequest, validation_message
 from interlock.records import RequestRecord
 
@@ -32,6 +32,8 @@ class ApprovalAnswer(BaseModel):
     reason: str | None = Field(default=None, max_length=cards.MAX_TEXT)
     suggestion: str | None = Field(default=None, max_length=cards.MAX_TEXT)
     packages: list[str] | None = Field(default=None, max_length=50)
+    urls: list[str] | None = Field(default=None, max_length=50)
+    edits: dict[str, Any] | None = None
 
     @field_validator("packages")
     @classmethod
@@ -167,15 +169,40 @@ def decide(card: Mapping[str, Any], status: Status, payload: Any) -> tuple[cards
         return cards.Decision("answered"), (
             elicitation.recorded(answer) if elicitation.is_mcp(card) else answer
         )
-    if kind != cards.DOWNLOAD and isinstance(payload, Mapping) and "packages" in payload:
-        raise InvalidInput("only a download card's package list can be edited")
+    listed = isinstance(payload, Mapping) and ("packages" in payload or "urls" in payload)
+    if kind != cards.DOWNLOAD and listed:
+        raise InvalidInput("only a download card's URL and package lists can be edited")
     try:
         answer = ApprovalAnswer.model_validate(payload).model_dump(exclude_none=True)
     except ValidationError as exc:
         raise InvalidInput(
             f"the answer does not match the response schema: {validation_message(exc)}"
         ) from None
-    return cards.parse_decision(answer, card), answer
+    if answer.get("decision") != "approve" and ("edits" in answer or "urls" in answer):
+        raise InvalidInput("edits come with an approval: a decline changes nothing")
+    _check_edits(card, answer.get("edits") or {})
+    decision = cards.parse_decision(answer, card)
+    if decision.approved:
+        # What the person saw and decided on, bound to the answer: execution is held to it.
+        answer["fingerprint"] = cards.fingerprint(card, decision)
+    return decision, answer
+
+
+def _check_edits(card: Mapping[str, Any], edits: Mapping[str, Any]) -> None:
+    """An edited argument meets what the agent's own call met: the tool's schema for it,
+    and, for a URL, every egress rule (`egress.safe_url`). Raises `InvalidInput`."""
+    from jsonschema import Draft202012Validator  # imported where an edit is checked
+
+    editable = card.get("editable", {})
+    for name, value in edits.items():
+        if name not in editable:
+            raise InvalidInput(f"{name!r} is not an argument this card lets you change")
+        schema = editable[name].get("schema", {})
+        problem = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+        if problem is not None:
+            raise InvalidInput(f"{name}: {problem.message}")
+        if isinstance(value, str) and ("url" in name.lower() or schema.get("format") == "uri"):
+            safe_url(value)
 
 
 def recorded_decision(card: Mapping[str, Any], response: Any) -> cards.Decision:

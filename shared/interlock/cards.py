@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from interlock.egress import PACKAGE_PATTERN, safe_package, safe_url
@@ -38,12 +38,17 @@ REDACTED: Final = "[redacted]"
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What the person decided, normalized. `approved` is True only when explicit."""
+    """What the person decided, normalized. `approved` is True only when explicit.
+
+    `urls` and `packages` are a download card's lists as approved (edited or not);
+    `edits` the arguments of a gated call the person changed before approving."""
 
     label: Label
     packages: tuple[str, ...] = ()
     reason: str | None = None
     suggestion: str | None = None
+    urls: tuple[str, ...] = ()
+    edits: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def approved(self) -> bool:
@@ -93,9 +98,26 @@ def download_card(
 
 
 def action_card(
-    *, tool: str, params: Mapping[str, Any], risk: str, impact: str, tool_use_id: str
+    *,
+    tool: str,
+    params: Mapping[str, Any],
+    risk: str,
+    impact: str,
+    tool_use_id: str,
+    editable: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Build the card for admitting one call of a tool with outside side effects."""
+    """Build the card for admitting one call of a tool with outside side effects.
+
+    `editable` maps the arguments the policy lets a person change to their JSON Schema
+    (from the tool's input schema); the card shows each one's current value. A
+    sensitive-looking argument is never editable: its value is never shown. The card
+    keeps a digest of the exact call (`call_digest`), which execution is held to.
+    """
+    fields = {
+        name: {"schema": dict(schema), "value": params.get(name)}
+        for name, schema in (editable or {}).items()
+        if not _SENSITIVE.search(name)
+    }
     return {
         "type": ACTION,
         "card_id": uuid.uuid4().hex,
@@ -105,7 +127,51 @@ def action_card(
         "risk": risk,
         "impact": impact,
         "reason": f"The agent wants to run {tool}.",
+        "call_digest": call_digest(tool, params),
+        **({"editable": fields} if fields else {}),
     }
+
+
+def call_digest(tool: str, params: Mapping[str, Any]) -> str:
+    """A digest of one exact call: the tool and every argument, unredacted (never shown;
+    what runs is compared with it)."""
+    call = json.dumps({"tool": tool, "input": params}, sort_keys=True, default=str)
+    return hashlib.sha256(call.encode()).hexdigest()
+
+
+def edited_call(params: Mapping[str, Any], decision: Decision) -> dict[str, Any]:
+    """The call's arguments as approved: the agent's, with the person's edits applied."""
+    return {**params, **decision.edits}
+
+
+def fingerprint(card: Mapping[str, Any], decision: Decision) -> str:
+    """A digest of what the person was shown and decided on: the card's facts (its
+    subject and the exact call it was raised for), the decision, and the lists or
+    arguments as approved. Recorded with the answer; what runs is held to it."""
+    decided = {
+        "card": args_hash(card),
+        "call": card.get("call_digest"),
+        "label": decision.label,
+        "urls": list(decision.urls),
+        "packages": list(decision.packages),
+        "edits": dict(decision.edits),
+    }
+    text = json.dumps(decided, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def edit_record(card: Mapping[str, Any], decision: Decision) -> dict[str, Any]:
+    """What the person changed, as the trail keeps it: each edited argument's value as
+    the agent asked and as approved (redacted like a summary), and the URL list."""
+    changed: dict[str, Any] = {}
+    if decision.edits:
+        changed["edits"] = {
+            name: {"from": _summary_of(card["editable"][name].get("value")), "to": _summary_of(v)}
+            for name, v in decision.edits.items()
+        }
+    if decision.approved and decision.urls != tuple(card.get("urls", [])):
+        changed["urls"] = {"from": list(card.get("urls", [])), "to": list(decision.urls)}
+    return changed
 
 
 def response_schema(card: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,11 +182,23 @@ def response_schema(card: Mapping[str, Any]) -> dict[str, Any]:
         "suggestion": {"type": "string", "maxLength": MAX_TEXT},
     }
     if card.get("type") == DOWNLOAD:
-        # Only the package list is editable by the person answering.
+        # The person may edit the URL and package lists; sites follow the URLs.
         properties["packages"] = {
             "type": "array",
             "maxItems": 50,
             "items": {"type": "string", "pattern": PACKAGE_PATTERN},
+        }
+        properties["urls"] = {
+            "type": "array",
+            "maxItems": 50,
+            "items": {"type": "string", "maxLength": 2048},
+        }
+    if card.get("editable"):
+        # The arguments the tool's policy lets a person change, typed by its schema.
+        properties["edits"] = {
+            "type": "object",
+            "properties": {n: f["schema"] for n, f in card["editable"].items()},
+            "additionalProperties": False,
         }
     return {
         "type": "object",
@@ -131,9 +209,15 @@ def response_schema(card: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def card_subjects(card: Mapping[str, Any], decision: Decision) -> list[Subject]:
-    """The rows an approval writes: the card's sites and the (possibly edited) packages."""
-    sites = [Subject("site", host) for host in card.get("sites", [])]
-    return sites + [Subject("package", name) for name in decision.packages]
+    """The rows an approval writes: the sites and packages as approved (edited or not;
+    a site the agent asked about without a URL stays as asked)."""
+    sites = set(card.get("sites", []))
+    if decision.urls != tuple(card.get("urls", [])):
+        asked = {safe_url(url).site for url in card.get("urls", [])}
+        sites = (sites - asked) | {safe_url(url).site for url in decision.urls}
+    return [Subject("site", host) for host in sorted(sites)] + [
+        Subject("package", name) for name in decision.packages
+    ]
 
 
 def parse_decision(response: Any, card: Mapping[str, Any]) -> Decision:
@@ -151,7 +235,12 @@ def parse_decision(response: Any, card: Mapping[str, Any]) -> Decision:
     reason = _optional_text(response.get("reason"))
     suggestion = _optional_text(response.get("suggestion"))
     if response.get("decision") is True or response.get("decision") == "approve":
-        return Decision("approved", packages=_edited_packages(response, card))
+        return Decision(
+            "approved",
+            packages=_edited_packages(response, card),
+            urls=_edited_urls(response, card),
+            edits=_edits(response, card),
+        )
     label: Label = "rejected_with_feedback" if suggestion else "rejected"
     return Decision(label, reason=reason, suggestion=suggestion)
 
@@ -160,9 +249,10 @@ def outcome_text(card: Mapping[str, Any], decision: Decision) -> str:
     """The tool result the model reads: what was decided and what to do next."""
     subject = _subject_text(card, decision)
     if decision.approved:
+        changed = changes_text(card, decision)
         if card.get("type") == ACTION:
-            return f"Approved by the user: {subject}."
-        return f"Approved by the user: {subject}. Run the step again now."
+            return f"Approved by the user: {subject}.{changed}"
+        return f"Approved by the user: {subject}.{changed} Run the step again now."
     if decision.label == "cancelled":
         return f"The user cancelled the request for {subject}. Continue without it and say so."
     if decision.label == "timed_out":
@@ -213,19 +303,54 @@ def _summary_of(value: Any) -> Any:
 
 
 def _edited_packages(response: Mapping[str, Any], card: Mapping[str, Any]) -> tuple[str, ...]:
-    # The person may edit only the package list; sites and URLs stay as the agent asked.
     edited = response.get("packages", card.get("packages", []))
     if not isinstance(edited, list):
         raise InvalidInput("packages must be a list of package names")
     return tuple(sorted({safe_package(p) for p in edited}))
 
 
+def _edited_urls(response: Mapping[str, Any], card: Mapping[str, Any]) -> tuple[str, ...]:
+    # An edited URL meets every rule the agent's own URLs met (`egress.safe_url`).
+    edited = response.get("urls", card.get("urls", []))
+    if not isinstance(edited, list):
+        raise InvalidInput("urls must be a list of URLs")
+    return tuple(sorted({safe_url(u).url for u in edited}))
+
+
+def _edits(response: Mapping[str, Any], card: Mapping[str, Any]) -> dict[str, Any]:
+    edits = response.get("edits") or {}
+    if not isinstance(edits, Mapping):
+        raise InvalidInput("edits must be an object of argument values")
+    allowed = card.get("editable", {})
+    for name in edits:
+        if name not in allowed:
+            raise InvalidInput(f"{name!r} is not an argument this card lets you change")
+    # Only what differs from the agent's call is an edit.
+    return {n: v for n, v in sorted(edits.items()) if v != allowed[n].get("value")}
+
+
+def changes_text(card: Mapping[str, Any], decision: Decision) -> str:
+    """What the person changed before approving, said plainly to the model (empty when
+    nothing was changed)."""
+    changes = [
+        f"{name} changed from {json.dumps(card['editable'][name].get('value'))} to "
+        f"{json.dumps(value)}"
+        for name, value in decision.edits.items()
+    ]
+    if decision.urls and decision.urls != tuple(card.get("urls", [])):
+        changes.append(f"the URLs changed to {', '.join(decision.urls)}; use these")
+    return f" The user changed the call before approving: {'; '.join(changes)}." if changes else ""
+
+
 def _subject_text(card: Mapping[str, Any], decision: Decision | None) -> str:
     if card.get("type") in (ACTION, "confirm"):
         return f"running {card.get('tool')}"
     packages = decision.packages if decision and decision.approved else card.get("packages", [])
+    sites = card.get("sites", [])
+    if decision and decision.approved:
+        sites = [s.name for s in card_subjects(card, decision) if s.kind == "site"]
     parts = [
-        f"sites {', '.join(card.get('sites', []))}" if card.get("sites") else "",
+        f"sites {', '.join(sites)}" if sites else "",
         f"packages {', '.join(packages)}" if packages else "",
     ]
     return " and ".join(p for p in parts if p) or "nothing"

@@ -48,6 +48,16 @@ class ToolPolicy(BaseModel):
 
     risk: Risk = "high"
     impact: str = Field(default="An action outside this chat.", max_length=300)
+    # The arguments a person may change before approving; none unless named. `risk`
+    # never: an edit cannot lower the floor a call declared.
+    editable: tuple[str, ...] = Field(default=(), max_length=20)
+
+    @field_validator("editable")
+    @classmethod
+    def _not_risk(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        if "risk" in names:
+            raise ValueError("risk cannot be editable: it sets the floor")
+        return names
 
 
 class TimeoutPolicy(BaseModel):
@@ -83,7 +93,9 @@ class InterlockConfig(BaseModel):
     tool_policies: dict[str, ToolPolicy] = Field(
         default_factory=lambda: {
             "send_report": ToolPolicy(
-                risk="low", impact="A message leaves this chat for the named recipient."
+                risk="low",
+                impact="A message leaves this chat for the named recipient.",
+                editable=("recipient",),
             )
         }
     )

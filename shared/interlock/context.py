@@ -52,6 +52,8 @@ class RequestContext:
         now_ms: The clock.
         audit: Records an audit event from inside the agent (e.g. an auto-approval).
         scrubbed: Tool calls whose URLs lost a query string or fragment on the way in.
+        bound: Calls a person approved, by toolUseId: the digest of the call as approved
+            (with any edit); the journal holds what runs to it before the body starts.
     """
 
     user_id: str
@@ -68,6 +70,7 @@ class RequestContext:
     now_ms: Callable[[], int] | None = None
     audit: Callable[[str, dict[str, Any]], None] | None = None
     scrubbed: set[str] = field(default_factory=set)
+    bound: dict[str, str] = field(default_factory=dict)
     _known: dict[Subject, bool] = field(default_factory=dict, init=False, repr=False)
 
     def is_approved(self, subject: Subject) -> bool:

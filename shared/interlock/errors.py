@@ -149,6 +149,14 @@ class JournalLost(StoreError):
     recorded): no retry will find it, so the run cannot be continued from its journal."""
 
 
+class CallChanged(InterlockError):
+    """The call about to run is not the one the person approved (its arguments, or the
+    card and answer it was approved on, differ from what the answer's fingerprint
+    binds): nothing ran, and no retry would run anything else."""
+
+    code = "call_changed"
+
+
 class AlreadyAnswered(InterlockError):
     """The request is done; the caller should replay the stored answer, not re-run."""
 

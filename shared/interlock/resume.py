@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
@@ -57,7 +57,7 @@ from interlock.answers import (
 )
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
-from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, redact
+from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, edit_record, redact
 from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.harness.agent import BuiltAgent, build_agent, inputs_for, lost_tools
@@ -308,6 +308,13 @@ def _continue(
         lost = _cause(failure, errors.LeaseLost)
         if lost is not None:
             raise lost from failure  # someone else holds it now: touch nothing
+        changed = _cause(failure, errors.CallChanged)
+        if changed is not None:
+            # Fail closed, for good: the approval binds one call, and no retry would run
+            # it. The person, every surface and the trail are told why.
+            reason = f"not run: {changed}; the approval binds only the call it was given for"
+            _end_unusable(rt, caller, claim, answers, reason, event="call_changed")
+            raise errors.RequestExpired(reason) from failure
         outgrown = _cause(failure, errors.TooLarge)
         if outgrown is not None:
             # Every retry would fail at the same step: end it rather than loop.
@@ -417,11 +424,19 @@ def _decision_details(
             "takeover": takeover,
             **({"replaced": record.decision} if replaced else {}),
             "source": source,
-            # What was answered, for the history (sensitive fields masked).
+            # What was answered, for the history (sensitive fields masked), with the
+            # arguments the person changed and the fingerprint execution is held to.
             "answer": _answer_summary(recorded.responses[asked.interrupt_id]),
+            **edit_record(asked.card, recorded.decisions[asked.interrupt_id]),
+            **_fingerprint_of(recorded.responses[asked.interrupt_id]),
         }
         for asked in record.asked
     ]
+
+
+def _fingerprint_of(response: Any) -> dict[str, Any]:
+    found = response.get("fingerprint") if isinstance(response, Mapping) else None
+    return {"fingerprint": found} if found else {}
 
 
 @dataclass(frozen=True)

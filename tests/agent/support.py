@@ -118,3 +118,15 @@ def _readable(value: Any) -> str:
     with contextlib.suppress(OSError):
         raw = gzip.decompress(raw)
     return raw.decode(errors="replace")
+
+
+def as_recorded(card: dict[str, Any], response: Any) -> Any:
+    """`response` as Interlock records it when a person gives it: an approval carries the
+    fingerprint execution is held to (`answers.decide`); anything else passes as given,
+    for tests of what the harness makes of answers it could never have recorded."""
+    from interlock import answers, errors
+
+    try:
+        return answers.decide(card, "resolved", response)[1]
+    except errors.InvalidInput:
+        return response

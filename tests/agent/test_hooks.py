@@ -8,7 +8,7 @@ from interlock.context import RequestContext
 from interlock.harness.hooks import MERGED, ONE_AT_A_TIME, RUN_ALONE, decide_batch
 from interlock.harness.model import ScriptedModel
 from interlock.harness.snapshot import load_snapshot, take_snapshot
-from tests.agent.support import Transport, analyst_agent, scenario
+from tests.agent.support import Transport, analyst_agent, as_recorded, scenario
 from tests.agent.test_tools import done, run
 
 URL = "https://data.example.org/table.csv"
@@ -95,7 +95,7 @@ def test_the_approval_call_runs_alone_before_and_after_the_resume() -> None:
         {
             "interruptResponse": {
                 "interruptId": result.interrupts[0].id,
-                "response": {"decision": "approve"},
+                "response": as_recorded(result.interrupts[0].reason, {"decision": "approve"}),
             }
         }
     ]
@@ -126,7 +126,7 @@ def test_a_gated_tool_waits_and_runs_exactly_once_after_approval() -> None:
         {
             "interruptResponse": {
                 "interruptId": result.interrupts[0].id,
-                "response": {"decision": "approve"},
+                "response": as_recorded(result.interrupts[0].reason, {"decision": "approve"}),
             }
         }
     ]
@@ -183,7 +183,7 @@ def test_only_the_first_gated_call_of_a_batch_may_ask() -> None:
         {
             "interruptResponse": {
                 "interruptId": result.interrupts[0].id,
-                "response": {"decision": "approve"},
+                "response": as_recorded(result.interrupts[0].reason, {"decision": "approve"}),
             }
         }
     ]

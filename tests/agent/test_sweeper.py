@@ -15,6 +15,7 @@ from interlock.resume import resume_turn
 from interlock.sweeper import sweep
 from interlock.timing import CLOCK_SKEW_MS, ManualClock
 from interlock.turns import Caller, Runtime, run_turn
+from tests.agent.support import as_recorded
 
 
 def overdue(rt: Runtime, caller: Caller, chat: str, prompt: str, clock: ManualClock) -> Any:
@@ -257,7 +258,8 @@ def _claimed_by_a_dead_worker(
     paused = overdue(runtime, alice, chat, "download the table", clock)
     request = stores.requests.get(chat, clock.now_ms())
     assert request is not None
-    answer = json.dumps({request.interrupt_id: {"decision": "approve"}}, separators=(",", ":"))
+    approve = as_recorded(request.card, {"decision": "approve"})
+    answer = json.dumps({request.interrupt_id: approve}, separators=(",", ":"))
     return stores.requests.claim(
         request, paused.offer.secret, "dead", clock.now_ms(), ("approved", answer), by="alice"
     )

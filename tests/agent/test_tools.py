@@ -12,7 +12,7 @@ from interlock.harness.agent import BuiltAgent
 from interlock.harness.model import ScriptedModel
 from interlock.harness.snapshot import load_snapshot, take_snapshot
 from interlock.records import Subject
-from tests.agent.support import Transport, analyst_agent, scenario
+from tests.agent.support import Transport, analyst_agent, as_recorded, scenario
 
 URL = "https://data.example.org/table.csv?token=s3cr3t#top"
 SITE = Subject("site", "data.example.org")
@@ -55,7 +55,9 @@ def resume(
     fresh = agent_for(*steps)
     load_snapshot(fresh.agent, snapshot)
     ctx.resume_cards = (result.interrupts[0].reason,)
-    answer = [{"interruptResponse": {"interruptId": result.interrupts[0].id, "response": response}}]
+    card = result.interrupts[0].reason
+    reply = {"interruptId": result.interrupts[0].id, "response": as_recorded(card, response)}
+    answer = [{"interruptResponse": reply}]
     return fresh, run(fresh, ctx, answer)
 
 

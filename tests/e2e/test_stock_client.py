@@ -159,6 +159,29 @@ def test_an_approval_is_run_interrupted_resumed_and_finished_on_one_url(
     assert request is not None and (request.state, request.claim_count) == (RequestState.DONE, 1)
 
 
+def test_an_approval_with_an_edit_follows_the_cards_schema_and_runs_as_edited(
+    client: StockClient, stock_stores: Stores
+) -> None:
+    # The report card says, in its response schema, which argument may be changed
+    paused = client.send("run Please send the weekly report")
+    (card,) = paused["pending"]
+    assert card["card"] == "action", card
+    editable = card["schema"]["properties"]["edits"]["properties"]
+    assert list(editable) == ["recipient"] and editable["recipient"]["type"] == "string"
+
+    # The client sends the approval with the corrected recipient, as the schema has it
+    answer = {"decision": "approve", "edits": {"recipient": "ops@example.org"}}
+    done = client.send("answer " + json.dumps({card["id"]: answer}))
+
+    # The report went once, where the person said
+    assert done["error"] is None and done["runError"] is None and done["pending"] == [], done
+    request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+    assert request is not None and request.decision == "approved"
+    sent = stock_stores.outbox.get(f"{client.thread}#{request.card['tool_use_id']}")
+    assert sent is not None and sent["recipient"] == "ops@example.org"
+    assert "changed the call before approving" in (done["lastText"] or "")
+
+
 def test_a_question_is_answered_from_its_schema(client: StockClient) -> None:
     paused = client.send("run Please write a summary")
     (question,) = paused["pending"]

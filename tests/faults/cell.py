@@ -110,6 +110,7 @@ class Story:
     grants_site: bool = False  # an approval grants the table's site
     agent: str = "analyst"  # or "payments": the MCP example, over the module's bank
     phases: tuple[str, ...] = ("run", "resume")  # the phases put under faults
+    recipient: str | None = None  # where a sent report must go (the person's edit)
 
     def expected_reports(self, decision: str | None) -> int:
         return 1 if decision in self.sends_report else 0
@@ -132,6 +133,17 @@ STORIES: Final = {
             "please send the weekly report",
             {"decision": "approve"},
             sends_report=("approved",),
+        ),
+        # The person corrects the recipient before approving: the report goes, once,
+        # where they said, also when a worker dies after the answer is recorded.
+        Story(
+            "report-edited",
+            REPORT,
+            "please send the weekly report",
+            {"decision": "approve", "edits": {"recipient": "ops@example.org"}},
+            sends_report=("approved",),
+            recipient="ops@example.org",
+            phases=("resume",),
         ),
         Story(
             "report-reject",

@@ -66,6 +66,7 @@ PLANS = [
     ("report", "resume", "system"),
     ("download", "resume", "system"),
     ("download", "takeover", "person"),
+    ("report-edited", "resume", "system"),
 ]
 # A takeover starts from a resumed run that died right after recording this many steps.
 STEPS_BEFORE_TAKEOVER: Final = 2
@@ -378,6 +379,10 @@ def verdict(
     reports = _rows(aws, keys.outbox_pk(f"{chat}#"), "OUTBOX", prefix=True)
     if len(reports) != story.expected_reports(decision):
         broken.append(f"{len(reports)} reports for decision {decision}")
+    for report in reports:
+        sent_to = json.loads(report["payload"]["S"])["recipient"]
+        if story.recipient is not None and sent_to != story.recipient:
+            broken.append(f"a report went to {sent_to}, not {story.recipient}")
     sites = {
         row["subject_name"]["S"]
         for row in _rows(aws, keys.chat_pk(chat), keys.approval_prefix(user))

@@ -28,6 +28,9 @@ STATUS: Final[dict[str, int]] = {
     "cancelled": 410,
     "incompatible_snapshot": 410,
     "snapshot_lost": 410,
+    # Never seen on the wire today (the run ends the request: `expired`); mapped so a
+    # path that lets it through still says what it is.
+    "call_changed": 410,
     "too_large": 413,
     "snapshot_too_large": 413,
     "invalid_payload": 422,

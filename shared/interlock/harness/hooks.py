@@ -22,9 +22,21 @@ from strands.hooks import (
     HookRegistry,
 )
 
-from interlock.cards import ACTION, action_card, outcome_text, parse_decision, unattended_denial
+from interlock.cards import (
+    ACTION,
+    Decision,
+    action_card,
+    call_digest,
+    changes_text,
+    edited_call,
+    fingerprint,
+    outcome_text,
+    parse_decision,
+    unattended_denial,
+)
 from interlock.config import Risk
 from interlock.context import current_request
+from interlock.errors import CallChanged
 from interlock.harness.journal import ReplayedTool
 from interlock.harness.tools import own_resume_card
 
@@ -111,11 +123,15 @@ class AdmissionRule:
         tool: The tool's name.
         risk: The floor: a call may declare a higher `risk` in its input, never lower.
         impact: Shown on the card: what happens if approved.
+        editable: The arguments a person may change before approving (none unless the
+            policy names them), typed by the tool's input schema. `risk` is never one:
+            an edit cannot lower the floor a call declared.
     """
 
     tool: str
     risk: Risk
     impact: str
+    editable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A typo ("hgih") fails where the agent is built, not at the first gated call.
@@ -123,6 +139,16 @@ class AdmissionRule:
             raise ValueError(
                 f"{self.tool}: risk must be one of {', '.join(_RANK)}, not {self.risk!r}"
             )
+        if "risk" in self.editable:
+            raise ValueError(f"{self.tool}: risk cannot be editable (it sets the floor)")
+
+    def schemas(self, spec: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+        """The JSON Schema of each editable argument, from the tool's input schema (an
+        argument the tool does not declare is not editable)."""
+        properties = ((spec or {}).get("inputSchema", {}).get("json", {}) or {}).get(
+            "properties", {}
+        )
+        return {name: dict(properties[name]) for name in self.editable if name in properties}
 
     def risk_of(self, tool_input: Mapping[str, Any]) -> str:
         declared = str(tool_input.get("risk", "")).lower()
@@ -148,9 +174,11 @@ class AdmissionGate(HookProvider):
     def __init__(self, rules: Mapping[str, AdmissionRule], sample_rate: float = 1.0) -> None:
         self._rules = dict(rules)
         self._rate = sample_rate
+        self._changed: dict[str, str] = {}
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._before_tool)
+        registry.add_callback(AfterToolCallEvent, self._after_tool)
 
     def asks(self, tool_use: Mapping[str, Any]) -> bool:
         """Whether this call must wait for a person."""
@@ -179,12 +207,14 @@ class AdmissionGate(HookProvider):
         if self._first_gated(batch_of(event.agent.messages, tool_use_id)) != tool_use_id:
             event.cancel_tool = ONE_AT_A_TIME
             return
+        spec = event.selected_tool.tool_spec if event.selected_tool is not None else None
         card = own_resume_card(ACTION, tool_use_id) or action_card(
             tool=rule.tool,
             params=event.tool_use["input"],
             risk=rule.risk_of(event.tool_use["input"]),
             impact=rule.impact,
             tool_use_id=tool_use_id,
+            editable=rule.schemas(spec),
         )
         if not current_request().can_ask_a_human:
             event.cancel_tool = unattended_denial(card)
@@ -193,6 +223,21 @@ class AdmissionGate(HookProvider):
         decision = parse_decision(answer, card)
         if not decision.approved:
             event.cancel_tool = outcome_text(card, decision)
+            return
+        approved = bind(card, decision, answer, event.tool_use, spec)
+        event.tool_use = {**event.tool_use, "input": approved}
+        current_request().bound[tool_use_id] = call_digest(event.tool_use["name"], approved)
+        if decision.edits:
+            self._changed[tool_use_id] = changes_text(card, decision).strip()
+
+    def _after_tool(self, event: AfterToolCallEvent) -> None:
+        # The model reads what the person changed beside the result of the call that ran.
+        note = self._changed.pop(event.tool_use["toolUseId"], None)
+        if note and event.cancel_message is None:
+            event.result = {
+                **event.result,
+                "content": [*event.result.get("content", []), {"text": note}],
+            }
 
     def _first_gated(self, message: Mapping[str, Any]) -> str | None:
         for block in message.get("content", []):
@@ -200,6 +245,40 @@ class AdmissionGate(HookProvider):
             if use and self.asks(use):
                 return str(use["toolUseId"])
         return None
+
+
+def bind(
+    card: Mapping[str, Any],
+    decision: Decision,
+    answer: Any,
+    tool_use: Mapping[str, Any],
+    spec: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The arguments an approved call runs with, once it is shown to be the call the
+    person approved: the card was raised for exactly this call (`call_digest`), the
+    answer's fingerprint is the one this card and decision make, and the edited call
+    still meets the tool's own input schema. Raises `CallChanged` otherwise: fail closed.
+    """
+    if card.get("call_digest") != call_digest(tool_use["name"], tool_use["input"]):
+        raise CallChanged(f"the {tool_use['name']} call about to run is not the one shown")
+    recorded = answer.get("fingerprint") if isinstance(answer, Mapping) else None
+    if recorded != fingerprint(card, decision):
+        raise CallChanged(f"the approval of {tool_use['name']} is not the one recorded")
+    approved = edited_call(tool_use["input"], decision)
+    if decision.edits:
+        _meets_schema(tool_use["name"], approved, spec)
+    return approved
+
+
+def _meets_schema(tool: str, params: Mapping[str, Any], spec: Mapping[str, Any] | None) -> None:
+    from jsonschema import Draft202012Validator  # imported where an edit is checked
+
+    schema = ((spec or {}).get("inputSchema", {}) or {}).get("json")
+    if not schema:
+        return
+    problem = next(iter(Draft202012Validator(schema).iter_errors(dict(params))), None)
+    if problem is not None:
+        raise CallChanged(f"the edited {tool} call does not meet its schema: {problem.message}")
 
 
 def _audit(event: str, **detail: Any) -> None:

@@ -28,7 +28,9 @@ from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 
-from interlock.errors import LeaseLost, StoreError, TooLarge
+from interlock.cards import call_digest
+from interlock.context import current_request
+from interlock.errors import CallChanged, LeaseLost, StoreError, TooLarge
 from interlock.harness.wrapped import WrappedModel
 
 MODEL: Final = "model"
@@ -289,6 +291,12 @@ class JournalHook(HookProvider):
         if self._journal.recomputes(use_id):
             return  # an asking tool's answer branch: no outside effect
         try:
+            _held_to_approval(event.tool_use)
+        except CallChanged as changed:
+            self._journal.failure = changed  # sticky: raised once the call ends
+            event.cancel_tool = f"Not run: {changed}."
+            return
+        try:
             self._journal.before_body()
         except Exception:
             # Not started: the failure is raised once the call ends (see `_after_tool`).
@@ -304,9 +312,19 @@ class JournalHook(HookProvider):
         # takeover re-runs the call under the same idempotency key.
         if self._journal.failure is not None:
             raise self._journal.failure
-        if isinstance(event.exception, (StoreError, LeaseLost)):
+        if isinstance(event.exception, (StoreError, LeaseLost, CallChanged)):
             raise event.exception
         self._journal.record_tool(event.result)
+
+
+def _held_to_approval(tool_use: ToolUse) -> None:
+    """Before the fenced write that starts a body: a call a person approved runs only as
+    approved (with their edits). Every other hook has run by now, so whatever changed the
+    call after the approval (an agent's own hook, a replayed response that differs) is
+    caught here. Raises `CallChanged`: nothing runs."""
+    expected = current_request().bound.get(tool_use["toolUseId"])
+    if expected is not None and expected != call_digest(tool_use["name"], tool_use["input"]):
+        raise CallChanged(f"the {tool_use['name']} call about to run is not the one approved")
 
 
 class StopOnStoreFailure(HookProvider):

@@ -15,13 +15,14 @@ from interlock.answers import answer_text
 from interlock.cards import (
     DOWNLOAD,
     download_card,
+    fingerprint,
     outcome_text,
     parse_decision,
     unattended_denial,
 )
 from interlock.context import current_request
 from interlock.egress import safe_url
-from interlock.errors import InvalidInput
+from interlock.errors import CallChanged, InvalidInput
 from interlock.harness.scrub import SCRUBBED_NOTE
 from interlock.questions import (
     INFO,
@@ -87,6 +88,9 @@ def request_approval(
     if card is not None:
         answer = tool_context.interrupt(APPROVAL_INTERRUPT, reason=card)
         decision = parse_decision(answer, card)
+        if decision.approved and answer.get("fingerprint") != fingerprint(card, decision):
+            # Fail closed: the approval recorded is not the one this card and answer make.
+            raise CallChanged("the approval recorded is not the one the person gave")
         return (_ok if decision.approved else _error)(outcome_text(card, decision))
 
     # FIRST CALL: validate, merge what was refused this turn, drop what is approved.
