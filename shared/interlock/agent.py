@@ -119,6 +119,9 @@ class AgentSpec:
         one_card_at_a_time: Run a batch's tool calls one after another, so parallel
             calls that each need a person are asked one card at a time. Otherwise a
             batch may pause on several interrupts at once, answered in one resume.
+        editable: Per tool, the arguments a person may change on a confirm card (an
+            intervention's `Confirm`) before approving; none unless named. Typed by the
+            tool's input schema; the call runs with the approved arguments.
     """
 
     tools: Sequence[Any]
@@ -127,6 +130,7 @@ class AgentSpec:
     hooks: Sequence[HookProvider] = ()
     interventions: Sequence[InterventionHandler] = ()
     one_card_at_a_time: bool = False
+    editable: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 AgentFactory = Callable[[AgentInputs], AgentSpec]

@@ -91,7 +91,7 @@ def response_schema(card: Mapping[str, Any]) -> dict[str, Any]:
     if kind == interrupts.GENERIC:
         return interrupts.generic_schema(card)
     if kind == interrupts.CONFIRM:
-        return interrupts.confirm_schema()
+        return interrupts.confirm_schema(card)
     return cards.response_schema(card)
 
 

@@ -113,11 +113,6 @@ def action_card(
     sensitive-looking argument is never editable: its value is never shown. The card
     keeps a digest of the exact call (`call_digest`), which execution is held to.
     """
-    fields = {
-        name: {"schema": dict(schema), "value": params.get(name)}
-        for name, schema in (editable or {}).items()
-        if not _SENSITIVE.search(name)
-    }
     return {
         "type": ACTION,
         "card_id": uuid.uuid4().hex,
@@ -127,9 +122,22 @@ def action_card(
         "risk": risk,
         "impact": impact,
         "reason": f"The agent wants to run {tool}.",
-        "call_digest": call_digest(tool, params),
-        **({"editable": fields} if fields else {}),
+        **call_fields(tool, params, editable),
     }
+
+
+def call_fields(
+    tool: str, params: Mapping[str, Any], editable: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    """What a card that admits one call keeps of it: the exact call's digest, and the
+    arguments a person may change (each with its schema and current value; never a
+    sensitive-looking one, whose value is never shown)."""
+    fields = {
+        name: {"schema": dict(schema), "value": params.get(name)}
+        for name, schema in (editable or {}).items()
+        if not _SENSITIVE.search(name)
+    }
+    return {"call_digest": call_digest(tool, params), **({"editable": fields} if fields else {})}
 
 
 def call_digest(tool: str, params: Mapping[str, Any]) -> str:

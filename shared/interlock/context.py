@@ -46,6 +46,7 @@ class RequestContext:
         can_ask_a_human: False for unattended runs: tools must not interrupt.
         refused: Sites and packages refused this turn (filled by egress checks).
         resume_cards: On a resume, the stored cards of the request being answered.
+        resume_answers: On a resume, each card's recorded answer, by its `card_id`.
         trace_id: Correlates logs and audit events of this request.
         outbox: Put-once record of side effects.
         fetch: The HTTP transport for `fetch_url`.
@@ -64,6 +65,7 @@ class RequestContext:
     can_ask_a_human: bool = True
     refused: set[Subject] = field(default_factory=set)
     resume_cards: tuple[dict[str, Any], ...] = ()
+    resume_answers: dict[str, Any] = field(default_factory=dict)
     trace_id: str | None = None
     outbox: OutboxPort | None = None
     fetch: FetchPort | None = None

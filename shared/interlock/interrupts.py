@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from interlock.cards import MAX_TEXT, redact
+from interlock.cards import MAX_TEXT, call_fields, redact
 from interlock.errors import InvalidInput
 from interlock.scrubbing import scrub_text
 
@@ -63,10 +63,13 @@ def foreign_card(
     reason: Any,
     tool_use: Mapping[str, Any] | None,
     confirm: bool,
+    editable: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The card for an interrupt raised by the user's code or an intervention.
 
-    `confirm` marks a `Confirm` from an intervention: its answer is approve or reject.
+    `confirm` marks a `Confirm` from an intervention: its answer is approve or reject,
+    and it binds the exact call it guards (`cards.call_fields`), whose `editable`
+    arguments (name to JSON Schema) a person may change before approving.
     """
     details = dict(reason) if isinstance(reason, Mapping) else {}
     message = details.pop("message", None) if details else reason
@@ -87,6 +90,8 @@ def foreign_card(
     if confirm:
         card["risk"] = "high"
         card["impact"] = f"{card.get('tool', 'The tool')} runs only if you approve."
+        if tool_use is not None:
+            card.update(call_fields(card["tool"], dict(tool_use.get("input") or {}), editable))
         return card
     schema = details.pop("response_schema", None)
     if schema is not None:
@@ -119,14 +124,22 @@ def checked_schema(schema: Any) -> dict[str, Any]:
     return dict(schema)
 
 
-def confirm_schema() -> dict[str, Any]:
-    """The answer to a confirm card: approve or reject, with an optional reason."""
+def confirm_schema(card: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The answer to a confirm card: approve or reject, with an optional reason, and
+    the edits of the arguments the card lets a person change."""
+    properties: dict[str, Any] = {
+        "decision": {"enum": ["approve", "reject"]},
+        "reason": {"type": "string", "maxLength": MAX_TEXT},
+    }
+    if card and card.get("editable"):
+        properties["edits"] = {
+            "type": "object",
+            "properties": {n: f["schema"] for n, f in card["editable"].items()},
+            "additionalProperties": False,
+        }
     return {
         "type": "object",
-        "properties": {
-            "decision": {"enum": ["approve", "reject"]},
-            "reason": {"type": "string", "maxLength": MAX_TEXT},
-        },
+        "properties": properties,
         "required": ["decision"],
         "additionalProperties": False,
     }

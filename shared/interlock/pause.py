@@ -153,7 +153,7 @@ def offer(
     uses = {u["toolUseId"]: u for u in batch}
     try:
         ordered = in_batch_order(result.interrupts, batch)
-        asked = [_asked(i, uses, built.confirm_names) for i in ordered]
+        asked = [_asked(i, uses, built) for i in ordered]
     except errors.InvalidInput as unshowable:
         logger.warning("chat_id=<%s>, reason=<%s> | interrupt cannot be shown", chat_id, unshowable)
         audit(rt, caller, chat_id, "pause_failed", reason=unshowable.code)
@@ -202,20 +202,20 @@ def in_batch_order(
     )
 
 
-def _asked(
-    interrupt: Interrupt, uses: Mapping[str, Mapping[str, Any]], confirm_names: frozenset[str]
-) -> Asked:
+def _asked(interrupt: Interrupt, uses: Mapping[str, Mapping[str, Any]], built: BuiltAgent) -> Asked:
     """The card for one interrupt: Interlock's own tools raise theirs ready-made."""
     if is_own(interrupt.name) and isinstance(interrupt.reason, Mapping):
         card = dict(interrupt.reason)
     else:
         tool_use_id = tool_use_id_of(interrupt.id)
+        tool_use = uses.get(tool_use_id) if tool_use_id else None
         card = foreign_card(
             interrupt_id=interrupt.id,
             name=interrupt.name,
             reason=interrupt.reason,
-            tool_use=uses.get(tool_use_id) if tool_use_id else None,
-            confirm=guards_call(interrupt.id) and interrupt.name in confirm_names,
+            tool_use=tool_use,
+            confirm=guards_call(interrupt.id) and interrupt.name in built.confirm_names,
+            editable=built.editable.get(str(tool_use.get("name"))) if tool_use else None,
         )
     return Asked(interrupt.id, {**card, "interrupt_name": interrupt.name})
 

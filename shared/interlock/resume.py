@@ -624,6 +624,10 @@ def _run(
     context = request_context(
         rt, caller, claim.chat_id, fence=claim.fence, resuming=claim, granted=granted
     )
+    context.resume_answers = {
+        str(asked.card.get("card_id")): answers.responses[asked.interrupt_id]
+        for asked in claim.asked
+    }
     answer: list[InterruptResponseContent] = [
         {
             "interruptResponse": {

@@ -18,11 +18,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from strands import ToolContext, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.vended_interventions.hitl import HumanInTheLoop
 
 from examples import analyst
 from interlock import errors
-from interlock.agent import AgentInputs, AgentSpec
+from interlock.agent import AgentInputs, AgentSpec, Scenario, send_once
 from interlock.api.views import request_view
 from interlock.ports import Stores
 from interlock.records import RequestRecord, RequestState
@@ -283,3 +285,58 @@ def test_a_recorded_answer_that_is_not_the_one_given_runs_nothing_on_recovery(
     assert _reports(stores, request) == []
     _, trail = _told_and_trail(stores, clock)
     assert "call_changed" in trail
+
+
+# -- a confirm card (Strands' HumanInTheLoop) --------------------------------------------------
+
+
+@tool(context=True)
+def close_account(account: str, tool_context: ToolContext) -> str:
+    """Close a customer account."""
+    if send_once(tool_context, {"close": account}):
+        return f"Closed {account}."
+    return f"{account} was already closed; not closing it twice."
+
+
+CLOSE = [
+    Scenario(
+        "close",
+        [
+            lambda results: [{"tool": "close_account", "input": {"account": "acct-9"}}],
+            lambda results: [{"text": " ".join(results)}],
+        ],
+    )
+]
+
+
+def _confirming(inputs: AgentInputs) -> AgentSpec:
+    return AgentSpec(
+        tools=[close_account],
+        model=inputs.model(scripted=CLOSE),
+        interventions=[HumanInTheLoop()],
+        editable={"close_account": ["account"]},
+    )
+
+
+def test_a_confirmation_before_a_tool_is_approved_with_an_edit_and_runs_as_edited(
+    stores: Stores, clock: ManualClock
+) -> None:
+    rt = own_agent_runtime(stores, clock, _confirming)
+    sam = Caller("sam", frozenset({"support"}))
+    paused = run_turn(rt, sam, CHAT, "close acct-9")
+    assert paused.offer is not None
+    card = paused.offer.request.card
+    assert card["type"] == "confirm" and card["editable"]["account"]["value"] == "acct-9"
+
+    done = _answer(
+        rt,
+        sam,
+        paused.offer.request,
+        paused.offer.secret,
+        {"decision": "approve", "edits": {"account": "acct-10"}},
+    )
+
+    sent = stores.outbox.get(f"{CHAT}#{card['tool_use_id']}")
+    assert sent == {"close": "acct-10"}, "the account the person named was closed, once"
+    assert "Closed acct-10." in (done.text or "")
+    assert 'account changed from "acct-9" to "acct-10"' in (done.text or "")

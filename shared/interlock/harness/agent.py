@@ -17,7 +17,7 @@ from strands.tools.executors import SequentialToolExecutor
 from interlock import errors
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.config import ModelSpec
-from interlock.harness.hooks import ModelCallLimit, RunMeter, UnavailableTools
+from interlock.harness.hooks import ConfirmedCalls, ModelCallLimit, RunMeter, UnavailableTools
 from interlock.harness.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
 from interlock.harness.model import Scenario, ScriptedModel
 from interlock.harness.progress import ProgressRelay
@@ -161,6 +161,8 @@ class BuiltAgent:
     tools: list[str]
     journal: Journal | None = None
     confirm_names: frozenset[str] = frozenset()
+    # Per tool, the JSON Schema of each argument a confirm card lets a person change.
+    editable: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def replayed_model_calls(self) -> int:
@@ -279,6 +281,8 @@ def compose(
         tool_executor=SequentialToolExecutor() if spec.one_card_at_a_time else None,
     )
     if journal is not None:
+        # After every intervention: a confirmed call runs as its card approved it.
+        agent.hooks.add_hook(ConfirmedCalls())
         # Registered after every hook and intervention (they run in registration
         # order), so a body is replayed only once all of them decided as they did.
         agent.hooks.add_hook(JournalHook(journal))
@@ -291,4 +295,19 @@ def compose(
         sorted(tool_names(spec)),
         journal,
         frozenset(handler.name for handler in spec.interventions),
+        _editable_schemas(agent, spec.editable),
     )
+
+
+def _editable_schemas(
+    agent: Agent, editable: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, Any]]:
+    """Per tool, the schema of each argument `editable` names, from the tool's input
+    schema (an argument the tool does not declare is not editable)."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for tool, names in editable.items():
+        spec = agent.tool_registry.registry.get(tool)
+        declared = (spec.tool_spec.get("inputSchema", {}).get("json", {}) if spec else {}) or {}
+        properties = declared.get("properties", {})
+        schemas[tool] = {name: dict(properties[name]) for name in names if name in properties}
+    return schemas

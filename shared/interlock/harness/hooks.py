@@ -39,6 +39,7 @@ from interlock.context import current_request
 from interlock.errors import CallChanged
 from interlock.harness.journal import ReplayedTool
 from interlock.harness.tools import own_resume_card
+from interlock.interrupts import CONFIRM
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ class AdmissionGate(HookProvider):
     def __init__(self, rules: Mapping[str, AdmissionRule], sample_rate: float = 1.0) -> None:
         self._rules = dict(rules)
         self._rate = sample_rate
-        self._changed: dict[str, str] = {}
+        self._approved = ApprovedCalls()
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._before_tool)
@@ -224,20 +225,10 @@ class AdmissionGate(HookProvider):
         if not decision.approved:
             event.cancel_tool = outcome_text(card, decision)
             return
-        approved = bind(card, decision, answer, event.tool_use, spec)
-        event.tool_use = {**event.tool_use, "input": approved}
-        current_request().bound[tool_use_id] = call_digest(event.tool_use["name"], approved)
-        if decision.edits:
-            self._changed[tool_use_id] = changes_text(card, decision).strip()
+        self._approved.run_as_approved(event, card, decision, answer)
 
     def _after_tool(self, event: AfterToolCallEvent) -> None:
-        # The model reads what the person changed beside the result of the call that ran.
-        note = self._changed.pop(event.tool_use["toolUseId"], None)
-        if note and event.cancel_message is None:
-            event.result = {
-                **event.result,
-                "content": [*event.result.get("content", []), {"text": note}],
-            }
+        self._approved.tell(event)
 
     def _first_gated(self, message: Mapping[str, Any]) -> str | None:
         for block in message.get("content", []):
@@ -245,6 +236,67 @@ class AdmissionGate(HookProvider):
             if use and self.asks(use):
                 return str(use["toolUseId"])
         return None
+
+
+class ApprovedCalls:
+    """Runs calls a person approved as they approved them (`bind`), and tells the model
+    beside each one's result what the person changed."""
+
+    def __init__(self) -> None:
+        self._changed: dict[str, str] = {}
+
+    def run_as_approved(
+        self, event: BeforeToolCallEvent, card: Mapping[str, Any], decision: Decision, answer: Any
+    ) -> None:
+        """Bind `event`'s call to the approval (raises `CallChanged`), run it with the
+        approved arguments, and hold the journal's fenced start to them."""
+        spec = event.selected_tool.tool_spec if event.selected_tool is not None else None
+        approved = bind(card, decision, answer, event.tool_use, spec)
+        event.tool_use = {**event.tool_use, "input": approved}
+        tool_use_id = event.tool_use["toolUseId"]
+        current_request().bound[tool_use_id] = call_digest(event.tool_use["name"], approved)
+        if decision.edits:
+            self._changed[tool_use_id] = changes_text(card, decision).strip()
+
+    def tell(self, event: AfterToolCallEvent) -> None:
+        """The model reads what the person changed beside the result of the call."""
+        note = self._changed.pop(event.tool_use["toolUseId"], None)
+        if note and event.cancel_message is None:
+            event.result = {
+                **event.result,
+                "content": [*event.result.get("content", []), {"text": note}],
+            }
+
+
+class ConfirmedCalls(HookProvider):
+    """Holds a call a confirm card admitted (an intervention's `Confirm`, such as
+    Strands' `HumanInTheLoop`) to what the person approved, with their edits, as the
+    admission gate does its own. Registered after every intervention: they decide
+    first, from the yes or no they are given."""
+
+    def __init__(self) -> None:
+        self._approved = ApprovedCalls()
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._before_tool)
+        registry.add_callback(AfterToolCallEvent, self._after_tool)
+
+    def _before_tool(self, event: BeforeToolCallEvent) -> None:
+        if event.cancel_tool:
+            return
+        card = own_resume_card(CONFIRM, event.tool_use["toolUseId"])
+        if card is None or "call_digest" not in card:
+            return  # not a confirmed call (or a card from before calls were bound)
+        answer = current_request().resume_answers.get(card.get("card_id", ""))
+        decision = parse_decision(answer, card)
+        if not decision.approved:
+            # The intervention let a call through that its card did not approve.
+            event.cancel_tool = outcome_text(card, decision)
+            return
+        self._approved.run_as_approved(event, card, decision, answer)
+
+    def _after_tool(self, event: AfterToolCallEvent) -> None:
+        self._approved.tell(event)
 
 
 def bind(
