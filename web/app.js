@@ -6,6 +6,7 @@
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
 import { cardFor, decisionOf, fromInterrupts, toolLabel } from "./card.js";
 import { h, inlineMarkdown, when } from "./dom.js";
+import { offerDecline } from "./form.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -203,6 +204,7 @@ async function loadRequest() {
 function showCard(request) {
   retireCard();
   card = cardFor(request, { answer, settled: () => setWorking(working) });
+  offerDecline(card); // an MCP server's question can be declined with one press
   $("card-slot").append(card.el);
   setWorking(working);
   card.el.focus({ preventScroll: true });
@@ -399,7 +401,7 @@ async function loadHistory() {
   const rows = settled.reverse().map((e) => {
     const what =
       e.type === "decision"
-        ? decisionLabel(e.detail.decision) +
+        ? decidedLabel(e.detail.decision) +
           (e.detail.replaced ? ` (replacing ${decisionLabel(e.detail.replaced)}, not yet acted on)` : "")
         : e.type === "recovered"
           ? `Continued after an interruption: ${decisionLabel(e.detail.decision)}`
@@ -443,18 +445,50 @@ function decisionLabel(decision) {
   );
 }
 
+/** A person's own decision: a card they cancelled is one they declined to answer (an MCP
+ * server hears `decline`), unlike a request cancelled as a whole. */
+function decidedLabel(decision) {
+  return decision === "cancelled" ? "Declined" : decisionLabel(decision);
+}
+
 function sourceLabel(source) {
   return { api: "the card page", slack: "Slack", telegram: "Telegram" }[source] || source;
 }
 
+/** A recorded answer in words: "field: value" pairs, yes/no for booleans, never a raw object. */
 function answerText(answer) {
   if (answer === undefined || answer === null) return "";
-  if (typeof answer !== "object") return String(answer);
-  if ("answer" in answer) return [].concat(answer.answer).join(", ");
-  const parts = Object.entries(answer)
-    .filter(([key]) => key !== "decision")
-    .map(([key, value]) => `${key}: ${[].concat(value).join(", ")}`);
-  return parts.join("; ");
+  if (typeof answer !== "object") return words(answer);
+  if ("answer" in answer) return words(answer.answer);
+  // Declined, cancelled or timed out: the row's label says it, and no field was given.
+  const keys = Object.keys(answer);
+  if (keys.length === 1 && keys[0] === "status") return "";
+  // An MCP server's answer is recorded inside `content` (interlock.elicitation): the
+  // person gave the fields, so the fields are what the history shows.
+  const fields = keys.length === 1 && isObject(answer.content) ? answer.content : answer;
+  return Object.entries(fields)
+    .filter(([key]) => key !== "decision" && key !== "fingerprint")
+    .map(([key, value]) => `${key.replaceAll("_", " ")}: ${words(value)}`)
+    .join("; ");
+}
+
+/** One answered value as a person reads it: lists joined, nested fields spelled out. */
+function words(value) {
+  if (value === true) return "yes";
+  if (value === false) return "no";
+  if (value === undefined || value === null) return "";
+  if (Array.isArray(value)) return value.map(words).join(", ");
+  if (isObject(value)) {
+    const parts = Object.entries(value).map(
+      ([key, inner]) => `${key.replaceAll("_", " ")}: ${words(inner)}`,
+    );
+    return `(${parts.join("; ")})`;
+  }
+  return String(value);
+}
+
+function isObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 // Approvals -------------------------------------------------------------------

@@ -69,12 +69,12 @@ export class Card {
     this.error = h("p", { class: "error", role: "alert", hidden: true });
     this.outcome = h("p", { class: "outcome", role: "status" });
     this.note = h("p", { class: "note", hidden: true });
+    // Interlock's heading and the facts it checked come first; the words of whoever
+    // asked follow, apart and labelled as theirs, so they cannot pass for either.
     this.el.append(
       h("h2", { id: titleId }, titleOf(card)),
-      h("div", { class: "reason" }, markdown(card.reason || "")),
-    );
-    this.el.append(
       facts(card, this.editsPackages()),
+      ownWords(card, this.isApproval()),
       rawCall(card),
       this.note,
       this.timer,
@@ -135,9 +135,14 @@ export class Card {
     return Boolean(this.request.responseSchema.properties?.packages);
   }
 
+  /** Whether the answer grants something (Approve / Deny) rather than supplies it. */
+  isApproval() {
+    return Boolean(this.request.responseSchema.properties?.decision?.enum?.includes("approve"));
+  }
+
   drawForm() {
     const schema = this.request.responseSchema;
-    const approval = schema.properties?.decision?.enum?.includes("approve");
+    const approval = this.isApproval();
     this.controls = h("fieldset", { class: "plain" });
     this.form = h(
       "form",
@@ -584,7 +589,26 @@ export function toolLabel(name) {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-/** What the card is about, as a definition list (packages live in the form when editable). */
+/**
+ * The words of whoever asked (the agent's reason or question; an MCP server's request), in
+ * a block of their own labelled as theirs. On an approval they are plain text: no link,
+ * no bold, markdown shown as typed, so nothing in them can pose as a fact Interlock
+ * checked or as a warning. A question keeps safe markdown, whose links show the host
+ * they really go to (`dom.js`). An action's reason is Interlock's own sentence, which the
+ * heading already says: it has no block.
+ */
+function ownWords(card, approval) {
+  if (card.type === "action" || !card.reason) return "";
+  const who = card.source === "mcp" ? "The tool server says:" : "The agent says:";
+  const words = approval ? h("p", { class: "typed" }, card.reason) : markdown(card.reason);
+  return h(
+    "figure",
+    { class: "said" },
+    h("figcaption", {}, who),
+    h("blockquote", { class: "reason" }, words),
+  );
+}
+
 /** The call as the agent made it (its arguments as stored: secrets already redacted),
  * folded away: for whoever wants to check the exact values before deciding. */
 function rawCall(card) {
@@ -598,6 +622,7 @@ function rawCall(card) {
   );
 }
 
+/** What the card is about, as a definition list (packages live in the form when editable). */
 function facts(card, packagesInForm) {
   const rows = [];
   const list = (items, wrap = (x) => x) =>

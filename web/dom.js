@@ -42,7 +42,13 @@ export function duration(ms) {
 // elements with text nodes only. No HTML in the text is ever parsed, and a link is kept
 // only when it is http(s), opened without the page's referrer or a handle on the page.
 // (A general renderer would need a sanitizer after it; building nodes needs neither.)
+// A link always shows the host it really goes to after its words, and words that name
+// another host get no link at all: `[https://a.example](https://b.example)` is the text
+// "https://a.example (b.example)", never a link that reads as one place and goes to another.
 const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^\]\n]+\]\([^)\s]+\))/;
+// A host named in words (`docs.example.org`, `www.bank.example`): labels, dots, a final
+// label of letters. Unicode letters too, so a look-alike host is caught as another host.
+const NAMED_HOST = /(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}[\p{L}-]*\p{L}/gu;
 
 /** Inline marks of `text`: `code`, **strong**, *emphasis*, [links](https://…). */
 export function inlineMarkdown(text) {
@@ -70,7 +76,34 @@ function linkOf(source) {
     return source;
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return words;
-  return h("a", { href: url.href, rel: "noopener noreferrer nofollow", target: "_blank" }, words);
+  if (namesAnotherHost(words, url.hostname)) return `${words} (${url.hostname})`;
+  // The host is drawn after the words by the style sheet (`a[data-host]::after`): seen,
+  // and read out as part of the link's name, while the words stay the link's text.
+  return h(
+    "a",
+    {
+      href: url.href,
+      rel: "noopener noreferrer nofollow",
+      target: "_blank",
+      "data-host": url.hostname,
+    },
+    words,
+  );
+}
+
+/** Whether `words` name a host other than `host` (both compared as a URL spells them). */
+function namesAnotherHost(words, host) {
+  const bare = (name) => name.toLowerCase().replace(/^www\./, "");
+  for (const [named] of words.matchAll(NAMED_HOST)) {
+    let spelled;
+    try {
+      spelled = new URL(`http://${named}`).hostname;
+    } catch {
+      return true; // not even a host: a link under it would still read as one
+    }
+    if (bare(spelled) !== bare(host)) return true;
+  }
+  return false;
 }
 
 /** Paragraphs (a blank line apart), lists ("- " lines) and line breaks, with inline marks. */

@@ -235,3 +235,64 @@ export function listField(name, schema, initial, label, noun) {
   );
   return result;
 }
+
+// Declining an MCP server's question --------------------------------------------
+
+/** Whether a card holds an MCP server's input request (`interlock.elicitation`). */
+export function isElicitation(card) {
+  return card?.source === "mcp";
+}
+
+const declined = new WeakSet();
+
+/**
+ * Give every MCP card of `shown` (a card, or a group of cards) a Decline button beside
+ * Send. A press answers with status `cancelled`, which the server turns into MCP's
+ * `decline`: a form sent with its box left unticked would be an `accept` whose content
+ * happens to say no, and a server may read that as consent.
+ */
+export function offerDecline(shown) {
+  const group = shown.cards ? shown : null;
+  for (const one of group ? group.cards : [shown]) {
+    if (!isElicitation(one.request.card)) continue;
+    const draw = () => addDecline(one, group);
+    draw();
+    // The form is drawn again when an interrupted answer is reopened: it gets one too.
+    new MutationObserver(draw).observe(one.el, { childList: true });
+    const end = one.end.bind(one);
+    one.end = (reason) => {
+      end(reason);
+      // Declined here, the run went on with the refusal: "cancelled" would say otherwise.
+      if (reason === "cancelled" && declined.has(one))
+        one.outcome.textContent = "Declined: the tool was told you said no.";
+    };
+  }
+}
+
+function addDecline(one, group) {
+  const actions = one.form?.querySelector(".actions");
+  if (!actions || actions.querySelector(".decline")) return;
+  const press = () => decline(one, group);
+  actions.append(h("button", { type: "button", class: "decline", onclick: press }, "Decline"));
+}
+
+/**
+ * Decline `one`. In a group, the other questions of the same tool call still open are
+ * declined with it: they only served the call the person just refused, and all answers
+ * go in one resume, so one press is enough.
+ */
+function decline(one, group) {
+  const call = one.request.card.tool_use_id;
+  const others = (group?.cards || []).filter(
+    (other) =>
+      other !== one &&
+      other.answerable &&
+      !group.chosen.has(other.request.interruptId) &&
+      isElicitation(other.request.card) &&
+      other.request.card.tool_use_id === call,
+  );
+  for (const card of [...others, one]) {
+    declined.add(card);
+    card.answer("cancelled", null);
+  }
+}

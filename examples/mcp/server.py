@@ -40,6 +40,8 @@ HOST: Final = "127.0.0.1"
 # issued before (an ephemeral key would refuse it, as a real deployment's rotation does).
 KEY_VARIABLE: Final = "BANK_STATE_KEY"
 DEMO_KEY: Final = "interlock-example-bank-state-key-0001"
+NOTHING_MOVED: Final = "No money moved."
+DECLINED: Final = "The transfer was declined and no money moved."
 _lock = threading.Lock()
 
 
@@ -87,14 +89,13 @@ def bank(ledger: Path, key: str = DEMO_KEY, *, quiet: bool = False) -> MCPServer
                 "answers": {k: v.model_dump(mode="json") for k, v in replies.items()},
             }
         )
-        confirm = replies.get("confirm")
-        if confirm is None or confirm.action != "accept" or not _field(confirm, "ok"):
-            action = confirm.action if confirm is not None else "cancel"
-            return f"No transfer made: the account holder chose {action}."
+        refused = _not_confirmed(replies.get("confirm"))
+        if refused is not None:
+            return refused
         given = replies.get("reference")
         if not reference:
             if given is None or given.action != "accept":
-                return "No transfer made: no reference was given."
+                return f"No transfer made: no reference was given. {NOTHING_MOVED}"
             reference = str(_field(given, "reference"))
         record({"key": key, "transfer": {"amount": amount, "payee": payee, "reference": reference}})
         return f"Sent {amount:.2f} EUR to {payee} (reference {reference})."
@@ -119,6 +120,27 @@ def _questions(state: dict[str, Any], reference: str) -> InputRequiredResult:
         )
     # What the retry must know travels in the state; the server seals it.
     return InputRequiredResult(input_requests=asks, request_state=json.dumps(state))
+
+
+def _not_confirmed(confirm: ElicitResult | None) -> str | None:
+    """Why no money moves, in the words the tool returns; None when the holder confirmed.
+
+    Only an `accept` whose `ok` is exactly true confirms: a decline is reported as a
+    decline, and an accept whose box was left unticked says no, so it is never told as
+    the holder having accepted.
+    """
+    if confirm is None:
+        return f"No transfer made: the confirmation was not answered. {NOTHING_MOVED}"
+    if confirm.action == "decline":
+        return f"No transfer made: the account holder chose decline. {DECLINED}"
+    if confirm.action == "cancel":
+        return (
+            "No transfer made: the account holder dismissed the question without choosing "
+            f"(cancel). {NOTHING_MOVED}"
+        )
+    if _field(confirm, "ok") is not True:
+        return f"No transfer made: the account holder did not confirm it. {DECLINED}"
+    return None
 
 
 def _field(reply: ElicitResult, name: str) -> Any:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from interlock import errors
-from interlock.cards import DOWNLOAD
+from interlock.cards import ACTION, DOWNLOAD
+from interlock.elicitation import is_mcp
 from interlock.interrupts import schema_fields
 from interlock.keys import checked_id
 from interlock.records import RequestRecord
@@ -80,6 +81,13 @@ class Tap:
     payload: Any
     choice: str | None = None
     reply: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A Decline press is a refusal whichever platform carried it: it answers with
+        # status cancelled (MCP's decline), never with an empty form that would be
+        # an accept.
+        if self.choice in DECLINES:
+            object.__setattr__(self, "status", "cancelled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,20 +227,31 @@ def outcome_text(decision: str | None, who: str | None, at_s: int | None, source
 
 @dataclass(frozen=True, slots=True)
 class ChannelCard:
-    """A card as a chat message: a line, details, and the buttons that answer it.
+    """A card as a chat message: Interlock's own header and facts, the words of whoever
+    asked kept apart, and the buttons that answer it. Text only: no markup.
 
     Attributes:
-        title: What is asked, in one line.
-        details: Lines under it (what, where, how risky).
+        title: The card's question in one line, in its own words (the agent's; for an
+            action, Interlock's): what the message keeps once settled, labelled there.
+        details: Facts Interlock checked, a line each (the tool, the arguments, the
+            risk, URLs, packages).
         buttons: `(label, choice)`; `choice` goes into the button's data.
         form: True when some answers need typing (a reason, free text, fields): Slack
             opens a form for them, Telegram points to the card page.
+        header: Interlock's own line saying what is asked ("Approval needed: Send
+            report"); never built from the agent's words.
+        said: The agent's words, in one line, shown apart from the facts under
+            `speaker`; empty when the card has none (an action's reason is Interlock's).
+        speaker: Whose words `said` are, as its label says ("The agent says:").
     """
 
     title: str
     details: tuple[str, ...]
     buttons: tuple[tuple[str, str], ...]
     form: bool
+    header: str
+    said: str
+    speaker: str
 
 
 APPROVE: Final = "a"
@@ -244,11 +263,20 @@ _OPTION: Final = "o"
 APPROVE_ALL: Final = "A"
 DENY_ALL: Final = "R"
 ANSWER_ALL: Final = "m"
-GROUP_CHOICES: Final = frozenset({APPROVE_ALL, DENY_ALL, ANSWER_ALL})
+# An MCP server's question is declined with a button of its own (`elicitation`): one
+# card's, or every card's when all of a message's cards are the server's questions.
+DECLINE: Final = "d"
+DECLINE_ALL: Final = "D"
+DECLINES: Final = frozenset({DECLINE, DECLINE_ALL})
+GROUP_CHOICES: Final = frozenset({APPROVE_ALL, DENY_ALL, ANSWER_ALL, DECLINE_ALL})
 
 
 def channel_card(card: dict[str, Any]) -> ChannelCard:
-    """How one interrupt's card reads in a chat message (text only: no markup)."""
+    """How one interrupt's card reads in a chat message (text only: no markup).
+
+    The header and the details are Interlock's; the agent's words go in `said` alone,
+    for the channel to show labelled and inert (never as the header, bold or a link).
+    """
     kind = card.get("type")
     reason = _line(card.get("reason") or "The agent needs your decision.")
     details: list[str] = []
@@ -267,16 +295,56 @@ def channel_card(card: dict[str, Any]) -> ChannelCard:
         details.append(f"URL: {_scrubbed(url)}")
     for name in card.get("packages", [])[:10]:
         details.append(f"Package: {name}")
+    # An action's reason is Interlock's own sentence, which the header already says.
+    said = "" if kind == ACTION else reason
+    buttons: tuple[tuple[str, str], ...] = (
+        ("Approve", APPROVE),
+        ("Deny", REJECT),
+        ("Deny with feedback…", FORM),
+    )
+    form = True
     if kind == "question":
         options = list(card.get("options") or [])
         if card.get("question_type") == "single_choice" and options:
             buttons = tuple((_line(o, 30), f"{_OPTION}{i}") for i, o in enumerate(options[:10]))
-            return ChannelCard(reason, tuple(details), buttons, form=False)
-        return ChannelCard(reason, tuple(details), (("Answer…", FORM),), form=True)
-    if kind in ("info", "interrupt"):
-        return ChannelCard(reason, tuple(details), (("Fill in…", FORM),), form=True)
-    buttons = (("Approve", APPROVE), ("Deny", REJECT), ("Deny with feedback…", FORM))
-    return ChannelCard(reason, tuple(details), buttons, form=True)
+            form = False
+        else:
+            buttons = (("Answer…", FORM),)
+    elif kind in ("info", "interrupt"):
+        buttons = _fill_in(card)
+    return ChannelCard(
+        reason, tuple(details), buttons, form, card_header(card), said, speaker(card)
+    )
+
+
+def card_header(card: dict[str, Any]) -> str:
+    """Interlock's own line for a card: what kind of answer it needs and, for a call,
+    the tool (named by Interlock, not described by the agent)."""
+    kind = card.get("type")
+    tool = _human(str(card["tool"])) if card.get("tool") else ""
+    if kind == DOWNLOAD:
+        return "Approval needed: downloads"
+    if kind == "question":
+        return "Question from the agent"
+    if kind == "info":
+        return "Details needed"
+    if kind == "interrupt":
+        return f"Answer needed: {tool}" if tool else "Answer needed"
+    return f"Approval needed: {tool}" if tool else "Approval needed"
+
+
+def speaker(card: dict[str, Any]) -> str:
+    """The label of a card's own words: whose they are (an MCP server's input request
+    carries the server's words, not the agent's)."""
+    return "The tool server says:" if is_mcp(card) else "The agent says:"
+
+
+def _fill_in(card: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The buttons of a card answered with fields: an MCP server's question can also be
+    declined outright, which a form sent with its box unticked would not say."""
+    if is_mcp(card):
+        return (("Fill in…", FORM), ("Decline", DECLINE))
+    return (("Fill in…", FORM),)
 
 
 def group_buttons(request: RequestRecord, *, form: bool) -> tuple[tuple[str, str], ...]:
@@ -292,6 +360,8 @@ def group_buttons(request: RequestRecord, *, form: bool) -> tuple[tuple[str, str
         buttons += [("Approve all", APPROVE_ALL), ("Deny all", DENY_ALL)]
     if form:
         buttons.append(("Answer each…", ANSWER_ALL))
+    if all(is_mcp(asked.card) for asked in request.asked):
+        buttons.append(("Decline all", DECLINE_ALL))
     return tuple(buttons)
 
 
@@ -307,6 +377,9 @@ def group_answers(
     if choice in (APPROVE_ALL, DENY_ALL):
         decision = "approve" if choice == APPROVE_ALL else "reject"
         return [(asked.interrupt_id, {"decision": decision}) for asked in request.asked]
+    if choice == DECLINE_ALL and all(is_mcp(asked.card) for asked in request.asked):
+        # The tap's status says decline (`Tap`); there are no fields to send.
+        return [(asked.interrupt_id, None) for asked in request.asked]
     if choice != ANSWER_ALL:
         raise errors.InvalidInput("this message has no such button")
     return [
@@ -353,6 +426,18 @@ def settled_text(title: str, outcome: str) -> str:
     return f"{title}\n{outcome}" if title else outcome
 
 
+# A settled message's kept question is labelled: it is in the asker's words.
+ASKED_LABEL: Final = "Asked:"
+
+
+def settled_lines(text: str) -> tuple[str, str]:
+    """`(asked, outcome)` of a settled card's message (`settled_text`): the question it
+    kept, labelled (so the asker's words never stand alone as the message's first line)
+    and the outcome; `asked` is empty when none was kept."""
+    title, _, outcome = text.rpartition("\n")
+    return (f"{ASKED_LABEL} {title}" if title else "", outcome)
+
+
 def _human(name: str) -> str:
     """A tool's or argument's name as people read it: `send_report` is "Send report"."""
     words = " ".join(name.replace("_", " ").replace("-", " ").split())
@@ -382,6 +467,8 @@ def answer_for(card: dict[str, Any], choice: str) -> Any:
         return {"decision": "approve"}
     if choice == REJECT:
         return {"decision": "reject"}
+    if choice == DECLINE and is_mcp(card):
+        return None  # the tap's status says decline (`Tap`); there are no fields to send
     options = list(card.get("options") or [])
     if choice.startswith(_OPTION) and choice[1:].isdigit() and int(choice[1:]) < len(options):
         return {"answer": options[int(choice[1:])]}

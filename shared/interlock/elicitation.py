@@ -7,8 +7,11 @@ to open) and an opaque `requestState`; the client retries the same call with one
 its own (several make one group, answered in one resume), shown and validated like any
 interrupt with a declared schema, and each recorded answer becomes the reply:
 
-- an answer to the form (or "done" on a link card) is `accept` with its content;
-- a card the person cancelled is `decline`: they were asked and said no;
+- an answer to the form (or "done" on a link card) is `accept` with its content, even
+  when that content says no (an unticked box): the server reads its own fields;
+- a card the person declined is `decline`: they were asked and said no. Every surface
+  gives the card a Decline of its own (the page's button beside Send, the chat cards'
+  Decline), which answers with status `cancelled`, never with a form left empty;
 - a card nobody answered in time is `cancel`: nobody made a choice.
 
 An answer is recorded as `{"content": ...}` (`recorded`), so a form whose own field is

@@ -81,8 +81,11 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
         b for row in posted["reply_markup"]["inline_keyboard"] for b in row
     ]
     assert any(page in json.dumps(block) for block in slack_post["blocks"])
-    # And says what would be approved: the tool, its arguments, the risk, who asked
+    # And says what would be approved under Interlock's own header: the tool, its
+    # arguments, the risk, who asked
     text = posted["text"]
+    assert text.split("\n")[0] == "Approval needed: Send report"
+    assert slack_post["text"] == "Approval needed: Send report"
     for line in ("Tool: Send report", "Recipient: team@example.org", "Risk: high"):
         assert line in text, text
     assert "Asked by alice · answer by " in text
@@ -102,10 +105,13 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
     wait_for(lambda: channels.telegram.recorded.of("editMessageText") != [], "the Telegram edit")
     (edit,) = channels.telegram.recorded.of("editMessageText")
     question, outcome = edit["text"].split("\n")
-    assert question == posted["text"].split("\n")[0], "the question stays in the chat"
+    # The question stays in the chat, labelled as what was asked
+    assert question == f"Asked: {request.card['reason']}", "the question stays in the chat"
     assert outcome.startswith("Approved by alice at ") and outcome.endswith("(Telegram)")
     assert edit["reply_markup"] == {"inline_keyboard": []}
-    assert channels.slack.recorded.of("chat.update")[0]["text"] == edit["text"]
+    slack_edit = channels.slack.recorded.of("chat.update")[0]
+    assert slack_edit["text"].split("\n")[-1] == outcome
+    assert json.dumps(slack_edit["blocks"]).count("Asked: ") == 1
     # The trail says where the answer came from
     events = channels.client.get("/chats/c1/events", headers=auth(channels.key)).json["events"]
     decision = next(e for e in events if e["type"] == "decision")

@@ -187,8 +187,10 @@ def test_a_telegram_tap_approves_a_group_of_approvals_in_one_resume(twins: Setup
 
     (sent,) = twins.telegram.recorded.of("sendMessage")
     lines = sent["text"].split("\n")
-    # The intervention's question, without the raw input it appends: the details say it
-    assert lines[0] == '1 of 2: Approve "refund"?', lines
+    # Interlock's header, then the intervention's question, labelled as the agent's and
+    # without the raw input it appends: the details say it
+    assert lines[0] == "1 of 2: Approval needed: Refund", lines
+    assert '“Approve "refund"?”' in lines, lines
     assert "Input:" not in sent["text"] and "Order: A-1" in lines
     assert lines[0].startswith("1 of 2: ") and any(x.startswith("2 of 2: ") for x in lines)
     assert "(2 questions, answered together: here all at once, or each on the card page.)" in lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,6 +22,7 @@ from interlock.channels import (
     APPROVE,
     APPROVE_ALL,
     FORM,
+    ChannelCard,
     ChannelName,
     Link,
     Notice,
@@ -32,6 +34,7 @@ from interlock.channels import (
     group_buttons,
     numbered,
     read_button,
+    settled_lines,
 )
 from interlock.interrupts import schema_fields
 from interlock.records import RequestRecord
@@ -70,25 +73,28 @@ class SlackChannel:
         several = len(request.asked) > 1
         for index, asked in enumerate(request.asked):
             card = channel_card(asked.card)
-            title = numbered(card.title, index, len(request.asked))
-            lines.append(title)
-            blocks.append(_card_section(title, card.details))
+            lines.append(numbered(card.header, index, len(request.asked)))
+            blocks.append(_card_section(card, index, len(request.asked)))
             if not several:
                 blocks.append(_actions(request, asked.interrupt_id, card.buttons))
         if several:
             # One run paused on all of them: they are answered together.
             buttons = group_buttons(request, form=True)
             blocks.append(_actions(request, request.asked[0].interrupt_id, buttons))
-        blocks.append(_section(_escaped(asked_line(request)), ()))
+        blocks.append(_section(_plain(asked_line(request))))
         if page_url:
             url = card_link(page_url, request.chat_id)
-            blocks.append(_section(f"<{url}|Open the card page>", ()))
+            blocks.append(_section(f"<{url}|Open the card page>"))
         answer = self._call(
             "/chat.postMessage",
             {
                 "channel": link.destination,
-                "text": " / ".join(lines),
+                # The notification's text: Interlock's headers only, never the agent's words.
+                "text": _plain(" / ".join(lines)),
                 "blocks": blocks,
+                # No preview of a page the card names: it would show that page's words.
+                "unfurl_links": False,
+                "unfurl_media": False,
                 # What finds the message again should its reference be lost (`find`).
                 "metadata": card_metadata(request.chat_id, request.interrupt_id),
             },
@@ -131,13 +137,12 @@ class SlackChannel:
         return None
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
-        title, _, outcome = text.rpartition("\n")
-        blocks = (
-            [_section(_escaped(title), (_escaped(outcome),))]
-            if title
-            else [_section(_escaped(text), ())]
-        )
-        self._call("/chat.update", {**ref, "text": text, "blocks": blocks})
+        """Edit the card to how it ended: the question it kept, labelled and inert (it
+        is in the asker's words), then the outcome, Interlock's, in bold."""
+        asked, outcome = settled_lines(text)
+        lines = [_plain(asked), f"*{_plain(outcome)}*"] if asked else [_plain(outcome)]
+        blocks = [{"type": "section", "text": _mrkdwn("\n".join(lines))}]
+        self._call("/chat.update", {**ref, "text": _plain(text), "blocks": blocks})
 
     def tell(self, tap: Tap, text: str) -> None:
         url = tap.reply.get("response_url")
@@ -217,6 +222,27 @@ def _escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# mrkdwn has no escape for its formatting marks, so a mark that could open or close bold,
+# italics, strike or code is shown as a look-alike that formats nothing. A mark between
+# two letters or digits formats nothing in Slack and is kept (`snake_case`, `a*b`), so
+# names and URLs read as written; a backtick is always swapped.
+_LOOK_ALIKES: Final = {"*": "\u2217", "_": "\u02cd", "~": "\u223c", "`": "\u02cb"}
+_LIVE_MARK: Final = re.compile(r"`|(?<![^\W_])[*_~]|[*_~](?![^\W_])")
+
+
+def _plain(text: str) -> str:
+    """Text as mrkdwn shows it with no effect of its own: escaped (`_escaped`), and no
+    mark in it can make anything bold, italic, struck out or code."""
+    return _escaped(_LIVE_MARK.sub(lambda mark: _LOOK_ALIKES[mark.group()], text))
+
+
+def _mrkdwn(text: str) -> dict[str, str | bool]:
+    """A mrkdwn text object that Slack shows as written: `verbatim`, so no URL, channel
+    name or mention in it is turned into a link by Slack (only Interlock's own markup,
+    around text passed through `_plain`, formats anything)."""
+    return {"type": "mrkdwn", "text": text, "verbatim": True}
+
+
 def _actions(
     request: RequestRecord, interrupt_id: str, buttons: tuple[tuple[str, str], ...]
 ) -> dict[str, Any]:
@@ -235,15 +261,20 @@ def _actions(
     }
 
 
-def _card_section(title: str, details: tuple[str, ...]) -> dict[str, Any]:
-    """A card as a section: its question in bold, the details under it, all escaped."""
-    body = "\n".join([f"*{_escaped(title)}*", *map(_escaped, details)])
-    return {"type": "section", "text": {"type": "mrkdwn", "text": body}}
+def _card_section(card: ChannelCard, index: int, count: int) -> dict[str, Any]:
+    """A card as a section: Interlock's header in bold, the facts it checked under it,
+    then the agent's words in a quote of their own under the label saying whose they
+    are. Every piece of the card's text is shown inert (`_plain`): only this layout is
+    markup."""
+    lines = [f"*{_plain(numbered(card.header, index, count))}*", *map(_plain, card.details)]
+    if card.said:
+        lines += [f"_{_plain(card.speaker)}_", f">{_plain(card.said)}"]
+    return {"type": "section", "text": _mrkdwn("\n".join(lines))}
 
 
-def _section(text: str, details: tuple[str, ...]) -> dict[str, Any]:
-    body = "\n".join([f"*{text}*", *details]) if details else text
-    return {"type": "section", "text": {"type": "mrkdwn", "text": body}}
+def _section(text: str) -> dict[str, Any]:
+    """A section of Interlock's own mrkdwn (its dynamic parts escaped by the caller)."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 def form_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
@@ -278,9 +309,7 @@ def group_view(tap: Tap, request: RequestRecord) -> dict[str, Any]:
     limits, a number or a typed field), named `<card index>.<field>`."""
     blocks: list[dict[str, Any]] = []
     for index, asked in enumerate(request.asked):
-        card = channel_card(asked.card)
-        title = numbered(card.title, index, len(request.asked))
-        blocks.append(_card_section(title, card.details))
+        blocks.append(_card_section(channel_card(asked.card), index, len(request.asked)))
         blocks += card_inputs(index, asked.card)
     if len(blocks) > MAX_VIEW_BLOCKS:
         raise errors.InvalidInput("too many questions for one Slack form: use the card page")

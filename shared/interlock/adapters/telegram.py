@@ -26,10 +26,13 @@ from interlock.channels import (
     group_buttons,
     numbered,
     read_button,
+    settled_lines,
 )
 from interlock.records import RequestRecord
 
 SECRET_HEADER: Final = "x-telegram-bot-api-secret-token"
+# No preview of a page a card names: it would show that page's own words under the card.
+_NO_PREVIEW: Final = {"link_preview_options": {"is_disabled": True}}
 
 
 class TelegramChannel:
@@ -47,12 +50,19 @@ class TelegramChannel:
         self._token = token
 
     def post(self, link: Link, request: RequestRecord, page_url: str | None) -> dict[str, Any]:
+        """Post the card as plain text (no parse mode: nothing in it becomes bold, a link
+        or any other entity): Interlock's header first, the facts it checked, then the
+        agent's words in quotes on their own line, under the label saying whose."""
         rows: list[list[dict[str, str]]] = []
         lines: list[str] = []
         count = len(request.asked)
         for index, asked in enumerate(request.asked):
             card = channel_card(asked.card)
-            lines += [numbered(card.title, index, count), *card.details]
+            lines += [numbered(card.header, index, count), *card.details]
+            if card.said:
+                # One line (`channel_card` flattens it), so it cannot pass for a line of
+                # Interlock's; the quotes show where it starts and ends.
+                lines += [card.speaker, f"\u201c{card.said}\u201d"]
             if count == 1:
                 if buttons := _buttons(request, asked.interrupt_id, card.buttons):
                     rows.append(buttons)
@@ -75,15 +85,20 @@ class TelegramChannel:
             {
                 "chat_id": link.destination,
                 "text": "\n".join(lines),
+                **_NO_PREVIEW,
                 "reply_markup": {"inline_keyboard": rows},
             },
         )
         return {"chat_id": message["chat"]["id"], "message_id": message["message_id"]}
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
+        """Edit the card to how it ended, as plain text (no parse mode: nothing in it
+        becomes an entity): the question it kept, labelled, then the outcome."""
+        asked, outcome = settled_lines(text)
+        shown = f"{asked}\n{outcome}" if asked else outcome
         self._call(
             "editMessageText",
-            {**ref, "text": text, "reply_markup": {"inline_keyboard": []}},
+            {**ref, "text": shown, **_NO_PREVIEW, "reply_markup": {"inline_keyboard": []}},
         )
 
     def find(self, link: Link, chat_id: str, notice: Notice) -> dict[str, Any] | None:
