@@ -188,6 +188,11 @@ export class Card {
         this.add(list, box);
       }
     }
+    if (schema.properties.urls) {
+      const named = this.request.card.urls || [];
+      this.add(listField("urls", schema.properties.urls, named, "URLs to download", "URL"));
+    }
+    if (schema.properties.edits) this.drawEdits(schema.properties.edits);
     const feedback = h(
       "fieldset",
       { class: "feedback", hidden: true },
@@ -220,6 +225,22 @@ export class Card {
     feedback.append(
       h("button", { type: "button", onclick: () => this.denyWithFeedback() }, "Send denial"),
     );
+  }
+
+  /** A field per argument the tool's policy lets a person change, holding the agent's
+   * value: what is changed is shown side by side with it before the approval is sent. */
+  drawEdits(schema) {
+    const editable = this.request.card.editable || {};
+    const box = h(
+      "fieldset",
+      { class: "edits" },
+      h("legend", {}, "Change before approving (optional)"),
+    );
+    for (const [name, property] of Object.entries(schema.properties || {})) {
+      const label = name.replaceAll("_", " ");
+      this.add(field(`edit-${name}`, property, true, label, editable[name]?.value), box);
+    }
+    this.controls.append(box);
   }
 
   drawQuestion(schema) {
@@ -264,7 +285,100 @@ export class Card {
   approve() {
     const payload = { decision: "approve" };
     if (this.editsPackages()) payload.packages = this.fields.get("packages").read();
-    this.submit(payload);
+    if (this.fields.has("urls")) payload.urls = this.fields.get("urls").read();
+    const edits = this.edits();
+    if (edits === null) return; // an edit breaks its schema: said next to the field
+    if (Object.keys(edits).length) payload.edits = edits;
+    const changes = this.changes(payload);
+    if (!changes.length) return this.submit(payload);
+    this.review(changes, payload);
+  }
+
+  /** The arguments changed from the agent's values, or null when one breaks its rules. */
+  edits() {
+    const schema = this.request.responseSchema.properties.edits?.properties || {};
+    const editable = this.request.card.editable || {};
+    const edits = {};
+    let first = null;
+    this.clearErrors();
+    for (const [name, property] of Object.entries(schema)) {
+      const control = this.fields.get(`edit-${name}`);
+      const value = control.read();
+      const found = problem(property, value, true);
+      if (found) {
+        control.showError(found);
+        first ??= control;
+      } else if (JSON.stringify(value) !== JSON.stringify(editable[name]?.value)) {
+        edits[name] = value;
+      }
+    }
+    if (first) {
+      first.focus();
+      return null;
+    }
+    return edits;
+  }
+
+  /** What this approval changes from the agent's call, as [what, was, becomes] rows. */
+  changes(payload) {
+    const card = this.request.card;
+    const rows = Object.entries(payload.edits || {}).map(([name, value]) => [
+      name.replaceAll("_", " "),
+      shown(card.editable?.[name]?.value),
+      shown(value),
+    ]);
+    // A changed URL list changes which sites are approved: it is reviewed too. (The
+    // package list is edited in place, each entry shown as it is added or removed.)
+    if (payload.urls && shown(payload.urls) !== shown(card.urls || []))
+      rows.push(["URLs", shown(card.urls || []), shown(payload.urls)]);
+    return rows;
+  }
+
+  /** Show the changes beside the agent's values; the approval goes only once confirmed. */
+  review(changes, payload) {
+    const actions = this.controls.querySelector(".actions");
+    const titleId = uid("review");
+    const close = () => {
+      panel.remove();
+      actions.hidden = false;
+    };
+    const back = () => {
+      close();
+      actions.querySelector("button").focus();
+    };
+    const confirm = h(
+      "button",
+      { type: "button", class: "primary", onclick: () => (close(), this.submit(payload)) },
+      "Approve with these changes",
+    );
+    const panel = h(
+      "div",
+      { class: "review", role: "group", "aria-labelledby": titleId },
+      h("p", { id: titleId, class: "review-title" }, "You are approving with these changes:"),
+      h(
+        "ul",
+        { class: "diff" },
+        changes.map(([what, was, becomes]) =>
+          h(
+            "li",
+            {},
+            h("span", { class: "what" }, `${what}: `),
+            h("del", {}, was || "(none)"),
+            " → ",
+            h("ins", {}, becomes || "(none)"),
+          ),
+        ),
+      ),
+      h(
+        "div",
+        { class: "actions" },
+        confirm,
+        h("button", { type: "button", onclick: back }, "Back"),
+      ),
+    );
+    actions.hidden = true;
+    actions.after(panel);
+    confirm.focus();
   }
 
   denyWithFeedback() {
@@ -302,7 +416,8 @@ export class Card {
     let first = null;
     for (const [name, control] of this.fields) {
       const property = schema.properties[name];
-      const noun = name === "packages" ? "package name" : "value";
+      if (!property) continue; // an argument's edit: checked by `edits()`
+      const noun = { packages: "package name", urls: "URL" }[name] || "value";
       const found = problem(property, payload[name], required.has(name), noun);
       if (found) {
         control.showError(found);
@@ -328,7 +443,8 @@ export class Card {
   refused(message) {
     this.busy(false);
     const name = fieldOf(message);
-    if (this.fields.has(name)) return this.fail(name, `Not accepted: ${message}`);
+    for (const key of [name, `edit-${name}`])
+      if (this.fields.has(key)) return this.fail(key, `Not accepted: ${message}`);
     this.error.textContent = `Not accepted: ${message}`;
     this.error.hidden = false;
   }
@@ -581,6 +697,13 @@ export function describeAnswer(payload) {
   return Object.entries(payload)
     .map(([key, value]) => `${key.replaceAll("_", " ")}: ${[].concat(value).join(", ")}`)
     .join("; ");
+}
+
+/** A value as the review of changes shows it: text as it is, lists joined. */
+function shown(value) {
+  if (value === undefined || value === null) return "";
+  if (Array.isArray(value)) return value.join(", ");
+  return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 /** A tool's name as a person reads it: `send_report` is "Send report". */

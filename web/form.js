@@ -63,12 +63,14 @@ export function fieldOf(message) {
   return /^([A-Za-z_]\w*)[.:]/.exec(detail)?.[1] ?? null;
 }
 
-/** One labelled control for one property of an object schema. */
-export function field(name, schema, required, label) {
+/** One labelled control for one property of an object schema, holding `initial` if given. */
+export function field(name, schema, required, label, initial) {
   const id = uid(name);
   const error = h("p", { id: `${id}-error`, class: "error", hidden: true });
   const text = required ? label : `${label} (optional)`;
-  return withError(name, control(id, schema, text, error), error);
+  const made = withError(name, control(id, schema, text, error), error);
+  if (initial !== undefined && initial !== null) made.set(initial);
+  return made;
 }
 
 function control(id, schema, text, error) {
@@ -129,7 +131,7 @@ function choices(id, type, options, legend, error) {
 function checkbox(id, label, error) {
   const input = h("input", { type: "checkbox", id, "aria-describedby": error.id });
   const el = h("div", { class: "field option" }, input, h("label", { for: id }, label), error);
-  return { el, read: () => input.checked, controls: [input] };
+  return { el, read: () => input.checked, set: (v) => (input.checked = v === true), controls: [input] };
 }
 
 function number(id, schema, label, error) {
@@ -146,6 +148,7 @@ function number(id, schema, label, error) {
   return {
     el,
     read: () => (input.value === "" ? undefined : Number(input.value)),
+    set: (value) => (input.value = String(value)),
     controls: [input],
   };
 }
@@ -168,6 +171,10 @@ function textual(id, schema, label, error) {
   return {
     el,
     read: () => (input.value.trim() === "" ? undefined : input.value),
+    set: (value) => {
+      input.value = typeof value === "string" ? value : JSON.stringify(value);
+      update();
+    },
     controls: [input],
   };
 }
@@ -226,7 +233,7 @@ export function listField(name, schema, initial, label, noun) {
   draw();
   result.el = h(
     "fieldset",
-    { class: "field list" },
+    { class: `field list list-${name}` },
     h("legend", {}, label),
     list,
     h("label", { for: id }, `Add a ${noun}`),

@@ -100,8 +100,8 @@ def test_a_paused_run_shows_the_card_and_approving_shows_the_answer(
     card.get_by_role("button", name="Remove package name pandas").click()
 
     # Then only the valid name she kept is listed, and the bad one is explained at the field
-    expect(card.locator(".names code")).to_have_text(["numpy"])
-    expect(card.locator(".list .error")).to_contain_text("is not a valid package name")
+    expect(card.locator(".list-packages .names code")).to_have_text(["numpy"])
+    expect(card.locator(".list-packages .error")).to_contain_text("is not a valid package name")
     assert tab.resumes == []
 
     # When she approves
@@ -223,13 +223,13 @@ def test_a_bad_answer_is_refused_by_the_server_and_shown_at_the_field(
     add = tab.card.get_by_label("Add a package name")
     add.fill("bad name!")
     add.press("Enter")
-    expect(tab.card.locator(".names code")).to_have_text(["bad name!"])
+    expect(tab.card.locator(".list-packages .names code")).to_have_text(["bad name!"])
 
     # When alice approves
     tab.button("Approve").click()
 
     # Then the server's 422 message is shown next to the packages, which take the focus
-    error = tab.card.locator(".list .error")
+    error = tab.card.locator(".list-packages .error")
     expect(error).to_contain_text("not a valid package name: 'bad name!'")
     expect(add).to_have_attribute("aria-invalid", "true")
     expect(add).to_be_focused()
