@@ -24,7 +24,7 @@ from interlock.api.bodies import bounded_json
 from interlock.api.errors import BadRequest, Unauthorized
 from interlock.api.http import bind, json_response
 from interlock.api.wiring import channel_secret, hand_over_tap, notifier, stores
-from interlock.channels import ANSWER_ALL, FORM, ChannelName, Tap, group_problems
+from interlock.channels import ANSWER_ALL, EDIT, FORM, ChannelName, Tap, group_problems
 from interlock.errors import InvalidInput
 from interlock.respond import TapResult, screen_tap
 from interlock.timing import SystemClock
@@ -53,7 +53,7 @@ def slack_interaction() -> Response[str]:
     if isinstance(screened, TapResult):
         _told(tap, screened)
         return _ok()
-    if tap.choice in (FORM, ANSWER_ALL) and trigger:
+    if tap.choice in (FORM, ANSWER_ALL, EDIT) and trigger:
         # A typed answer: the form opens now (Slack allows it for 3 s after the tap);
         # its submission comes back here as a tap of its own.
         channel = notifier().channels["slack"]

@@ -257,6 +257,9 @@ class ChannelCard:
 APPROVE: Final = "a"
 REJECT: Final = "r"
 FORM: Final = "f"
+# Approve with the arguments the tool's policy lets a person change, typed in a form
+# (`edit_fields`): where a channel has no forms, the card page takes the change.
+EDIT: Final = "e"
 _OPTION: Final = "o"
 # A message carrying several cards answers them together (a run that paused on several
 # interrupts resumes once, with every answer): all approved, all denied, or one form.
@@ -312,6 +315,10 @@ def channel_card(card: dict[str, Any]) -> ChannelCard:
             buttons = (("Answer…", FORM),)
     elif kind in ("info", "interrupt"):
         buttons = _fill_in(card)
+    elif card.get("editable") and kind != DOWNLOAD:
+        # A download card's lists are changed on the card page only: chat keeps its
+        # buttons to Approve and Deny.
+        buttons = (*buttons[:2], ("Change and approve…", EDIT), *buttons[2:])
     return ChannelCard(
         reason, tuple(details), buttons, form, card_header(card), said, speaker(card)
     )
@@ -469,6 +476,9 @@ def answer_for(card: dict[str, Any], choice: str) -> Any:
         return {"decision": "reject"}
     if choice == DECLINE and is_mcp(card):
         return None  # the tap's status says decline (`Tap`); there are no fields to send
+    if choice == EDIT:
+        # A press alone says nothing of what to change: never an approval as it stands.
+        raise errors.InvalidInput("changes are typed in the form the button opens")
     options = list(card.get("options") or [])
     if choice.startswith(_OPTION) and choice[1:].isdigit() and int(choice[1:]) < len(options):
         return {"answer": options[int(choice[1:])]}
@@ -480,17 +490,21 @@ def _line(text: Any, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def form_answer(card: dict[str, Any], values: dict[str, Any]) -> Any:
+def form_answer(card: dict[str, Any], values: dict[str, Any], choice: str = FORM) -> Any:
     """The answer a form (typed text per field) gives `card`; validated later.
 
     Typed fields are read by the card's rules: integers and numbers from their text,
     yes/no from the usual words; empty optional fields are left out. A field may hold
     the options ticked (a list) instead of text. An approval's form may carry its
-    `decision` (approve or reject); without one it is the deny-with-feedback form.
+    `decision` (approve or reject); without one it is the deny-with-feedback form. The
+    change-and-approve form (`choice` EDIT) is an approval with the arguments changed.
 
     Raises:
-        InvalidInput: an approval's form whose decision was left empty.
+        InvalidInput: an approval's form whose decision was left empty, or a
+            change-and-approve form for a card with nothing to change.
     """
+    if choice == EDIT:
+        return _edit_answer(card, values)
     kind = card.get("type")
     text = {k: _text(v) for k, v in values.items()}
     fields = card.get("fields", []) if kind == "info" else schema_fields(card)
@@ -518,6 +532,90 @@ def form_answer(card: dict[str, Any], values: dict[str, Any]) -> Any:
     if text.get("suggestion"):
         answer["suggestion"] = text["suggestion"]
     return answer
+
+
+def edit_fields(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields of the change-and-approve form: per argument the card lets a person
+    change (never a download card's lists), its name, its label, how it is typed (as
+    `schema_fields` says it: `type`, `options`, bounds) and `initial`, the agent's value
+    as the field shows it (None when the agent gave none)."""
+    editable = card.get("editable") if card.get("type") != DOWNLOAD else None
+    if not isinstance(editable, dict):
+        return []
+    fields = []
+    for name, arg in editable.items():
+        schema = arg.get("schema") if isinstance(arg, dict) else None
+        schema = schema if isinstance(schema, dict) else {}
+        kind = _schema_type(schema)
+        value = arg.get("value") if isinstance(arg, dict) else None
+        fields.append(
+            {
+                "name": str(name),
+                "label": _human(str(name)),
+                "type": "email" if kind == "string" and schema.get("format") == "email" else kind,
+                "options": [str(o) for o in schema.get("enum") or ()],
+                "minimum": schema.get("minimum"),
+                "maximum": schema.get("maximum"),
+                "max_length": schema.get("maxLength"),
+                "initial": None if value is None else _initial(kind, value),
+            }
+        )
+    return fields
+
+
+def _schema_type(schema: dict[str, Any]) -> str:
+    """The one JSON type an argument's field is drawn for (a nullable type by its other
+    type; text when the schema names none)."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    return kind if isinstance(kind, str) else "string"
+
+
+def _initial(kind: str, value: Any) -> str:
+    """The agent's value as its field shows it: yes/no for a flag (as the select offers
+    it), text for the rest (JSON for a list or an object)."""
+    if kind == "boolean" and isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _edit_answer(card: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """An approval with the changed arguments, each typed by its schema; a field left
+    empty or as the agent had it is no change. Whether a change is allowed is the
+    card's rules' to say when the answer is validated."""
+    editable = card.get("editable") if card.get("type") != DOWNLOAD else None
+    if not isinstance(editable, dict) or not editable:
+        raise errors.InvalidInput("this card has no arguments to change")
+    edits: dict[str, Any] = {}
+    for name, arg in editable.items():
+        raw = _text(values.get(name))
+        if raw in ("", []):
+            continue
+        value = _edit_value(arg.get("schema") or {}, raw)
+        if value != arg.get("value"):
+            edits[name] = value
+    return {"decision": "approve", "edits": edits}
+
+
+def _edit_value(schema: dict[str, Any], raw: Any) -> Any:
+    """A changed argument as its schema types it: an option as the enum holds it, a
+    number or a yes/no read from the text, a list or an object from JSON. What cannot
+    be read is passed on as given, for the schema to refuse with its own words."""
+    if not isinstance(raw, str):
+        return raw  # the options ticked: the schema says whether a list fits
+    for option in schema.get("enum") or ():
+        if str(option) == raw:
+            return option
+    kind = _schema_type(schema)
+    if kind in ("array", "object"):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return _typed(kind, raw)
 
 
 def _text(value: Any) -> Any:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from interlock import access, errors
 from interlock.caller import Caller
 from interlock.channels import (
+    EDIT,
     FORM,
     GROUP_CHOICES,
     Link,
@@ -172,9 +173,12 @@ def _replies(screened: Screened, tap: Tap) -> list[Reply]:
         given = group_answers(request, tap.choice or "", tap.payload or {})
         return [Reply(interrupt_id, tap.status, payload) for interrupt_id, payload in given]
     card = request.card
+    # The change-and-approve form answers with what was typed in it; its button pressed
+    # alone carries nothing to approve (`answer_for` refuses it).
+    typed = tap.choice == FORM or (tap.choice == EDIT and tap.payload is not None)
     payload = (
-        form_answer(card, tap.payload or {})
-        if tap.choice == FORM
+        form_answer(card, tap.payload or {}, tap.choice or FORM)
+        if typed
         else answer_for(card, tap.choice or "")
     )
     return [Reply(screened.interrupt_id, tap.status, payload)]

@@ -148,6 +148,7 @@ def test_a_decline_forged_onto_an_approval_is_refused_and_changes_nothing(
     assert [label for label, _ in slack_buttons(channels)] == [
         "Approve",
         "Deny",
+        "Change and approve…",
         "Deny with feedback…",
     ]
 

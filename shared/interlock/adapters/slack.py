@@ -21,6 +21,7 @@ from interlock.channels import (
     ANSWER_ALL,
     APPROVE,
     APPROVE_ALL,
+    EDIT,
     FORM,
     ChannelCard,
     ChannelName,
@@ -31,6 +32,7 @@ from interlock.channels import (
     button_data,
     card_link,
     channel_card,
+    edit_fields,
     group_buttons,
     numbered,
     read_button,
@@ -156,11 +158,19 @@ class SlackChannel:
             )
 
     def open_form(self, trigger_id: str, tap: Tap, request: RequestRecord) -> None:
-        """Open the form for an answer that needs typing (a reason, text, fields), or,
-        for a group's "Answer each…", the one form that answers every card."""
-        view = (
-            group_view(tap, request) if tap.choice == ANSWER_ALL else form_view(tap, request.card)
-        )
+        """Open the form for an answer that needs typing (a reason, text, fields), for
+        "Change and approve…" the arguments to change, or, for a group's "Answer
+        each…", the one form that answers every card.
+
+        Raises:
+            InvalidInput: the form cannot be drawn in Slack (the card page can).
+        """
+        if tap.choice == ANSWER_ALL:
+            view = group_view(tap, request)
+        elif tap.choice == EDIT:
+            view = edit_view(tap, request.card)
+        else:
+            view = form_view(tap, request.card)
         self._call("/views.open", {"trigger_id": trigger_id, "view": view})
 
     def _conversation(self, destination: str) -> str | None:
@@ -301,6 +311,46 @@ def form_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
         ]
         title = "Deny with feedback"
     return _modal(tap, title, inputs)
+
+
+def edit_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
+    """The change-and-approve modal: the card as the message shows it, then a field per
+    argument the card lets a person change, drawn by its type and holding the agent's
+    value; submitting it approves the call with what was changed.
+
+    Raises:
+        InvalidInput: the card has no argument to change, or a value too long for a
+            Slack field (it is changed on the card page instead).
+    """
+    fields = edit_fields(card)
+    if not fields:
+        raise errors.InvalidInput("this card has no arguments to change")
+    blocks = [_card_section(channel_card(card), 0, 1)]
+    for spec in fields:
+        # An argument the agent left out may stay out; one it gave cannot be emptied.
+        given = spec.get("initial") is not None
+        blocks.append(_block(spec["name"], spec["label"], _edit_input(spec), given))
+    return _modal(tap, "Change and approve", blocks, submit="Approve")
+
+
+def _edit_input(spec: dict[str, Any]) -> dict[str, Any]:
+    """An argument's field (`_field_input`) holding the agent's value at first."""
+    element = _field_input(spec)
+    initial = spec.get("initial")
+    if initial is None:
+        return element
+    if element["type"] == "static_select":
+        chosen = [o for o in element["options"] if o["value"] == initial]
+        if chosen:
+            element["initial_option"] = chosen[0]
+        return element
+    if len(initial) > MAX_INITIAL_CHARS:
+        raise errors.InvalidInput("a value too long to change in Slack: use the card page")
+    element["initial_value"] = initial
+    return element
+
+
+MAX_INITIAL_CHARS: Final = 3000  # Slack's limit on a text field's value
 
 
 def group_view(tap: Tap, request: RequestRecord) -> dict[str, Any]:
@@ -565,7 +615,7 @@ def _form_tap(payload: dict[str, Any], user: str, reply: dict[str, Any]) -> Tap 
     if not isinstance(data, str) or not data.startswith("i1|"):
         return None
     choice, fingerprint, chat_id = read_button(data)
-    if choice not in (FORM, ANSWER_ALL):
+    if choice not in (FORM, ANSWER_ALL, EDIT):
         return None
     if isinstance(metadata.get("channel"), str):
         reply["channel"] = metadata["channel"]

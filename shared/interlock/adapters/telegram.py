@@ -14,6 +14,7 @@ from typing import Any, Final
 from interlock import errors
 from interlock.adapters.webclient import JsonHttp
 from interlock.channels import (
+    EDIT,
     FORM,
     ChannelName,
     Link,
@@ -66,6 +67,10 @@ class TelegramChannel:
             if count == 1:
                 if buttons := _buttons(request, asked.interrupt_id, card.buttons):
                     rows.append(buttons)
+                if page_url and any(choice == EDIT for _, choice in card.buttons):
+                    # No forms in Telegram: the arguments are changed on the card page.
+                    edit_url = card_link(page_url, request.chat_id)
+                    rows.append([{"text": "Change on the card page", "url": edit_url}])
                 if card.form:
                     lines.append("(Answers that need typing: on the card page.)")
         if count > 1:
@@ -127,11 +132,12 @@ class TelegramChannel:
 def _buttons(
     request: RequestRecord, interrupt_id: str, buttons: tuple[tuple[str, str], ...]
 ) -> list[dict[str, str]]:
-    """An inline keyboard row: the buttons a tap answers (typed answers need the page)."""
+    """An inline keyboard row: the buttons a tap answers (typed answers and changed
+    arguments need the page)."""
     return [
         {"text": label, "callback_data": button_data(request.chat_id, interrupt_id, choice)}
         for label, choice in buttons
-        if choice != FORM
+        if choice not in (FORM, EDIT)
     ]
 
 
