@@ -107,6 +107,7 @@ def test_an_edited_recipient_runs_once_with_the_edit_and_the_trail_keeps_both(
     assert len(decided.detail["fingerprint"]) == 64
     # The model read, beside the result, what the person changed.
     (call,) = done.tool_calls
+    assert call["input"]["recipient"] == FIXED_TO, "the history shows the call as it ran"
     assert call["result"] == (
         f"Report sent to {FIXED_TO}. The user changed the call before approving: "
         f'recipient changed from "{ASKED_TO}" to "{FIXED_TO}".'

@@ -257,6 +257,7 @@ class ApprovedCalls:
         current_request().bound[tool_use_id] = call_digest(event.tool_use["name"], approved)
         if decision.edits:
             self._changed[tool_use_id] = changes_text(card, decision).strip()
+            _record_as_run(event.agent.messages, tool_use_id, approved)
 
     def tell(self, event: AfterToolCallEvent) -> None:
         """The model reads what the person changed beside the result of the call."""
@@ -266,6 +267,17 @@ class ApprovedCalls:
                 **event.result,
                 "content": [*event.result.get("content", []), {"text": note}],
             }
+
+
+def _record_as_run(messages: list[Any], tool_use_id: str, approved: dict[str, Any]) -> None:
+    """The history holds the call as it ran: the model and every transcript read the
+    edited arguments (beside the result, the note says what the person changed)."""
+    for message in reversed(messages):
+        for block in message.get("content", []):
+            use = block.get("toolUse")
+            if use is not None and use.get("toolUseId") == tool_use_id:
+                use["input"] = dict(approved)
+                return
 
 
 class ConfirmedCalls(HookProvider):
