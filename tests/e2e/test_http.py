@@ -9,6 +9,8 @@ to judge what happened.
 from __future__ import annotations
 
 import datetime
+import http.client
+import json
 import threading
 import uuid
 from collections.abc import Iterator
@@ -544,3 +546,37 @@ def test_cancelling_the_request(
     # A client's own cancel of it afterwards is accepted as abandoning it
     gone = alice.resume(chat, answer(interrupt, None, secret_of(interrupt), "cancelled"))
     assert gone.result["outcome"] == "abandoned"
+
+
+def test_a_stream_client_that_sends_no_secret_hears_a_run_error_not_an_http_error(
+    alice: Client, chat: str, http_aws: dict[str, Any]
+) -> None:
+    # Given a paused download, and a client that dropped the STATE_SNAPSHOT carrying the
+    # secret (so its resume has none) but reads an event stream, as AG-UI clients do
+    interrupt = pause(alice, chat)
+    before = snapshot(http_aws)
+    entry = ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=APPROVE)
+    body = resume_body(chat, "run-no-secret", [entry])
+    connection = http.client.HTTPConnection(alice.host, alice.port, timeout=30)
+    try:
+        headers = {
+            "Authorization": f"Bearer {alice.token}",
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+        }
+        connection.request("POST", "/resume", body=body, headers=headers)
+        response = connection.getresponse()
+        status, text = response.status, response.read().decode()
+    finally:
+        connection.close()
+
+    # Then the refusal arrives the AG-UI way: a stream whose run ends in RUN_ERROR
+    assert status == 200, text
+    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"], events
+    assert events[-1]["code"] == "invalid_payload"
+    assert "secret" in events[-1]["message"]
+    # And nothing changed: the request still answers with the secret it was offered with
+    assert snapshot(http_aws) == before
+    done = alice.resume(chat, answer(interrupt, APPROVE, secret_of(interrupt)))
+    assert done.result["outcome"] == "completed"

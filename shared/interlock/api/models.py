@@ -35,8 +35,23 @@ class ResumeRequest:
     chat_id: str
     run_id: str
     replies: tuple[Reply, ...]
-    secret: str
+    secret: str | None  # None: the resume carries no one secret (`secret_of` refuses it)
     input: RunAgentInput
+
+    def secret_of(self) -> str:
+        """The request's secret the resume carries.
+
+        Raises:
+            InvalidInput: none, or several: refused by the interrupt rules, so a client
+                reading the stream hears it as `RUN_ERROR` (one that dropped the
+                `STATE_SNAPSHOT` carrying it included), any other as HTTP 422.
+        """
+        if self.secret is None:
+            raise InvalidInput(
+                "the resume must carry the request's one secret: in the run's state "
+                "(state.interlock.secret) or in the entries' metadata.secret"
+            )
+        return self.secret
 
 
 def carries_resume(body: str | None) -> bool:
@@ -82,10 +97,7 @@ def parse_resume(body: str | None) -> ResumeRequest:
     secrets = {(e.metadata or {}).get("secret") for e in entries} - {None}
     secret = (entries[0].metadata or {}).get("secret") or state_secret(run_input.state)
     if not isinstance(secret, str) or not secret or not secrets <= {secret}:
-        raise InvalidInput(
-            "the resume must carry the request's one secret: in the run's state "
-            "(state.interlock.secret) or in the entries' metadata.secret"
-        )
+        secret = None  # refused once the response is a stream (`ResumeRequest.secret_of`)
     # Each answer is checked against its stored card's rules by the service, before
     # the claim: the cards are not known until the pointer is read.
     replies = tuple(Reply(_interrupt_id(e.interrupt_id), e.status, e.payload) for e in entries)

@@ -187,7 +187,7 @@ def _resume(caller: Caller, body: str, in_band: bool = False) -> Response:
             runtime(),
             caller,
             answer.chat_id,
-            secret=answer.secret,
+            secret=answer.secret_of(),
             replies=answer.replies,
             progress=progress,
         )
