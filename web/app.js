@@ -4,8 +4,15 @@
 // request (GET request, which also issues a fresh secret) and the approvals again.
 
 import { ApiError, forgetToken, newId, openSession, rememberToken } from "./api.js";
-import { cardFor, decisionOf, fromInterrupts, toolLabel } from "./card.js";
-import { h, inlineMarkdown, when } from "./dom.js";
+import {
+  answerText,
+  cardFor,
+  decisionOf,
+  fieldLabels,
+  fromInterrupts,
+  toolLabel,
+} from "./card.js";
+import { h, when } from "./dom.js";
 import { offerDecline } from "./form.js";
 
 const $ = (id) => document.getElementById(id);
@@ -25,6 +32,9 @@ let api = null;
 let card = null;
 let sending = null; // the card whose answer this window is sending, if any
 let working = false;
+// The field labels of every card this page showed, by interrupt id: the history tells
+// an answer in the words its card used.
+const labelsOf = new Map();
 // Tool lines drawn as "waiting for your answer", until the card they wait on settles.
 const waiting = [];
 
@@ -49,8 +59,10 @@ async function start() {
   }
   $("composer").addEventListener("submit", send);
   $("inbox-filter").addEventListener("change", () => watchInbox().catch(report));
-  await Promise.all([loadThread(), loadApprovals(), loadHistory()]);
+  await Promise.all([loadThread(), loadApprovals()]);
   await loadRequest();
+  // After the card: the history tells its answers in the card's words.
+  await loadHistory();
   await watchInbox();
   // Writing opens once the thread and any open card are drawn: a message typed into a
   // page still loading would otherwise be lost under them.
@@ -203,6 +215,8 @@ async function loadRequest() {
 
 function showCard(request) {
   retireCard();
+  for (const part of [request, ...(request.alsoAsked || [])])
+    labelsOf.set(part.interruptId, fieldLabels(part));
   card = cardFor(request, { answer, settled: () => setWorking(working) });
   offerDecline(card); // an MCP server's question can be declined with one press
   $("card-slot").append(card.el);
@@ -243,15 +257,17 @@ async function answer(status, payload, retried = false) {
   };
   try {
     const run = await api.resume(chat, shown.request, shown.answers(status, payload), onEvent);
+    // The card tells the time the server recorded the answer, as the history does.
+    const events = await loadHistory().catch((failure) => (report(failure), []));
+    const decidedAt = decidedAtOf(shown, events);
     if (run.result?.outcome === "replayed") {
       for (const item of streaming.drawn.values()) item.remove();
-      shown.finish(run.result, true);
+      shown.finish({ ...run.result, decidedAt }, true);
       await loadThread(); // the answer was given elsewhere: show the stored thread
     } else {
-      shown.finish(run.result || { decision: decisionOf(payload) });
+      shown.finish({ decision: decisionOf(payload), ...run.result, decidedAt });
       retireCard(streaming.drawn.values().next().value ?? null);
       showRun(run, streaming.drawn);
-      loadHistory().catch(report);
     }
   } catch (error) {
     await answerFailed(shown, error, status, payload, retried).catch((failure) => {
@@ -269,9 +285,8 @@ async function answer(status, payload, retried = false) {
 async function answerFailed(shown, error, status, payload, retried) {
   if (!(error instanceof ApiError)) {
     // No answer from the server at all (it is down, or the network is): say what that
-    // means for the answer, and leave the card answerable to press again.
-    shown.busy(false);
-    return report(new Error(UNREACHABLE));
+    // means for the answer on the card itself, and leave it answerable to press again.
+    return shown.unreachable(UNREACHABLE);
   }
   if (error.code === "invalid_payload") return shown.refused(error.message);
   if (["expired", "cancelled", "timed_out", "unknown"].includes(error.code))
@@ -286,6 +301,12 @@ async function answerFailed(shown, error, status, payload, retried) {
       return answer(status, payload, true);
     }
     return settle(shown, view);
+  }
+  if (error.code === "decision_binding") {
+    // Another window's answer was acted on and stands: the card shows it at once, with
+    // nothing left to press, rather than live buttons under an error.
+    await Promise.all([settle(shown, await api.request(chat)), loadHistory()]);
+    return shown.overruled(error.message);
   }
   shown.busy(false);
   report(error);
@@ -415,16 +436,28 @@ async function loadHistory() {
           ? "by Interlock"
           : `by ${e.actor}`;
     const from = e.detail.source ? ` via ${sourceLabel(e.detail.source)}` : "";
-    const answer = answerText(e.detail.answer);
+    const answer = answerText(e.detail.answer, labelsOf.get(e.detail.interrupt_id));
     return h(
       "li",
       {},
       h("strong", {}, what),
       h("span", { class: "meta" }, `${by}${from} · ${when(new Date(e.at_ms).toISOString())}`),
-      answer ? h("span", { class: "answer" }, inlineMarkdown(answer)) : "",
+      // As typed: a bucket_name or a *value* is text, never markup.
+      answer ? h("span", { class: "answer" }, answer) : "",
     );
   });
   $("history").replaceChildren(...(rows.length ? rows : [h("li", { class: "empty" }, "Nothing answered yet.")]));
+  return events;
+}
+
+/** When the server recorded the answer to `shown`'s request (its latest `decision`
+ * event), or undefined when the trail has none. */
+function decidedAtOf(shown, events) {
+  const id = shown.request.interruptId;
+  const decided = events
+    .filter((e) => e.type === "decision" && e.detail.interrupt_id === id)
+    .at(-1);
+  return decided ? new Date(decided.at_ms).toISOString() : undefined;
 }
 
 function kindLabel(kind) {
@@ -453,42 +486,6 @@ function decidedLabel(decision) {
 
 function sourceLabel(source) {
   return { api: "the card page", slack: "Slack", telegram: "Telegram" }[source] || source;
-}
-
-/** A recorded answer in words: "field: value" pairs, yes/no for booleans, never a raw object. */
-function answerText(answer) {
-  if (answer === undefined || answer === null) return "";
-  if (typeof answer !== "object") return words(answer);
-  if ("answer" in answer) return words(answer.answer);
-  // Declined, cancelled or timed out: the row's label says it, and no field was given.
-  const keys = Object.keys(answer);
-  if (keys.length === 1 && keys[0] === "status") return "";
-  // An MCP server's answer is recorded inside `content` (interlock.elicitation): the
-  // person gave the fields, so the fields are what the history shows.
-  const fields = keys.length === 1 && isObject(answer.content) ? answer.content : answer;
-  return Object.entries(fields)
-    .filter(([key]) => key !== "decision" && key !== "fingerprint")
-    .map(([key, value]) => `${key.replaceAll("_", " ")}: ${words(value)}`)
-    .join("; ");
-}
-
-/** One answered value as a person reads it: lists joined, nested fields spelled out. */
-function words(value) {
-  if (value === true) return "yes";
-  if (value === false) return "no";
-  if (value === undefined || value === null) return "";
-  if (Array.isArray(value)) return value.map(words).join(", ");
-  if (isObject(value)) {
-    const parts = Object.entries(value).map(
-      ([key, inner]) => `${key.replaceAll("_", " ")}: ${words(inner)}`,
-    );
-    return `(${parts.join("; ")})`;
-  }
-  return String(value);
-}
-
-function isObject(value) {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 // Approvals -------------------------------------------------------------------

@@ -4,7 +4,7 @@
 // JSON view of GET /chats/{chat}/request. Approvals get Approve / Deny / Deny with
 // feedback; any other kind gets a form drawn from its responseSchema.
 
-import { duration, h, inlineMarkdown, markdown, uid, when } from "./dom.js";
+import { duration, h, markdown, uid, when } from "./dom.js";
 import { field, fieldOf, listField, problem } from "./form.js";
 
 export const LABELS = {
@@ -451,6 +451,7 @@ export class Card {
 
   busy(on) {
     if (this.controls) this.controls.disabled = on;
+    if (on) this.error.hidden = true; // an earlier failure is old news once sent again
     if (on && this.answerable) this.outcome.textContent = "Sending your answer…";
     else if (!on) this.outcome.textContent = "";
   }
@@ -471,19 +472,50 @@ export class Card {
     return [{ interruptId: this.request.interruptId, status, payload }];
   }
 
-  /** The request is answered: by this window now, or earlier (`replayed`). */
-  finish({ decision, answeredAt }, replayed = false) {
+  /**
+   * The request is answered: by this window now, or earlier (`replayed`). The time is the
+   * server's record of the answer (`decidedAt`, what the history shows), never this
+   * browser's clock: without one the outcome names no time.
+   */
+  finish({ decision, answeredAt, decidedAt }, replayed = false) {
     // Nobody answered a request that timed out or was cancelled: say that, not "answered".
     if (decision === "timed_out" || decision === "cancelled") return this.end(decision);
+    if (decision === "defaulted") return this.defaulted();
     const label = LABELS[decision] || "Answered";
+    const at = decidedAt || answeredAt;
+    const stamp = at ? ` at ${when(at)}` : "";
     this.stop("done");
-    const said = replayed ? "" : describeAnswer(this.sent);
-    if (replayed) this.outcome.textContent = `Already answered at ${when(answeredAt)}: ${label}`;
-    else
-      this.outcome.replaceChildren(
-        `${label} at ${when(answeredAt)}.`,
-        ...(said ? [" Your answer: ", ...inlineMarkdown(said)] : []),
-      );
+    const said = replayed ? "" : describeAnswer(this.sent, fieldLabels(this.request));
+    // The answer as plain text: what a person typed is shown as typed, never as markup.
+    if (replayed) this.outcome.textContent = `Already answered${stamp}: ${label}`;
+    else this.outcome.textContent = `${label}${stamp}.${said ? ` Your answer: ${said}` : ""}`;
+  }
+
+  /** Nobody answered in time and the timeout policy gave the card's default instead. */
+  defaulted() {
+    this.stop("done");
+    const value = describeAnswer({ answer: this.request.card.default ?? [] });
+    this.outcome.textContent = value
+      ? `Nobody answered in time: the default applies (${value}).`
+      : "Nobody answered in time: the default applies.";
+  }
+
+  /** Another window's answer stands and this one was refused: say which stands. */
+  overruled(message) {
+    if (this.state === "done") this.outcome.textContent = `Not taken: ${message}.`;
+  }
+
+  /** The answer never reached the server: say so right under the buttons pressed, in
+   * view, so the person sees it where they act (the page's status line may be off-screen). */
+  unreachable(message) {
+    this.busy(false);
+    this.alarm(message);
+  }
+
+  alarm(message) {
+    this.error.textContent = message;
+    this.error.hidden = false;
+    this.error.scrollIntoView({ block: "nearest" });
   }
 
   /** The request can no longer be answered: expired, cancelled, timed out or gone. */
@@ -574,6 +606,7 @@ export class CardGroup {
   choose(interruptId, status, payload, answer) {
     this.chosen.set(interruptId, { interruptId, status, payload });
     const card = this.cards.find((c) => c.request.interruptId === interruptId);
+    this.pressed = card; // the card whose press sends them all: told there if it fails
     card.sent = payload;
     card.busy(true);
     card.outcome.textContent = "Noted; it is sent with the other answers.";
@@ -628,6 +661,15 @@ export class CardGroup {
     for (const card of this.cards) card.renew(secret);
   }
 
+  overruled(message) {
+    for (const card of this.cards) card.overruled(message);
+  }
+
+  unreachable(message) {
+    this.busy(false);
+    (this.pressed || this.cards.at(-1)).alarm(message);
+  }
+
   refused(message) {
     this.chosen.clear();
     for (const card of this.cards) card.refused(message);
@@ -664,6 +706,7 @@ function parts(request) {
   const others = (request.alsoAsked || []).map((one) => ({
     ...shared,
     answeredAt: request.answeredAt,
+    decidedAt: request.decidedAt,
     ...one,
     decision: own(one),
   }));
@@ -689,14 +732,58 @@ export function decisionOf(payload, status = "resolved") {
 }
 
 /** An answer in words: the choice, the fields, or the reason given. */
-export function describeAnswer(payload) {
-  if (payload === undefined || payload === null) return "";
-  if (typeof payload !== "object") return String(payload);
-  if ("answer" in payload) return [].concat(payload.answer).join(", ");
-  if ("decision" in payload) return payload.reason ? `“${payload.reason}”` : "";
-  return Object.entries(payload)
-    .map(([key, value]) => `${key.replaceAll("_", " ")}: ${[].concat(value).join(", ")}`)
+export function describeAnswer(payload, labels = {}) {
+  if (isObject(payload) && "decision" in payload) return payload.reason ? `“${payload.reason}”` : "";
+  return answerText(payload, labels);
+}
+
+/**
+ * The label a person saw for each field of one card: an information request's field
+ * labels, else its schema's titles. An answer is told in these words, not its keys.
+ */
+export function fieldLabels({ card, responseSchema }) {
+  const labels = {};
+  for (const [name, property] of Object.entries(responseSchema?.properties || {}))
+    if (property?.title) labels[name] = property.title;
+  for (const one of card?.fields || []) if (one.label) labels[one.name] = one.label;
+  return labels;
+}
+
+/** A recorded answer in words: "field: value" pairs, yes/no for booleans, never a raw
+ * object. Plain text: keys and values keep their underscores and asterisks as typed. */
+export function answerText(answer, labels = {}) {
+  if (answer === undefined || answer === null) return "";
+  if (!isObject(answer)) return words(answer);
+  if ("answer" in answer) return words(answer.answer);
+  // Declined, cancelled or timed out: the row's label says it, and no field was given.
+  const keys = Object.keys(answer);
+  if (keys.length === 1 && keys[0] === "status") return "";
+  // An MCP server's answer is recorded inside `content` (interlock.elicitation): the
+  // person gave the fields, so the fields are what is shown.
+  const fields = keys.length === 1 && isObject(answer.content) ? answer.content : answer;
+  return Object.entries(fields)
+    .filter(([key]) => key !== "decision" && key !== "fingerprint")
+    .map(([key, value]) => `${labels[key] || key.replaceAll("_", " ")}: ${words(value)}`)
     .join("; ");
+}
+
+/** One answered value as a person reads it: lists joined, nested fields spelled out. */
+function words(value) {
+  if (value === true) return "yes";
+  if (value === false) return "no";
+  if (value === undefined || value === null) return "";
+  if (Array.isArray(value)) return value.map(words).join(", ");
+  if (isObject(value)) {
+    const parts = Object.entries(value).map(
+      ([key, inner]) => `${key.replaceAll("_", " ")}: ${words(inner)}`,
+    );
+    return `(${parts.join("; ")})`;
+  }
+  return String(value);
+}
+
+function isObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A value as the review of changes shows it: text as it is, lists joined. */

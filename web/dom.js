@@ -38,9 +38,10 @@ export function duration(ms) {
   return `${total} s`;
 }
 
-// Safe markdown: the few marks an agent's question or a person's answer uses, drawn as
-// elements with text nodes only. No HTML in the text is ever parsed, and a link is kept
-// only when it is http(s), opened without the page's referrer or a handle on the page.
+// Safe markdown: the few marks an agent's question uses (a person's answer is shown as
+// typed), drawn as elements with text nodes only. No HTML in the text is ever parsed, and
+// a link is kept only when it is http(s), opened without the page's referrer or a handle
+// on the page.
 // (A general renderer would need a sanitizer after it; building nodes needs neither.)
 // A link always shows the host it really goes to after its words, and words that name
 // another host get no link at all: `[https://a.example](https://b.example)` is the text

@@ -92,9 +92,22 @@ def download_card(
         # The call's parameters as shown to the person: the stripped URLs, never tokens.
         "summary": redact({"reason": reason, "urls": sorted(safe_urls), "packages": sorted(names)}),
         "risk": "medium",
-        "impact": "The agent may download from these sites and install these packages "
-        "for the rest of this chat.",
+        "impact": _download_impact(bool(sites), bool(names)),
     }
+
+
+def _download_impact(sites: bool, packages: bool) -> str:
+    """What approving grants, naming only what the card covers: a card that names no
+    package must not promise to install any (nor one naming no site to download)."""
+    grants = " and ".join(
+        grant
+        for grant, named in (
+            ("download from these sites", sites),
+            ("install these packages", packages),
+        )
+        if named
+    )
+    return f"The agent may {grants} for the rest of this chat."
 
 
 def action_card(

@@ -131,9 +131,10 @@ def test_markdown_in_a_question_is_drawn_and_nothing_in_it_runs(tab: ChatPage) -
     expect(reason).to_contain_text("and this")
     assert tab.page.title() != "1"
 
-    # And an answer in markdown is shown drawn, and reaches the tool as written
+    # And an answer in markdown is shown as typed, and reaches the tool as written
     tab.card.get_by_label("Your answer").fill("Sorry for the **delay**.")
     tab.button("Send answer").click()
-    expect(tab.outcome().locator("strong")).to_have_text("delay")
+    expect(tab.outcome()).to_contain_text("Your answer: Sorry for the **delay**.")
+    expect(tab.outcome().locator("strong")).to_have_count(0)
     expect(tab.agent_says()).to_contain_text("Worded for A-1: Sorry for the **delay**.")
     tab.screenshot("card-markdown")

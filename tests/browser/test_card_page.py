@@ -533,9 +533,10 @@ def test_an_answer_the_server_never_got_says_so_and_can_be_pressed_again(
     tab.page.route("**/resume", lambda route: route.abort("connectionrefused"))
     tab.button("Approve").click()
 
-    # Then the page says what that means for her answer, and she can press it again
-    expect(tab.page.locator("#status")).to_contain_text("could not be reached")
-    expect(tab.page.locator("#status")).to_contain_text("only ever carried out once")
+    # Then the card says what that means for her answer, and she can press it again
+    said = tab.card.locator(":scope > .error")
+    expect(said).to_contain_text("could not be reached")
+    expect(said).to_contain_text("only ever carried out once")
     expect(tab.button("Approve")).to_be_enabled()
     assert pointer(stores, chat).state is RequestState.PENDING
     tab.screenshot("card-server-unreachable")

@@ -139,8 +139,9 @@ def test_an_unticked_box_sent_is_not_told_as_acceptance_and_reads_as_words(
     expect(said).to_contain_text("the account holder did not confirm it")
     expect(said).to_contain_text("The transfer was declined and no money moved.")
     expect(said).not_to_contain_text("chose accept")
-    # And the history shows the answer as words: the field, and no for a false box
+    # And the history shows the answer as words: the field as the form labels it, and no
+    # for a false box
     entry = tab.page.locator("#history li").first
     expect(entry).to_contain_text("Answered")
-    expect(entry.locator(".answer")).to_have_text("ok: no")
+    expect(entry.locator(".answer")).to_have_text("Yes, send 80.00 EUR to Ada Lovelace: no")
     assert RAW_OBJECT not in page_text(tab)
