@@ -421,15 +421,44 @@ def numbered(title: str, index: int, count: int) -> str:
 
 
 def asked_line(request: RequestRecord) -> str:
-    """Who asked and until when it can be answered: "Asked by alice · answer by 12:03 UTC"."""
+    """Who asked and until when it can be answered: "Asked by alice · answer by Mon 7
+    Dec, 12:03 UTC"."""
+    return f"Asked by {request.user_id} · answer by {deadline_text(request.expires_at)}"
+
+
+_DAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS: Final = (
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "May",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Oct",
+    "Nov",
+    "Dec",
+)
+
+
+def deadline_text(at_s: int) -> str:
+    """A deadline as people read it, always with its day: "Mon 7 Dec, 08:08 UTC".
+
+    A time alone reads as today's, so a card open for a day would look due now; the
+    names are spelled here, not by the locale, so every server writes the same words.
+    """
     import time
 
-    until = time.strftime("%H:%M UTC", time.gmtime(request.expires_at))
-    return f"Asked by {request.user_id} · answer by {until}"
+    t = time.gmtime(at_s)
+    day = f"{_DAYS[t.tm_wday]} {t.tm_mday} {_MONTHS[t.tm_mon - 1]}"
+    return f"{day}, {t.tm_hour:02d}:{t.tm_min:02d} UTC"
 
 
 def settled_text(title: str, outcome: str) -> str:
-    """A settled card's message: its question kept, the outcome under it."""
+    """A settled card's message: what it asked kept (`kept_text`), the outcome under it;
+    `settled_lines` reads it back by its first and last lines."""
     return f"{title}\n{outcome}" if title else outcome
 
 
@@ -437,12 +466,40 @@ def settled_text(title: str, outcome: str) -> str:
 ASKED_LABEL: Final = "Asked:"
 
 
-def settled_lines(text: str) -> tuple[str, str]:
-    """`(asked, outcome)` of a settled card's message (`settled_text`): the question it
-    kept, labelled (so the asker's words never stand alone as the message's first line)
-    and the outcome; `asked` is empty when none was kept."""
-    title, _, outcome = text.rpartition("\n")
-    return (f"{ASKED_LABEL} {title}" if title else "", outcome)
+def settled_lines(text: str) -> tuple[str, tuple[str, ...], str]:
+    """`(asked, facts, outcome)` of a settled card's message (`settled_text`): the
+    question it kept, labelled (so the asker's words never stand alone as the message's
+    first line; empty when none was kept), the lines between (the facts the card
+    showed), and the outcome, its last line."""
+    first, *rest = text.split("\n")
+    if not rest:  # nothing was kept above the outcome
+        return "", (), first
+    *middle, outcome = rest
+    return (f"{ASKED_LABEL} {first}" if first else "", tuple(middle), outcome)
+
+
+# A settled message keeps at most this much of what the card showed (the facts after the
+# question): well inside a chat message.
+_MAX_KEPT_CHARS: Final = 1500
+
+
+def kept_text(request: RequestRecord) -> str:
+    """What a card's message keeps once it settled: its question (every card's, on one
+    line) and, under it, the facts it showed (the tool, the arguments), so the settled
+    message still says what was decided. For several cards each card's facts follow
+    Interlock's numbered header for it."""
+    cards = [channel_card(asked.card) for asked in request.asked]
+    lines = [" / ".join(card.title for card in cards)[:300]]
+    budget = _MAX_KEPT_CHARS
+    for index, card in enumerate(cards):
+        head = [numbered(card.header, index, len(cards))] if len(cards) > 1 else []
+        for fact in [*head, *card.details]:
+            line = " ".join(fact.split())  # a line each: the settled message is read by line
+            budget -= len(line) + 1
+            if budget < 0:
+                return "\n".join(lines)  # whole lines only: a cut fact could mislead
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _human(name: str) -> str:
@@ -507,13 +564,12 @@ def form_answer(card: dict[str, Any], values: dict[str, Any], choice: str = FORM
         return _edit_answer(card, values)
     kind = card.get("type")
     text = {k: _text(v) for k, v in values.items()}
-    fields = card.get("fields", []) if kind == "info" else schema_fields(card)
-    if fields:
+    if fields := form_fields(card):
         given: dict[str, Any] = {}
         for spec in fields:
             raw = text.get(spec["name"], "")
             if raw:
-                given[spec["name"]] = _typed(spec.get("type"), raw) if isinstance(raw, str) else raw
+                given[spec["name"]] = _field_value(card, spec, raw)
         return given
     if kind == "question":
         raw = text.get("answer", "")
@@ -532,6 +588,73 @@ def form_answer(card: dict[str, Any], values: dict[str, Any], choice: str = FORM
     if text.get("suggestion"):
         answer["suggestion"] = text["suggestion"]
     return answer
+
+
+def form_fields(card: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The fields a form draws for a card answered with named values: an information
+    request's own fields, or those of an interrupt's declared object schema (name,
+    label, type, required, bounds, options); None for any other card, whose answer is
+    one text (or a decision).
+
+    A property offering options by `enum` alone, with no `type` (Doorstep's captain's
+    question is one), is a choice like any other: `schema_fields` leaves a schema with
+    one out, which would leave a box to type an option into whose text is not the
+    object the schema asks for.
+    """
+    if card.get("type") == "info":
+        return list(card.get("fields") or []) or None
+    return schema_fields(card) or _choice_fields(card)
+
+
+_FIELD_TYPES: Final = frozenset({"string", "integer", "number", "boolean"})
+
+
+def _choice_fields(card: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """`schema_fields` of a flat object schema where some property offers its options
+    by `enum` alone; None when any property is something a form cannot draw."""
+    schema = card.get("schema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return None
+    required = set(schema.get("required") or ())
+    fields = []
+    for name, spec in properties.items():
+        if not isinstance(spec, dict):
+            return None
+        options = spec.get("enum")
+        kind = spec.get("type", "string" if options else None)
+        if kind not in _FIELD_TYPES or (options is not None and not isinstance(options, list)):
+            return None
+        fields.append(
+            {
+                "name": str(name),
+                "label": _human(str(spec.get("title") or name)),
+                "type": "email" if spec.get("format") == "email" else kind,
+                "required": name in required,
+                "max_length": spec.get("maxLength"),
+                "minimum": spec.get("minimum"),
+                "maximum": spec.get("maximum"),
+                "options": [str(o) for o in options or ()],
+            }
+        )
+    return fields
+
+
+def _field_value(card: dict[str, Any], spec: dict[str, Any], raw: Any) -> Any:
+    """A form field's answer as the card's rules type it: the options ticked as they
+    are, an option chosen as the schema's enum holds it (a number stays a number), a
+    number or a yes/no read from its text."""
+    if not isinstance(raw, str):
+        return raw
+    schema = card.get("schema")
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    declared = properties.get(spec["name"]) if isinstance(properties, dict) else None
+    for option in (declared.get("enum") if isinstance(declared, dict) else None) or ():
+        if str(option) == raw:
+            return option
+    return _typed(spec.get("type"), raw)
 
 
 def edit_fields(card: dict[str, Any]) -> list[dict[str, Any]]:

@@ -49,7 +49,7 @@ from interlock.channels import (
     Link,
     Notice,
     Tap,
-    channel_card,
+    kept_text,
     outcome_text,
     settled_text,
 )
@@ -380,8 +380,8 @@ def _asks(request: RequestRecord | None, notice: Notice) -> bool:
 
 
 def _title(request: RequestRecord) -> str:
-    # What the post asks, in a line: kept above the outcome once the card settled.
-    return " / ".join(channel_card(asked.card).title for asked in request.asked)[:300]
+    # What the post asks and the facts it shows: kept above the outcome once it settled.
+    return kept_text(request)
 
 
 def _watch_ms(request: RequestRecord) -> int:

@@ -104,9 +104,10 @@ def test_a_pause_posts_the_card_and_a_tap_answers_it_once_and_edits_it(channels:
     wait_for(lambda: len(channels.slack.recorded.of("chat.update")) == 1, "the Slack edit")
     wait_for(lambda: channels.telegram.recorded.of("editMessageText") != [], "the Telegram edit")
     (edit,) = channels.telegram.recorded.of("editMessageText")
-    question, outcome = edit["text"].split("\n")
-    # The question stays in the chat, labelled as what was asked
+    question, *facts, outcome = edit["text"].split("\n")
+    # The question stays in the chat, labelled as what was asked, with what it showed
     assert question == f"Asked: {request.card['reason']}", "the question stays in the chat"
+    assert facts[:2] == ["Tool: Send report", "Recipient: team@example.org"], facts
     assert outcome.startswith("Approved by alice at ") and outcome.endswith("(Telegram)")
     assert edit["reply_markup"] == {"inline_keyboard": []}
     slack_edit = channels.slack.recorded.of("chat.update")[0]
@@ -299,7 +300,7 @@ def test_a_cancel_on_the_page_edits_the_posted_card(channels: Setup) -> None:
     )
 
     (edit,) = channels.telegram.recorded.of("editMessageText")
-    assert edit["text"].split("\n")[1].startswith("Cancelled by alice at ")
+    assert edit["text"].split("\n")[-1].startswith("Cancelled by alice at ")
     assert edit["reply_markup"] == {"inline_keyboard": []}
 
 
@@ -316,7 +317,7 @@ def test_an_expiry_edits_the_posted_card_to_say_why(channels: Setup) -> None:
 
     # Then the post is edited to say it ended, and offers no buttons any more
     (edit,) = channels.telegram.recorded.of("editMessageText")
-    outcome = edit["text"].split("\n")[1]
+    outcome = edit["text"].split("\n")[-1]
     assert outcome.startswith("Expired") and "your roles changed" in outcome
     assert edit["reply_markup"] == {"inline_keyboard": []}
 

@@ -33,12 +33,12 @@ from interlock.channels import (
     card_link,
     channel_card,
     edit_fields,
+    form_fields,
     group_buttons,
     numbered,
     read_button,
     settled_lines,
 )
-from interlock.interrupts import schema_fields
 from interlock.records import RequestRecord
 
 REPLY_HOST: Final = "hooks.slack.com"
@@ -54,7 +54,6 @@ _USER_PREFIXES: Final = ("U", "W")
 SIGNATURE_HEADER: Final = "x-slack-signature"
 TIMESTAMP_HEADER: Final = "x-slack-request-timestamp"
 MAX_SKEW_S: Final = 300
-_FIELD: Final = "answer"
 
 
 class SlackChannel:
@@ -140,10 +139,15 @@ class SlackChannel:
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
         """Edit the card to how it ended: the question it kept, labelled and inert (it
-        is in the asker's words), then the outcome, Interlock's, in bold."""
-        asked, outcome = settled_lines(text)
-        lines = [_plain(asked), f"*{_plain(outcome)}*"] if asked else [_plain(outcome)]
-        blocks = [{"type": "section", "text": _mrkdwn("\n".join(lines))}]
+        is in the asker's words), the facts the card showed, then the outcome,
+        Interlock's, in bold."""
+        asked, facts, outcome = settled_lines(text)
+        lines = [_plain(line) for line in (asked, *facts) if line]
+        # Whole lines only, within Slack's limit on a section's text (escaping can
+        # lengthen a line): the outcome always fits, after what was kept.
+        bold = f"*{_plain(outcome)}*"
+        shown = [*_within(lines, MAX_SECTION_CHARS - len(bold) - 1), bold]
+        blocks = [{"type": "section", "text": _mrkdwn("\n".join(shown))}]
         self._call("/chat.update", {**ref, "text": _plain(text), "blocks": blocks})
 
     def tell(self, tap: Tap, text: str) -> None:
@@ -200,6 +204,20 @@ class SlackChannel:
         if not isinstance(answer, dict) or not answer.get("ok"):
             raise errors.StoreError(f"Slack refused {method.lstrip('/')}")
         return answer
+
+
+MAX_SECTION_CHARS: Final = 3000  # Slack's limit on a section's text
+
+
+def _within(lines: list[str], most: int) -> list[str]:
+    """The first of `lines` whose text, joined, is at most `most` characters."""
+    kept: list[str] = []
+    for line in lines:
+        most -= len(line) + 1
+        if most < 0:
+            break
+        kept.append(line)
+    return kept
 
 
 def card_metadata(chat_id: str, interrupt_id: str) -> dict[str, Any]:
@@ -288,29 +306,22 @@ def _section(text: str) -> dict[str, Any]:
 
 
 def form_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
-    """The modal for a card's typed answer; its metadata routes the submission."""
+    """The modal for a card's typed answer; its metadata routes the submission.
+
+    A question or a card answered with fields shows the card, then its fields drawn
+    as the group form draws them (`card_inputs`): a select for a choice or yes/no,
+    checkboxes for several choices, a number for a number; an approval's form asks
+    why it is denied.
+    """
     kind = card.get("type")
-    if kind == "info":
-        inputs = [
-            _input(f["name"], f.get("label") or f["name"], not f.get("required"))
-            for f in card["fields"]
-        ]
-        title = "Fill in"
-    elif kind == "interrupt" and (fields := schema_fields(card)):
-        # Each field drawn by its type (a select for choices and yes/no, a number), as
-        # the group form draws it.
-        inputs = [_block(f["name"], f["label"], _field_input(f), f["required"]) for f in fields]
-        title = "Answer"
-    elif kind in ("question", "interrupt"):
-        inputs = [_input(_FIELD, str(card.get("reason", "Your answer"))[:150], False)]
-        title = "Answer"
-    else:
-        inputs = [
-            _input("reason", "Why not?", False),
-            _input("suggestion", "What should the agent do instead?", True),
-        ]
-        title = "Deny with feedback"
-    return _modal(tap, title, inputs)
+    if kind in ("question", "info", "interrupt"):
+        blocks = [_card_section(channel_card(card), 0, 1), *_inputs("", card)]
+        return _modal(tap, "Fill in" if kind == "info" else "Answer", blocks)
+    inputs = [
+        _input("reason", "Why not?", False),
+        _input("suggestion", "What should the agent do instead?", True),
+    ]
+    return _modal(tap, "Deny with feedback", inputs)
 
 
 def edit_view(tap: Tap, card: dict[str, Any]) -> dict[str, Any]:
@@ -367,8 +378,14 @@ def group_view(tap: Tap, request: RequestRecord) -> dict[str, Any]:
 
 
 def card_inputs(index: int, card: dict[str, Any]) -> list[dict[str, Any]]:
-    """The group form's fields for one card."""
-    name = f"{index}."
+    """The group form's fields for one card, named `<card index>.<field>`."""
+    return _inputs(f"{index}.", card)
+
+
+def _inputs(name: str, card: dict[str, Any]) -> list[dict[str, Any]]:
+    """A card's fields, each named `name` + the field: drawn by the card's rules (a
+    select for a choice or yes/no, checkboxes for several, a number for a number),
+    so what is submitted is typed as the card asks (`form_answer`)."""
     kind = card.get("type")
     if kind == "question":
         options = [str(o) for o in card.get("options") or []]
@@ -384,8 +401,7 @@ def card_inputs(index: int, card: dict[str, Any]) -> list[dict[str, Any]]:
             return [_block(name + "answer", limit, element, required and low > 0)]
         element = _typed_input("plain_text_input", card.get("max_length"), multiline=True)
         return [_block(name + "answer", "Your answer", element, required)]
-    fields = card.get("fields", []) if kind == "info" else schema_fields(card)
-    if fields:
+    if fields := form_fields(card):
         return [
             _block(
                 f"{name}{spec['name']}",

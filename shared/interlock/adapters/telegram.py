@@ -98,9 +98,10 @@ class TelegramChannel:
 
     def settle(self, ref: dict[str, Any], text: str) -> None:
         """Edit the card to how it ended, as plain text (no parse mode: nothing in it
-        becomes an entity): the question it kept, labelled, then the outcome."""
-        asked, outcome = settled_lines(text)
-        shown = f"{asked}\n{outcome}" if asked else outcome
+        becomes an entity): the question it kept, labelled, the facts the card showed,
+        then the outcome."""
+        asked, facts, outcome = settled_lines(text)
+        shown = "\n".join(line for line in (asked, *facts, outcome) if line)
         self._call(
             "editMessageText",
             {**ref, "text": shown, **_NO_PREVIEW, "reply_markup": {"inline_keyboard": []}},
