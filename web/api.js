@@ -139,6 +139,11 @@ export class Api {
     return this.call("GET", `/chats/${encodeURIComponent(chat)}/approvals`);
   }
 
+  /** Cancel the chat's open request (a card set aside unanswered). */
+  cancel(chat) {
+    return this.call("DELETE", `/chats/${encodeURIComponent(chat)}/request`);
+  }
+
   revoke(chat, kind, name) {
     const path = [chat, "approvals", kind, name].map(encodeURIComponent).join("/");
     return this.call("DELETE", `/chats/${path}`);

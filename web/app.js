@@ -217,7 +217,7 @@ function showCard(request) {
   retireCard();
   for (const part of [request, ...(request.alsoAsked || [])])
     labelsOf.set(part.interruptId, fieldLabels(part));
-  card = cardFor(request, { answer, settled: () => setWorking(working) });
+  card = cardFor(request, { answer, dismiss, settled: () => setWorking(working) });
   offerDecline(card); // an MCP server's question can be declined with one press
   $("card-slot").append(card.el);
   setWorking(working);
@@ -279,6 +279,23 @@ async function answer(status, payload, retried = false) {
     setWorking(false);
     // The answer is in: the focus goes back to writing, unless a new card took it.
     if (!card?.answerable) $("prompt").focus();
+  }
+}
+
+/** Set the open card aside: the request is cancelled and nothing it asked about runs. */
+async function dismiss(shown) {
+  shown.busy(true);
+  try {
+    await api.cancel(chat);
+    shown.end("dismissed");
+    await loadHistory().catch(report);
+  } catch (error) {
+    if (error instanceof ApiError && ["expired", "cancelled", "unknown"].includes(error.code))
+      return shown.end(error.code);
+    // Answered meanwhile, or the server unreachable: show what is true now.
+    shown.busy(false);
+    if (error instanceof ApiError) return loadRequest();
+    shown.unreachable(UNREACHABLE);
   }
 }
 

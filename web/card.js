@@ -20,6 +20,7 @@ const ENDED = {
   expired: "This request has expired ({at}). It can no longer be answered.",
   timed_out: "This request has expired ({at}): nobody answered it in time.",
   cancelled: "This request was cancelled. It can no longer be answered.",
+  dismissed: "Dismissed: nothing it asked about was done. It can no longer be answered.",
   unknown: "This request no longer exists.",
 };
 
@@ -57,10 +58,11 @@ export class Card {
    * @param answer async (status, payload) => void, called when the person answers
    * @param settled called once the card can no longer be answered
    */
-  constructor(request, { answer, settled }) {
+  constructor(request, { answer, settled, dismiss }) {
     this.request = request;
     this.answer = answer;
     this.settled = settled;
+    this.dismiss = dismiss;
     this.fields = new Map();
     const titleId = uid("card-title");
     const card = request.card;
@@ -214,6 +216,7 @@ export class Card {
         h("button", { type: "button", class: "primary", onclick: () => this.approve() }, "Approve"),
         h("button", { type: "button", onclick: () => this.submit({ decision: "reject" }) }, "Deny"),
         toggle,
+        this.dismissButton(),
       ),
       feedback,
     );
@@ -267,7 +270,20 @@ export class Card {
           { type: "button", class: "primary", onclick: () => this.sendForm() },
           "Send answer",
         ),
+        this.dismissButton(),
       ),
+    );
+  }
+
+  /** Set the request aside without answering it: it is cancelled, and nothing it asked
+   * about is done (the agent's run ends there). Offered where the page can cancel. */
+  dismissButton() {
+    // An MCP server's question has its own Decline, which the server hears: one way out.
+    if (!this.dismiss || this.request.card.source === "mcp") return "";
+    return h(
+      "button",
+      { type: "button", class: "dismiss", onclick: () => this.dismiss(this) },
+      "Dismiss",
     );
   }
 
