@@ -25,6 +25,7 @@ from interlock.adapters.factory import Stores, build_stores
 from interlock.adapters.schema import create_storage
 from local.emulator import Emulator
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS, INSTALL_HINT
+from tests.browser.pages import ChatPage
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S: Final = 30.0
@@ -140,3 +141,13 @@ def context(browser: Any) -> Iterator[Any]:
 @pytest.fixture
 def chat() -> str:
     return f"chat-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def tab(context: Any, server: str, chat: str) -> Iterator[ChatPage]:
+    """The page on `chat`, as a user of its own (the per-user limits on open requests
+    never couple two tests); it must end with no script error. A module may define its
+    own."""
+    opened = ChatPage.open(context, server, chat, f"alice-{uuid.uuid4().hex[:6]}")
+    yield opened
+    assert opened.errors == []

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Final
 
 import pytest
-from playwright.sync_api import BrowserContext, expect
+from playwright.sync_api import expect
 
 from interlock.adapters.factory import Stores
 from interlock.records import RequestRecord, RequestState
@@ -29,28 +27,14 @@ FIXED_TO: Final = "ops@example.org"
 WIDTHS: Final = ({"width": 1280, "height": 900}, {"width": 360, "height": 740})
 
 
-@pytest.fixture
-def tab(context: BrowserContext, server: str) -> Iterator[ChatPage]:
-    user = f"alice-{uuid.uuid4().hex[:6]}"
-    opened = ChatPage.open(context, server, f"chat-{uuid.uuid4().hex[:12]}", user)
-    yield opened
-    assert opened.errors == []
-
-
 def _pointer(stores: Stores, chat: str) -> RequestRecord:
     request = stores.requests.get(chat, int(time.time() * 1000))
     assert request is not None
     return request
 
 
-def _chat(tab: ChatPage) -> str:
-    found = re.search(r"chat=([\w-]+)", tab.page.url)
-    assert found is not None
-    return found.group(1)
-
-
 def test_a_recipient_changed_before_approving_is_reviewed_then_sent_there_once(
-    tab: ChatPage, stores: Stores
+    tab: ChatPage, stores: Stores, chat: str
 ) -> None:
     # Given the report card, whose recipient the policy lets a person change
     tab.send(REPORT)
@@ -83,7 +67,6 @@ def test_a_recipient_changed_before_approving_is_reviewed_then_sent_there_once(
 
     # Then the report went once, to the address she gave, and the trail keeps both
     expect(tab.outcome()).to_have_text(re.compile(r"^Approved at "))
-    chat = _chat(tab)
     request = _pointer(stores, chat)
     assert (request.state, request.claim_count) == (RequestState.DONE, 1)
     sent = stores.outbox.get(f"{chat}#{request.card['tool_use_id']}")
@@ -96,7 +79,7 @@ def test_a_recipient_changed_before_approving_is_reviewed_then_sent_there_once(
 
 
 def test_an_unchanged_approval_goes_at_once_and_a_bad_edit_is_said_at_its_field(
-    tab: ChatPage, stores: Stores
+    tab: ChatPage, stores: Stores, chat: str
 ) -> None:
     # Given the report card, with the recipient emptied (the schema requires one)
     tab.send(REPORT)
@@ -113,14 +96,13 @@ def test_an_unchanged_approval_goes_at_once_and_a_bad_edit_is_said_at_its_field(
     recipient.fill(ASKED_TO)
     tab.button("Approve").click()
     expect(tab.outcome()).to_have_text(re.compile(r"^Approved at "))
-    chat = _chat(tab)
     request = _pointer(stores, chat)
     sent = stores.outbox.get(f"{chat}#{request.card['tool_use_id']}")
     assert sent is not None and sent["recipient"] == ASKED_TO
 
 
 def test_a_download_url_changed_to_an_internal_host_is_refused_and_nothing_recorded(
-    tab: ChatPage, stores: Stores
+    tab: ChatPage, stores: Stores, chat: str
 ) -> None:
     # Given a download card whose URL list she replaces with an internal address
     tab.send(DOWNLOAD)
@@ -135,5 +117,5 @@ def test_a_download_url_changed_to_an_internal_host_is_refused_and_nothing_recor
 
     # Then the server refuses it, the page says why, and the request is untouched
     expect(card.locator(".error").filter(has_text="IP addresses")).to_be_visible()
-    request = _pointer(stores, _chat(tab))
+    request = _pointer(stores, chat)
     assert (request.state, request.claim_count) == (RequestState.PENDING, 0)

@@ -7,12 +7,10 @@ The server runs the agent below: its model asks for a download with that reason.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
-from playwright.sync_api import BrowserContext, ViewportSize, expect
+from playwright.sync_api import ViewportSize, expect
 
 from interlock.agent import (
     AgentInputs,
@@ -66,14 +64,6 @@ def build(inputs: AgentInputs) -> AgentSpec:
         model=inputs.model(scripted=script),
         hooks=[ApprovalAlone()],
     )
-
-
-@pytest.fixture
-def tab(context: BrowserContext, server: str) -> Iterator[ChatPage]:
-    user = f"alice-{uuid.uuid4().hex[:6]}"
-    opened = ChatPage.open(context, server, f"chat-{uuid.uuid4().hex[:12]}", user)
-    yield opened
-    assert opened.errors == []
 
 
 def test_the_agents_words_cannot_pose_as_facts_or_links(tab: ChatPage) -> None:

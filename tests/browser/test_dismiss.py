@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Final
 
 import pytest
-from playwright.sync_api import BrowserContext, expect
+from playwright.sync_api import expect
 
 from interlock.adapters.factory import Stores
 from interlock.records import RequestState
@@ -23,23 +21,9 @@ QUESTION: Final = "Please write a summary"
 WIDTHS: Final = ({"width": 1280, "height": 900}, {"width": 360, "height": 740})
 
 
-@pytest.fixture
-def tab(context: BrowserContext, server: str) -> Iterator[ChatPage]:
-    user = f"alice-{uuid.uuid4().hex[:6]}"
-    opened = ChatPage.open(context, server, f"chat-{uuid.uuid4().hex[:12]}", user)
-    yield opened
-    assert opened.errors == []
-
-
-def _chat(tab: ChatPage) -> str:
-    found = re.search(r"chat=([\w-]+)", tab.page.url)
-    assert found is not None
-    return found.group(1)
-
-
 @pytest.mark.parametrize("prompt", [REPORT, QUESTION], ids=["approval", "question"])
 def test_a_card_dismissed_on_the_page_is_cancelled_and_nothing_runs(
-    tab: ChatPage, stores: Stores, prompt: str
+    tab: ChatPage, stores: Stores, chat: str, prompt: str
 ) -> None:
     # Given an open card (an approval, or a question)
     tab.send(prompt)
@@ -61,7 +45,6 @@ def test_a_card_dismissed_on_the_page_is_cancelled_and_nothing_runs(
     tab.screenshot(f"card-dismissed-{'question' if prompt == QUESTION else 'approval'}")
 
     # And the request was cancelled with no answer: nothing was sent, nothing decided
-    chat = _chat(tab)
     request = stores.requests.get(chat, int(time.time() * 1000))
     assert request is not None and request.state is RequestState.CANCELLED
     assert request.claim_count == 0 and tab.resumes == []
