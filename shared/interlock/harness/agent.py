@@ -17,7 +17,13 @@ from strands.tools.executors import SequentialToolExecutor
 from interlock import errors
 from interlock.agent import AgentFactory, AgentInputs, AgentSpec
 from interlock.config import ModelSpec
-from interlock.harness.hooks import ConfirmedCalls, ModelCallLimit, RunMeter, UnavailableTools
+from interlock.harness.hooks import (
+    ConfirmedCalls,
+    ModelCallLimit,
+    RunMeter,
+    UnavailableTools,
+    argument_schemas,
+)
 from interlock.harness.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
 from interlock.harness.model import Scenario, ScriptedModel
 from interlock.harness.progress import ProgressRelay
@@ -304,10 +310,8 @@ def _editable_schemas(
 ) -> dict[str, dict[str, Any]]:
     """Per tool, the schema of each argument `editable` names, from the tool's input
     schema (an argument the tool does not declare is not editable)."""
-    schemas: dict[str, dict[str, Any]] = {}
-    for tool, names in editable.items():
-        spec = agent.tool_registry.registry.get(tool)
-        declared = (spec.tool_spec.get("inputSchema", {}).get("json", {}) if spec else {}) or {}
-        properties = declared.get("properties", {})
-        schemas[tool] = {name: dict(properties[name]) for name in names if name in properties}
-    return schemas
+    registry = agent.tool_registry.registry
+    return {
+        tool: argument_schemas(registry[tool].tool_spec if tool in registry else None, names)
+        for tool, names in editable.items()
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -144,18 +144,29 @@ class AdmissionRule:
             raise ValueError(f"{self.tool}: risk cannot be editable (it sets the floor)")
 
     def schemas(self, spec: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-        """The JSON Schema of each editable argument, from the tool's input schema (an
-        argument the tool does not declare is not editable)."""
-        properties = ((spec or {}).get("inputSchema", {}).get("json", {}) or {}).get(
-            "properties", {}
-        )
-        return {name: dict(properties[name]) for name in self.editable if name in properties}
+        """The JSON Schema of each editable argument (`argument_schemas`)."""
+        return argument_schemas(spec, self.editable)
 
     def risk_of(self, tool_input: Mapping[str, Any]) -> str:
         declared = str(tool_input.get("risk", "")).lower()
         if _RANK.get(declared, -1) > _RANK[self.risk]:
             return declared
         return self.risk
+
+
+def argument_schemas(
+    spec: Mapping[str, Any] | None, names: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each of `names` from a tool's spec (its input schema); an
+    argument the tool does not declare is left out: it cannot be edited."""
+    properties = (input_schema(spec) or {}).get("properties", {})
+    return {name: dict(properties[name]) for name in names if name in properties}
+
+
+def input_schema(spec: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A tool spec's input JSON Schema, if it declares one."""
+    schema = ((spec or {}).get("inputSchema", {}) or {}).get("json")
+    return dict(schema) if schema else None
 
 
 def sampled(tool: str, tool_use_id: str, rate: float) -> bool:
@@ -337,7 +348,7 @@ def bind(
 def _meets_schema(tool: str, params: Mapping[str, Any], spec: Mapping[str, Any] | None) -> None:
     from jsonschema import Draft202012Validator  # imported where an edit is checked
 
-    schema = ((spec or {}).get("inputSchema", {}) or {}).get("json")
+    schema = input_schema(spec)
     if not schema:
         return
     problem = next(iter(Draft202012Validator(schema).iter_errors(dict(params))), None)
