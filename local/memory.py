@@ -32,6 +32,7 @@ from interlock.errors import LimitExceeded, StoreError
 from interlock.ports import Entry, EntryRefused, NotPending, Role, Stores
 from interlock.records import (
     OPEN_STATES,
+    SECRET_FIELDS,
     AnswerRule,
     Approval,
     AuditEvent,
@@ -42,6 +43,7 @@ from interlock.records import (
     RequestRecord,
     RequestState,
     Subject,
+    Surface,
     TurnFence,
     answer_rule,
     binding_refusal,
@@ -326,7 +328,9 @@ class MemoryRequests:
             ):
                 self._m.requests[chat_id] = current.with_changes(notify_due_ms=None)
 
-    def rotate_secret(self, request: RequestRecord, secret_hash: str, now_ms: int) -> RequestRecord:
+    def rotate_secret(
+        self, request: RequestRecord, surface: Surface, secret_hash: str, now_ms: int
+    ) -> RequestRecord:
         iid = request.interrupt_id
         return self._updated(
             request.chat_id,
@@ -335,7 +339,7 @@ class MemoryRequests:
                 and _pending_or_lapsed(r, now_ms)
                 and r.expires_at > now_ms // 1000
             ),
-            lambda r: r.with_changes(secret_hash=secret_hash),
+            lambda r: r.with_changes(**{SECRET_FIELDS[surface]: secret_hash}),
             lost=lambda cur: _changed(cur, iid, now_ms),
         )
 
@@ -364,7 +368,9 @@ class MemoryRequests:
         replacing = rule is AnswerRule.REPLACE
 
         def holds(r: RequestRecord) -> bool:
-            return self._claimable_as_read(r, request, now_ms) and not (replacing and r.acted)
+            return self._claimable_as_read(r, request, secret, now_ms) and not (
+                replacing and r.acted
+            )
 
         def lost(cur: RequestRecord | None) -> errors.InterlockError:
             problem = refusal(cur, request.interrupt_id, secret, now_ms)
@@ -413,7 +419,7 @@ class MemoryRequests:
             return (
                 r is not None
                 and r.interrupt_id == request.interrupt_id
-                and r.secret_hash == request.secret_hash
+                and r.secret_field(secret) is not None
                 and r.state is RequestState.PENDING
                 and r.claim_count == request.claim_count
                 and r.expires_at == request.expires_at
@@ -781,10 +787,12 @@ class MemoryRequests:
 
     # -- plumbing
 
-    def _claimable_as_read(self, r: RequestRecord, read: RequestRecord, now_ms: int) -> bool:
+    def _claimable_as_read(
+        self, r: RequestRecord, read: RequestRecord, secret: str, now_ms: int
+    ) -> bool:
         return (
             r.interrupt_id == read.interrupt_id
-            and r.secret_hash == read.secret_hash
+            and r.secret_field(secret) is not None  # as `HASH_MATCHES`
             and _pending_or_lapsed(r, now_ms)
             and r.expires_at > now_ms // 1000
             and r.claim_count == read.claim_count

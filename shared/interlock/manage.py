@@ -49,7 +49,7 @@ def open_request(stores: Stores, caller: Caller, chat_id: str, now_ms: int) -> O
     if not request.claimable(now_ms):
         return OpenRequest(request, None)
     secret, secret_hash = fresh_secret()
-    rotated = stores.requests.rotate_secret(request, secret_hash, now_ms)
+    rotated = stores.requests.rotate_secret(request, "page", secret_hash, now_ms)
     return OpenRequest(rotated, secret)
 
 

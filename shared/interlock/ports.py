@@ -30,6 +30,7 @@ from interlock.records import (
     RequestRecord,
     StoredSnapshot,
     Subject,
+    Surface,
     TurnFence,
 )
 from interlock.timing import StorePolicy
@@ -96,7 +97,7 @@ class RequestPort(Protocol):
     ) -> None: ...
 
     def rotate_secret(
-        self, request: RequestRecord, secret_hash: str, now_ms: int
+        self, request: RequestRecord, surface: Surface, secret_hash: str, now_ms: int
     ) -> RequestRecord: ...
 
     def claim(

@@ -17,6 +17,16 @@ from interlock.tokens import hash_secret, new_secret, secret_matches
 
 Kind = Literal["approval", "question", "info"]
 
+Surface = Literal["stream", "page", "chat"]
+# Each surface that hands out a request's secret keeps its own: reading the card on one
+# surface retires that surface's older copies (another tab, a leaked link) and leaves
+# the copy another surface still holds open (an AG-UI front end, the card page) working.
+SECRET_FIELDS: Final[dict[Surface, str]] = {
+    "stream": "secret_hash",  # issued with the interrupt, and on an AG-UI resync
+    "page": "page_secret_hash",  # the card page's read of the open request
+    "chat": "chat_secret_hash",  # a Slack or Telegram tap, answered on its tapper's behalf
+}
+
 
 class RequestState(StrEnum):
     """The stored state of a pointer."""
@@ -109,6 +119,18 @@ class RequestRecord:
     notify_due_ms: int | None = None
     # Channel posts of this request were reserved: the write that ends it owes their edit.
     posted: bool = False
+    # The digests of the secrets the card page and the chat channels hold, beside the
+    # AG-UI stream's (`secret_hash`): a surface's read rotates its own (`SECRET_FIELDS`).
+    page_secret_hash: str | None = None
+    chat_secret_hash: str | None = None
+
+    def secret_field(self, secret: str | None) -> str | None:
+        """The field holding the digest `secret` matches (`SECRET_FIELDS`), or None."""
+        for field_name in SECRET_FIELDS.values():
+            stored = getattr(self, field_name)
+            if stored is not None and secret_matches(stored, secret):
+                return field_name
+        return None
 
     @property
     def owes_edits(self) -> bool:
@@ -407,7 +429,7 @@ def refusal(
     problem = unanswerable(current, interrupt_id, now_ms)
     if isinstance(problem, errors.ResumeInProgress) or problem is None:
         assert current is not None
-        if not secret_matches(current.secret_hash, secret):
+        if current.secret_field(secret) is None:
             return errors.SecretRefused("the resume secret was refused")
     return problem
 

@@ -14,6 +14,11 @@ In a fixed order, so that the cheap and safe checks come first:
 
 `screen_tap` is steps 1 and 2, cheap enough for a webhook to run before it acknowledges;
 `apply_tap` runs all three, asynchronously after the acknowledgement.
+
+A card's Dismiss goes the same way with one difference at each step: only the request's
+own user may dismiss it (as on the card page), and instead of a claim the request is
+cancelled on their word, as the page's Dismiss cancels it (`manage.cancel_request`): the
+run never resumes, and nothing it asked about is done.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from interlock import access, errors
+from interlock import access, errors, manage
 from interlock.caller import Caller
 from interlock.channels import (
+    DISMISS,
+    DISMISSED_CHOSEN,
     EDIT,
     FORM,
     GROUP_CHOICES,
+    NOTHING_DONE,
     Link,
     Tap,
     answer_for,
@@ -46,6 +54,9 @@ if TYPE_CHECKING:  # the Strands side: only `apply_tap` runs an agent
 logger = logging.getLogger(__name__)
 
 TapOutcome = Literal["applied", "already_answered", "ended", "refused", "unknown", "busy"]
+
+NOT_YOURS_TO_DISMISS = "Only the person who asked can dismiss this card."
+DISMISSED = f"Dismissed: {NOTHING_DONE}."
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +89,11 @@ def screen_tap(stores: Stores, tap: Tap, now_ms: int) -> TapResult | Screened:
         return TapResult(
             "refused", "Your account is not linked to Interlock: ask an administrator to link it."
         )
+    dismissing = tap.choice == DISMISS
+    if dismissing and link.user_id != request.user_id:
+        # Only the request's own user sets it aside, as on the card page (one it was
+        # rerouted to may answer it, not cancel it); said before anything of its state.
+        return TapResult("refused", NOT_YOURS_TO_DISMISS)
     if not access.may_answer(Caller(link.user_id, link.roles), request):
         return TapResult("refused", "This card is not yours to answer.")
     problem = unanswerable(request, interrupt_id, now_ms)
@@ -85,13 +101,18 @@ def screen_tap(stores: Stores, tap: Tap, now_ms: int) -> TapResult | Screened:
         done = problem.current
         said = outcome_text(done.decision, None, done.answered_at, "")
         return TapResult("already_answered", f"Already answered: {said}.")
+    if dismissing and isinstance(problem, errors.RequestCancelled):
+        if request.ended_reason == manage.CANCELLED_BY_USER:
+            return TapResult("ended", f"Already dismissed: {NOTHING_DONE}.")
+        return TapResult("ended", f"This card can no longer be dismissed: {problem}.")
     if isinstance(problem, errors.RequestCancelled | errors.RequestExpired):
-        return TapResult("ended", f"This card can no longer be answered: {problem}.")
+        verb = "dismissed" if dismissing else "answered"
+        return TapResult("ended", f"This card can no longer be {verb}: {problem}.")
     if problem is not None and not isinstance(problem, errors.ResumeInProgress):
         return TapResult("unknown", "This card is no longer open.")
     if isinstance(problem, errors.ResumeInProgress):
         return TapResult("busy", "Someone is answering this card right now.")
-    if len(request.asked) > 1 and tap.choice not in GROUP_CHOICES:
+    if len(request.asked) > 1 and tap.choice not in GROUP_CHOICES and not dismissing:
         # One answer cannot resume a run that paused on several: they go together.
         return TapResult(
             "refused", "This card is one of several asked together: answer them all at once."
@@ -115,6 +136,8 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
     screened = screen_tap(rt.stores, tap, now)
     if isinstance(screened, TapResult):
         return screened
+    if tap.choice == DISMISS:
+        return _dismiss(rt, screened, tap)
     request, link = screened.request, screened.link
     try:
         first, *more = _replies(screened, tap)
@@ -123,7 +146,7 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
         if conflict is not None:
             raise conflict
         secret, secret_hash = fresh_secret()
-        rt.stores.requests.rotate_secret(request, secret_hash, now)
+        rt.stores.requests.rotate_secret(request, "chat", secret_hash, now)
         result = resume_turn(
             rt,
             Caller(link.user_id, link.roles),
@@ -156,6 +179,44 @@ def _apply(rt: Runtime, tap: Tap) -> TapResult:
         said = outcome_text(result.decision, None, result.answered_at, "")
         return TapResult("already_answered", f"Already answered: {said}.")
     return TapResult("applied", f"Thanks: {outcome_text(result.decision, None, None, '')}.")
+
+
+def _dismiss(rt: Runtime, screened: Screened, tap: Tap) -> TapResult:
+    """Cancel the screened request on its user's word, as the card page's Dismiss does
+    (`manage.cancel_request`: what a dead claim granted is withdrawn, the user's slot
+    freed and the trail's `cancelled` event written, in one transaction), then edit
+    every post of it to say it was dismissed, by whom and where."""
+    link = screened.link
+    try:
+        cancelled = manage.cancel_request(
+            rt.stores, Caller(link.user_id, link.roles), tap.chat_id, rt.clock.now_ms(),
+            rt.config.version,
+        )
+    except errors.DecisionBinding as binding:
+        return TapResult("already_answered", f"Already decided: {binding}.")
+    except (errors.RequestExpired, errors.RequestCancelled) as ended:
+        return TapResult("ended", f"This card can no longer be dismissed: {ended}.")
+    except errors.Forbidden:
+        return TapResult("refused", NOT_YOURS_TO_DISMISS)
+    except (errors.AlreadyAnswered, errors.ResumeInProgress, errors.UnknownRequest):
+        # It changed since it was screened (answered, or being answered): say what it is.
+        again = screen_tap(rt.stores, tap, rt.clock.now_ms())
+        if isinstance(again, TapResult):
+            return again
+        return TapResult("busy", "Someone is answering this card right now.")
+    except errors.InterlockError as failed:
+        logger.warning("dismiss failed: %s", failed.code)
+        return TapResult("refused", f"The card could not be dismissed ({failed.code}).")
+    if rt.notifier is not None:
+        rt.notifier.settled(
+            tap.chat_id,
+            cancelled.interrupt_ids,
+            "dismissed",
+            link.user_id,
+            tap.channel,
+            DISMISSED_CHOSEN,
+        )
+    return TapResult("applied", DISMISSED)
 
 
 def _replies(screened: Screened, tap: Tap) -> list[Reply]:

@@ -36,5 +36,5 @@ def resync(rt: Runtime, caller: Caller, chat_id: str) -> TurnResult:
     if request is None or request.status(now) is not RequestState.PENDING:
         return TurnResult(chat_id, "resynced", turns=turns)
     secret, secret_hash = fresh_secret()
-    request = rt.stores.requests.rotate_secret(request, secret_hash, now)
+    request = rt.stores.requests.rotate_secret(request, "stream", secret_hash, now)
     return TurnResult(chat_id, "resynced", offer=Offer(request, secret), turns=turns)

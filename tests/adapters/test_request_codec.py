@@ -59,6 +59,8 @@ def every_field_set() -> RequestRecord:
         decided_via="slack",
         notify_due_ms=90,
         posted=True,
+        page_secret_hash="p",
+        chat_secret_hash="c",
     )
 
 

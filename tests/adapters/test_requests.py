@@ -248,13 +248,59 @@ def test_reading_issues_a_fresh_secret_and_the_old_one_stops_working(
     assert current is not None
 
     fresh, fresh_hash = fresh_secret()
-    rotated = stores.requests.rotate_secret(current, fresh_hash, clock.now_ms())
+    rotated = stores.requests.rotate_secret(current, "stream", fresh_hash, clock.now_ms())
     reread = stores.requests.get(CHAT, clock.now_ms())
     assert reread is not None and reread == rotated
 
     with pytest.raises(errors.SecretRefused):
         stores.requests.claim(reread, opened.secret, "w1", clock.now_ms())
     assert stores.requests.claim(reread, fresh, "w1", clock.now_ms()).worker == "w1"
+
+
+def test_a_read_on_one_surface_leaves_another_surfaces_secret_working(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)  # the AG-UI stream holds `opened.secret`
+    page, page_hash = fresh_secret()
+    stores.requests.rotate_secret(opened.request, "page", page_hash, clock.now_ms())
+    newer, newer_hash = fresh_secret()
+    stores.requests.rotate_secret(opened.request, "page", newer_hash, clock.now_ms())
+    current = stores.requests.get(CHAT, clock.now_ms())
+    assert current is not None
+
+    # The page's own older copy stops working; the stream's is untouched.
+    with pytest.raises(errors.SecretRefused):
+        stores.requests.claim(current, page, "w1", clock.now_ms())
+    assert current.secret_field(newer) == "page_secret_hash"
+    assert stores.requests.claim(current, opened.secret, "w1", clock.now_ms()).worker == "w1"
+
+
+def test_a_claim_holds_when_another_surface_reads_between_its_read_and_its_write(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    read = stores.requests.get(CHAT, clock.now_ms())
+    assert read is not None
+    # The card page opens the card after this answer's read, before its claim.
+    stores.requests.rotate_secret(read, "page", fresh_secret()[1], clock.now_ms())
+    stores.requests.rotate_secret(read, "chat", fresh_secret()[1], clock.now_ms())
+
+    assert stores.requests.claim(read, opened.secret, "w1", clock.now_ms()).worker == "w1"
+
+
+def test_a_claim_loses_to_its_own_surfaces_rotation_in_between(
+    stores: Stores, clock: ManualClock
+) -> None:
+    opened = pause(stores, clock)
+    read = stores.requests.get(CHAT, clock.now_ms())
+    assert read is not None
+    # A second AG-UI tab resyncs: the copy this answer holds is the older one now.
+    stores.requests.rotate_secret(read, "stream", fresh_secret()[1], clock.now_ms())
+
+    with pytest.raises(errors.SecretRefused):
+        stores.requests.claim(read, opened.secret, "w1", clock.now_ms())
+    after = stores.requests.get(CHAT, clock.now_ms())
+    assert after is not None and after.state is RequestState.PENDING and after.worker is None
 
 
 def test_an_expired_request_reads_as_expired_not_unknown(
@@ -269,7 +315,7 @@ def test_an_expired_request_reads_as_expired_not_unknown(
     with pytest.raises(errors.RequestExpired):
         stores.requests.claim(stored, opened.secret, "w1", clock.now_ms())
     with pytest.raises(errors.RequestExpired):
-        stores.requests.rotate_secret(opened.request, fresh_secret()[1], clock.now_ms())
+        stores.requests.rotate_secret(opened.request, "stream", fresh_secret()[1], clock.now_ms())
 
 
 def test_a_record_past_its_ttl_reads_as_absent(stores: Stores, clock: ManualClock) -> None:
@@ -298,7 +344,8 @@ def test_an_unknown_stored_state_is_an_error(
 
 def test_claim_condition_reads_like_the_rule() -> None:
     assert pointer.CLAIM == (
-        "#interrupt_id = :interrupt_id AND #secret_hash = :secret_hash"
+        "#interrupt_id = :interrupt_id"
+        " AND :secret_hash IN (#secret_hash, #page_secret_hash, #chat_secret_hash)"
         " AND (#state = :pending OR (#state = :claimed AND #lease_expires_at_ms <= :lapse_ms))"
         " AND #expires_at > :now_s AND #claim_count = :seen_count"
     )
@@ -450,7 +497,7 @@ def test_finish_marks_done_and_a_later_claim_replays(
 def test_replay_does_not_need_the_latest_secret(stores: Stores, clock: ManualClock) -> None:
     opened = pause(stores, clock)
     fresh, fresh_hash = fresh_secret()
-    stores.requests.rotate_secret(opened.request, fresh_hash, clock.now_ms())
+    stores.requests.rotate_secret(opened.request, "stream", fresh_hash, clock.now_ms())
     claim = stores.requests.claim(
         opened.request.with_changes(secret_hash=fresh_hash),
         fresh,

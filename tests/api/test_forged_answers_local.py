@@ -29,7 +29,7 @@ def _paused(client: Client, key: bytes) -> Any:
 def _planted(request: Any) -> str:
     """The hash of a secret the forger knows, written as the run function could."""
     secret, secret_hash = fresh_secret()
-    wiring.stores().requests.rotate_secret(request, secret_hash, 0)
+    wiring.stores().requests.rotate_secret(request, "stream", secret_hash, 0)
     return secret
 
 

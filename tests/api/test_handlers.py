@@ -65,23 +65,29 @@ def test_an_ag_ui_client_drives_a_pause_and_a_resume(api: tuple[Client, bytes]) 
     assert "reference table begins" in text
 
 
-def test_reading_the_request_rotates_its_secret(api: tuple[Client, bytes]) -> None:
+def test_reading_the_request_retires_the_pages_older_secret_not_the_streams(
+    api: tuple[Client, bytes],
+) -> None:
     client, key = api
     interrupt = stream(
         client.post("/runs", data=run_body("c1", "download the table"), headers=auth(key))
     )[-1].outcome.interrupts[0]
 
-    view = client.get("/chats/c1/request", headers=auth(key)).json
+    first = client.get("/chats/c1/request", headers=auth(key)).json
+    second = client.get("/chats/c1/request", headers=auth(key)).json
 
-    assert view["state"] == "pending" and view["secret"] != interrupt.metadata["secret"]
+    assert second["state"] == "pending"
+    assert len({first["secret"], second["secret"], interrupt.metadata["secret"]}) == 3
+    # The page's own older copy (another tab) is refused ...
     refused = client.post(
-        "/resume", data=resume_body("c1", interrupt, {"decision": "approve"}), headers=auth(key)
-    )
-    assert (refused.status_code, refused.json["error"]["code"]) == (403, "refused")
-    accepted = client.post(
         "/resume",
         headers=auth(key),
-        data=resume_body("c1", interrupt, {"decision": "approve"}, secret=view["secret"]),
+        data=resume_body("c1", interrupt, {"decision": "approve"}, secret=first["secret"]),
+    )
+    assert (refused.status_code, refused.json["error"]["code"]) == (403, "refused")
+    # ... while the AG-UI stream's copy still answers.
+    accepted = client.post(
+        "/resume", data=resume_body("c1", interrupt, {"decision": "approve"}), headers=auth(key)
     )
     assert stream(accepted)[-1].outcome.type == "success"
 

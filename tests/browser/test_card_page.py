@@ -449,7 +449,7 @@ def claimed_by_a_dead_worker(stores: Stores, chat: str, user: str, acted: bool) 
     request = pointer(stores, chat)
     long_ago = now_ms() - stores.policy.lease_ms - 60_000
     secret, secret_hash = fresh_secret()
-    stores.requests.rotate_secret(request, secret_hash, now_ms())
+    stores.requests.rotate_secret(request, "stream", secret_hash, now_ms())
     answer = json.dumps({request.interrupt_id: {"decision": "approve"}}, separators=(",", ":"))
     claim = stores.requests.claim(
         pointer(stores, chat), secret, "dead", long_ago, ("approved", answer), by=user

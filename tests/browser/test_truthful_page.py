@@ -82,7 +82,7 @@ def claimed_by_a_live_worker(stores: Stores, chat: str, user: str) -> None:
     lease running."""
     request = pointer(stores, chat)
     secret, secret_hash = fresh_secret()
-    stores.requests.rotate_secret(request, secret_hash, now_ms())
+    stores.requests.rotate_secret(request, "stream", secret_hash, now_ms())
     answer = json.dumps({request.interrupt_id: {"answer": "A table"}}, separators=(",", ":"))
     stores.requests.claim(
         pointer(stores, chat), secret, "alive", now_ms(), ("answered", answer), by=user

@@ -255,7 +255,7 @@ def test_a_forged_resume_with_a_planted_secret_is_refused_and_the_card_stays_pen
     request = _paused(d)
     # The forger writes the hash of a secret it knows (as the run role can)
     secret, secret_hash = fresh_secret()
-    d.stores.requests.rotate_secret(request, secret_hash, 0)
+    d.stores.requests.rotate_secret(request, "stream", secret_hash, 0)
     interrupt = type("I", (), {"id": request.interrupt_id, "metadata": {"secret": secret}})
     body = resume_body(CHAT, interrupt, {"decision": "approve"})
     before = d.stored()

@@ -312,6 +312,29 @@ def test_a_reconnect_restores_the_pending_interrupt_and_answers_it(
     assert request is not None and (request.decision, request.claim_count) == ("approved", 1)
 
 
+def test_a_card_opened_on_the_card_page_is_still_answered_by_the_front_end(
+    server: LocalServer, stock_stores: Stores
+) -> None:
+    user = f"stock-{uuid.uuid4().hex[:8]}"
+    page = server.client(user, ["reporter"])
+    for driver in sorted(DRIVERS):
+        client = StockClient(server, user, driver=driver, token=str(page.token))
+        try:
+            paused = client.send("run Please download the reference table")
+            (card,) = paused["pending"]
+            # The same person opens the card on the card page, twice (two tabs): each
+            # read issues the page a fresh secret, and the front end's stays good.
+            for _ in range(2):
+                assert page.get(f"/chats/{client.thread}/request")["secret"]
+            done = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+            assert done["runError"] is None and done["pending"] == [], (driver, done)
+            assert "reference table begins" in (done["lastText"] or "")
+        finally:
+            client.close()
+        stored = stock_stores.requests.get(client.thread, SystemClock().now_ms())
+        assert stored is not None and (stored.decision, stored.claim_count) == ("approved", 1)
+
+
 def test_an_answer_that_breaks_the_schema_is_a_run_error_and_changes_nothing(
     client: StockClient, stock_stores: Stores
 ) -> None:

@@ -204,7 +204,9 @@ def test_the_run_role_still_opens_a_request_for_its_user_and_rotates_its_secret(
     assert "user_id" in opened.attributes
     assert decide(found, opened, TABLE_ARN) == "allowed"
     # A resync rotates the card's secret with an update that names neither attribute
-    rotated = _sent("run", lambda store: store.rotate_secret(PENDING, hash_secret("t"), NOW_MS))
+    rotated = _sent(
+        "run", lambda store: store.rotate_secret(PENDING, "stream", hash_secret("t"), NOW_MS)
+    )
     assert rotated.action == "dynamodb:UpdateItem"
     assert not rotated.attributes & set(ADDRESS_ATTRIBUTES)
     assert decide(found, rotated, TABLE_ARN) == "allowed"

@@ -56,6 +56,7 @@ from interlock.adapters.schema import (
 from interlock.ports import Entry, NotPending
 from interlock.records import (
     OPEN_STATES,
+    SECRET_FIELDS,
     AnswerRule,
     Asked,
     ChatMeta,
@@ -63,6 +64,7 @@ from interlock.records import (
     InboxEntry,
     RequestRecord,
     RequestState,
+    Surface,
     answer_rule,
     binding_refusal,
     claim_progress,
@@ -77,7 +79,9 @@ from interlock.tokens import new_token
 # / `:lapse_ms` what every worker's clock has surely passed (`timing.surely_passed`),
 # against which a taker judges a time another worker wrote (`clock_values`).
 ID_MATCHES: Final = "#interrupt_id = :interrupt_id"
-HASH_MATCHES: Final = "#secret_hash = :secret_hash"
+# The presented secret's digest is still one a surface holds (`records.SECRET_FIELDS`):
+# another surface's read in between rotates only its own.
+HASH_MATCHES: Final = ":secret_hash IN (#secret_hash, #page_secret_hash, #chat_secret_hash)"
 IS_PENDING: Final = "#state = :pending"
 # Over by the holder's clock too: every use of it takes the claim from its holder.
 LEASE_LAPSED: Final = "(#state = :claimed AND #lease_expires_at_ms <= :lapse_ms)"
@@ -396,9 +400,11 @@ class RequestStore:
 
     # -- the secret ----------------------------------------------------------------
 
-    def rotate_secret(self, request: RequestRecord, secret_hash: str, now_ms: int) -> RequestRecord:
-        """Store a fresh secret's hash (`records.fresh_secret`) on an answerable request;
-        older copies of the secret stop working."""
+    def rotate_secret(
+        self, request: RequestRecord, surface: Surface, secret_hash: str, now_ms: int
+    ) -> RequestRecord:
+        """Store a fresh secret's hash (`records.fresh_secret`) for `surface` on an
+        answerable request; that surface's older copies stop working, others' do not."""
         values = {
             **_STATES,
             **clock_values(now_ms),
@@ -409,7 +415,7 @@ class RequestStore:
             request.chat_id,
             "rotate secret",
             ROTATE,
-            "SET #secret_hash = :secret_hash",
+            f"SET #{SECRET_FIELDS[surface]} = :secret_hash",
             values,
             lost=lambda cur: _changed(cur, request.interrupt_id, now_ms),
         )
@@ -463,7 +469,7 @@ class RequestStore:
             **self._claim_values(
                 request, worker, now_ms, answer, by, via, steps=steps, new_journal=replacing
             ),
-            ":secret_hash": request.secret_hash,
+            ":secret_hash": _held_digest(request, secret),
         }
         claim_set = _claim_update(CLAIM_REPLACE_SET if replacing else CLAIM_SET, values)
 
@@ -527,7 +533,7 @@ class RequestStore:
         values = {
             # No journal to count: a pending request has none (`CLAIM_PENDING`).
             **self._claim_values(request, worker, now_ms, answer, by, via, new_journal=True),
-            ":secret_hash": request.secret_hash,
+            ":secret_hash": _held_digest(request, secret),
             ":seen_expires_at": request.expires_at,
         }
         claimed = request.with_changes(
@@ -1404,6 +1410,14 @@ def _key(chat_id: str) -> dict[str, Any]:
 
 def _meta_key(chat_id: str) -> dict[str, Any]:
     return to_item({"pk": keys.chat_pk(chat_id), "sk": keys.META_SK})
+
+
+def _held_digest(request: RequestRecord, secret: str) -> str:
+    """The stored digest `secret` matches, for the claim's condition (`HASH_MATCHES`);
+    the claim checked it matches one (`_check_claimable`)."""
+    field_name = request.secret_field(secret)
+    assert field_name is not None
+    return str(getattr(request, field_name))
 
 
 def _changed(

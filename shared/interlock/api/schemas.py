@@ -61,7 +61,9 @@ class RequestView(Body):
     responseSchema: dict[str, Any]
     expiresAt: str
     toolCallId: str | None = None
-    secret: str | None = Field(default=None, description="Answers it; rotated on every read")
+    secret: str | None = Field(
+        default=None, description="Answers it; each read issues a fresh one (its older copies stop)"
+    )
     decision: str | None = None
     decisions: dict[str, str] | None = Field(
         default=None, description="Per interrupt id, what was decided on that card"
