@@ -39,6 +39,7 @@ from interlock.records import (
     ChatMeta,
     ClaimFence,
     Fence,
+    InboxCursor,
     InboxEntry,
     RequestRecord,
     RequestState,
@@ -663,16 +664,22 @@ class MemoryRequests:
             also=also,
         )
 
-    def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
+    def open_for(
+        self, user_id: str, limit: int, after: InboxCursor | None = None
+    ) -> list[InboxEntry]:
         keys.checked_id(user_id, "user id")
         with self._m.lock:
             open_ones = [
                 r
                 for r in self._m.requests.values()
                 # The inbox index's sort key: a record without one is not in it.
-                if r.state in OPEN_STATES and r.user_id == user_id and r.created_ms
+                if r.state in OPEN_STATES
+                and r.user_id == user_id
+                and r.created_ms
+                and (after is None or (r.created_ms, r.chat_id) < after)
             ]
-        open_ones.sort(key=lambda r: r.created_ms, reverse=True)  # newest first
+        # Newest first; the chat orders those opened in the same millisecond.
+        open_ones.sort(key=lambda r: (r.created_ms, r.chat_id), reverse=True)
         return [
             InboxEntry(
                 chat_id=r.chat_id,
@@ -683,6 +690,7 @@ class MemoryRequests:
                 expires_at=r.expires_at,
                 state=r.state,
                 questions=1 + len(r.also_asked),
+                created_ms=r.created_ms,
             )
             for r in open_ones[:limit]
         ]

@@ -121,9 +121,10 @@ export class Api {
     return this.call("GET", `/chats/${encodeURIComponent(chat)}/request`);
   }
 
-  /** The signed-in user's open requests in every chat, newest first. */
-  inbox() {
-    return this.call("GET", "/inbox");
+  /** A page of the signed-in user's open requests in every chat, newest first; `page`
+   * is the `next` of the page before (none: the first page). */
+  inbox(page) {
+    return this.call("GET", page ? `/inbox?${new URLSearchParams({ page })}` : "/inbox");
   }
 
   /** The chat's audit trail (decisions, timeouts, cancellations...). */

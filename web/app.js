@@ -351,15 +351,18 @@ async function waitForAnswer() {
 // Inbox and history -----------------------------------------------------------
 
 let inboxTimer = null;
+// How many pages of the inbox the person has opened ("Show more"): each read reads them all.
+let inboxPages = 1;
 
 /** Read the inbox now and every few seconds; the tab's title counts what waits. */
 async function watchInbox() {
   clearTimeout(inboxTimer);
   try {
-    const { requests } = await api.inbox();
-    showInbox(requests);
+    const { requests, more } = await readInbox();
+    showInbox(requests, more);
     // This chat's card was answered elsewhere (another tab, a phone, team chat): show it.
-    const gone = !requests.some((r) => r.chatId === chat);
+    // With pages left unread, a card not listed may be on one of them: nothing is known.
+    const gone = !more && !requests.some((r) => r.chatId === chat);
     if (card?.answerable && gone && !typingIn(card) && sending !== card) {
       await Promise.all([loadThread(), loadRequest(), loadHistory()]);
     } else if (card?.state === "expired") {
@@ -378,8 +381,21 @@ async function watchInbox() {
   }
 }
 
-function showInbox(requests) {
-  document.title = requests.length ? `(${requests.length}) ${TITLE}` : TITLE;
+/** The pages of the inbox the person opened, and whether more follow. */
+async function readInbox() {
+  const requests = [];
+  let next = null;
+  for (let read = 0; read < inboxPages && (read === 0 || next); read += 1) {
+    const page = await api.inbox(next);
+    requests.push(...page.requests);
+    next = page.next ?? null;
+  }
+  return { requests, more: Boolean(next) };
+}
+
+function showInbox(requests, more) {
+  const count = `${requests.length}${more ? "+" : ""}`;
+  document.title = requests.length ? `(${count}) ${TITLE}` : TITLE;
   const rows = requests.map((r) => {
     const here = r.chatId === chat;
     const link = h(
@@ -408,7 +424,23 @@ function showInbox(requests) {
   });
   const shown = rows.filter((row) => !row.hidden).length;
   const empty = requests.length ? "Nothing here with this filter." : "Nothing is waiting for you.";
-  $("inbox").replaceChildren(...rows, ...(shown ? [] : [h("li", { class: "empty" }, empty)]));
+  const further = more
+    ? h(
+        "li",
+        { class: "more" },
+        h("button", { type: "button", onclick: showMore }, "Show more waiting for you"),
+      )
+    : null;
+  const nothing = shown || more ? [] : [h("li", { class: "empty" }, empty)];
+  $("inbox").replaceChildren(...rows, ...nothing, ...(further ? [further] : []));
+}
+
+/** Open one more page of the inbox; the focus stays where the list goes on. */
+async function showMore() {
+  inboxPages += 1;
+  const before = $("inbox").querySelectorAll("li:not(.more)").length;
+  await watchInbox();
+  $("inbox").querySelectorAll("li:not(.more)")[before]?.querySelector("a")?.focus();
 }
 
 /** Whether the person is writing in the card (a redraw would wipe what they typed). */

@@ -103,6 +103,8 @@ def list_inbox() -> Response[str]:
     from interlock.api import schemas
 
     now = clock.now_ms()
+    after = app.current_event.get_query_string_value("page", None)
+    page = manage.inbox(stores(), _caller(), now, after)
     items = [
         schemas.InboxItem(
             chatId=e.chat_id,
@@ -117,9 +119,9 @@ def list_inbox() -> Response[str]:
             expiresAt=iso(e.expires_at),
             questions=e.questions,
         )
-        for e in manage.inbox(stores(), _caller(), now)
+        for e in page.entries
     ]
-    return json_response(schemas.Inbox(requests=items).wire())
+    return json_response(schemas.Inbox(requests=items, next=page.next).wire())
 
 
 def list_events(chat_id: str) -> Response[str]:

@@ -18,6 +18,7 @@ from interlock.ports import Entry, EntryRefused, Stores
 from interlock.records import (
     Approval,
     AuditEvent,
+    InboxCursor,
     InboxEntry,
     RequestRecord,
     RequestState,
@@ -194,14 +195,46 @@ def remove_preapproval(stores: Stores, caller: Caller, kind: str, name: str) -> 
     return subject
 
 
-INBOX_LIMIT = 100
+INBOX_PAGE: Final = 8
+"""How many open requests a page of the inbox lists."""
 
 
-def inbox(stores: Stores, caller: Caller, now_ms: int) -> list[InboxEntry]:
-    """The caller's open requests across every chat, newest first (those past their
-    expiry, which the sweeper has not settled yet, left out)."""
-    entries = stores.requests.open_for(caller.user_id, INBOX_LIMIT)
-    return [e for e in entries if e.expires_at * 1000 > now_ms]
+@dataclass(frozen=True, slots=True)
+class InboxPage:
+    """A page of the caller's open requests, and where the next begins (None: the last)."""
+
+    entries: list[InboxEntry]
+    next: str | None
+
+
+def inbox(
+    stores: Stores, caller: Caller, now_ms: int, after: str | None = None, size: int = INBOX_PAGE
+) -> InboxPage:
+    """A page of the caller's open requests across every chat, newest first, from just
+    after `after` (the `next` of the page before). Those past their expiry, which the
+    sweeper has not settled yet, are left out.
+
+    Raises:
+        InvalidInput: `after` is not a `next` this function gave.
+    """
+    # One more than a page: whether another follows is known without a second read.
+    entries = stores.requests.open_for(caller.user_id, size + 1, _inbox_cursor(after))
+    shown, more = entries[:size], len(entries) > size
+    following = f"{shown[-1].created_ms}~{shown[-1].chat_id}" if more else None
+    return InboxPage([e for e in shown if e.expires_at * 1000 > now_ms], following)
+
+
+def _inbox_cursor(after: str | None) -> InboxCursor | None:
+    """The cursor `inbox` wrote as `<created ms>~<chat>` (no id holds a `~`), checked."""
+    if after is None or after == "":
+        return None
+    created, sep, chat_id = after.partition("~")
+    try:
+        if sep and created.isascii() and created.isdigit() and len(created) <= 16:
+            return int(created), checked_id(chat_id)
+    except errors.InvalidInput:
+        pass
+    raise errors.InvalidInput("page must be the next of an inbox page, as it gave it")
 
 
 def link_account(

@@ -26,6 +26,7 @@ from interlock.records import (
     ChatMeta,
     ClaimFence,
     Fence,
+    InboxCursor,
     InboxEntry,
     RequestRecord,
     StoredSnapshot,
@@ -174,7 +175,12 @@ class RequestPort(Protocol):
         journal_steps: int | None = None,
     ) -> RequestRecord: ...
 
-    def open_for(self, user_id: str, limit: int) -> list[InboxEntry]: ...
+    def open_for(
+        self, user_id: str, limit: int, after: InboxCursor | None = None
+    ) -> list[InboxEntry]:
+        """A user's open requests, newest first: at most `limit` of them, from just
+        after `after` (the last entry of the page before)."""
+        ...
 
     def claim_overdue(
         self,

@@ -353,6 +353,11 @@ class InboxEntry:
     expires_at: int
     state: RequestState
     questions: int = 1
+    created_ms: int = 0  # the index's sort key: where a page of the inbox ends
+
+
+InboxCursor = tuple[int, str]
+"""Where a page of a user's inbox ended: its last entry's `created_ms` and chat."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -712,6 +712,27 @@ def test_the_inbox_lists_a_users_open_requests_newest_first_up_to_its_limit(
     assert stores.requests.open_for("bob", limit=5) == []
 
 
+def test_the_inbox_goes_on_from_where_a_page_ended_even_within_one_millisecond(
+    stores: Stores, clock: ManualClock
+) -> None:
+    for chat in ("inbox-a", "inbox-b", "inbox-c", "inbox-d"):
+        pause(stores, clock, chat=chat)  # all in the same millisecond
+    clock.advance(seconds=1)
+    pause(stores, clock, chat="inbox-e")
+
+    seen: list[str] = []
+    after = None
+    while True:
+        page = stores.requests.open_for("alice", 2, after)
+        seen += [e.chat_id for e in page]
+        if len(page) < 2:
+            break
+        after = (page[-1].created_ms, page[-1].chat_id)
+
+    assert seen[0] == "inbox-e"
+    assert sorted(seen) == ["inbox-a", "inbox-b", "inbox-c", "inbox-d", "inbox-e"]
+
+
 def test_a_claim_in_one_transaction_keeps_a_notice_mark_cleared_meanwhile(
     stores: Stores, clock: ManualClock
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from interlock.manage import INBOX_PAGE
 from tests.api.support import auth, resume_body, run_body, stream
 
 
@@ -48,3 +49,26 @@ def test_the_inbox_lists_the_callers_open_requests_newest_first(api: Any) -> Non
 def test_the_inbox_needs_a_signed_in_user(api: Any) -> None:
     client, _ = api
     assert client.get("/inbox").status_code == 401
+
+
+def test_the_inbox_comes_in_pages_that_list_each_open_request_once(api: Any) -> None:
+    client, key = api
+    chats = [f"p{n:02d}" for n in range(INBOX_PAGE + 2)]
+    for chat in chats:
+        stream(client.post("/runs", data=run_body(chat, "send the report"), headers=auth(key)))
+
+    first = client.get("/inbox", headers=auth(key)).json
+    second = client.get(f"/inbox?page={first['next']}", headers=auth(key)).json
+
+    assert len(first["requests"]) == INBOX_PAGE and first["next"]
+    assert "next" not in second
+    listed = [r["chatId"] for r in first["requests"] + second["requests"]]
+    assert sorted(listed) == chats  # every one, none twice
+
+
+def test_an_inbox_page_that_no_page_gave_is_refused_with_a_clear_error(api: Any) -> None:
+    client, key = api
+    for page in ("12", "x~c1", "12~", "12~a/b", "1" * 17 + "~c1"):
+        refused = client.get(f"/inbox?page={page}", headers=auth(key))
+        assert refused.status_code == 422, page
+        assert "next of an inbox page" in refused.json["error"]["message"], page

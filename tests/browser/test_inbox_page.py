@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import BrowserContext, expect
 
+from interlock.manage import INBOX_PAGE
 from tests.browser.pages import ChatPage
+from tests.e2e.http_client import run_body
 
 pytestmark = pytest.mark.server
 
@@ -113,3 +115,40 @@ def test_a_card_answered_in_another_tab_settles_here_too(
         "Approved", timeout=UPDATES_WITHIN_MS
     )
     first.screenshot("inbox-answered-elsewhere")
+
+
+def test_the_inbox_shows_a_page_at_a_time_and_more_on_request(
+    context: BrowserContext, server: str, user: str, tabs: list[ChatPage]
+) -> None:
+    # Given more requests waiting than one page of the inbox lists (opened through the API)
+    token = context.request.get(f"{server}/local/session?user={user}").json()["token"]
+    chats = [f"paged-{uuid.uuid4().hex[:8]}" for _ in range(INBOX_PAGE + 2)]
+    for chat in chats:
+        opened = context.request.post(
+            f"{server}/runs",
+            data=run_body(chat, f"r-{chat}", "send the report"),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        assert opened.ok, opened.text()
+    tab = open_chat(context, server, user, tabs)
+
+    # The first page is listed, the title says more wait, and a button offers them
+    rows = tab.page.locator("#inbox li:not(.more)")
+    expect(rows).to_have_count(INBOX_PAGE, timeout=UPDATES_WITHIN_MS)
+    expect(tab.page).to_have_title(f"({INBOX_PAGE}+) Interlock")
+    more = tab.page.get_by_role("button", name="Show more waiting for you")
+    tab.screenshot("inbox-first-page")
+
+    more.click()
+
+    # Every one is listed once, the focus is on the first new row, and no button is left
+    expect(rows).to_have_count(len(chats))
+    expect(more).to_have_count(0)
+    expect(tab.page).to_have_title(f"({len(chats)}) Interlock")
+    listed = [text.split(" in ")[-1] for text in rows.locator(".meta").all_inner_texts()]
+    assert sorted(listed) == sorted(chats)
+    expect(rows.nth(INBOX_PAGE).locator("a")).to_be_focused()
+    # The next reads keep both pages
+    tab.page.wait_for_timeout(4_000)
+    expect(rows).to_have_count(len(chats))
+    tab.screenshot("inbox-every-page")

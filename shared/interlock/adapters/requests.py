@@ -48,6 +48,8 @@ from interlock.adapters.schema import (
     EXPIRY_INDEX,
     EXPIRY_INDEX_SORT,
     INBOX_INDEX,
+    INBOX_INDEX_PARTITION,
+    INBOX_INDEX_SORT,
     LEASE_INDEX,
     LEASE_INDEX_SORT,
     NOTICE_INDEX_SORT,
@@ -61,6 +63,7 @@ from interlock.records import (
     Asked,
     ChatMeta,
     ClaimFence,
+    InboxCursor,
     InboxEntry,
     RequestRecord,
     RequestState,
@@ -1059,17 +1062,30 @@ class RequestStore:
             raise errors.LeaseLost("the claim was taken over as soon as it was made")
         return claimed
 
-    def open_for(self, user_id: str, limit: int) -> list[InboxEntry]:
+    def open_for(
+        self, user_id: str, limit: int, after: InboxCursor | None = None
+    ) -> list[InboxEntry]:
         """A user's open requests across chats, newest first, from the sparse index."""
+        user = keys.checked_id(user_id, "user id")
+        page: dict[str, Any] = {}
+        if after is not None:
+            # Where the page before ended: the index's key and the table's, as a query's
+            # own LastEvaluatedKey names them.
+            created_ms, chat_id = after
+            page["ExclusiveStartKey"] = {
+                **_key(chat_id),
+                **to_item({INBOX_INDEX_PARTITION: user, INBOX_INDEX_SORT: created_ms}),
+            }
         with translated("read inbox"):
             response = self._client.query(
                 TableName=self._table,
                 IndexName=INBOX_INDEX,
                 KeyConditionExpression="#user = :user",
-                ExpressionAttributeNames={"#user": "inbox_user"},
-                ExpressionAttributeValues=to_item({":user": keys.checked_id(user_id, "user id")}),
+                ExpressionAttributeNames={"#user": INBOX_INDEX_PARTITION},
+                ExpressionAttributeValues=to_item({":user": user}),
                 ScanIndexForward=False,
                 Limit=limit,
+                **page,
             )
         entries = []
         for row in map(from_item, response.get("Items", [])):
@@ -1085,6 +1101,7 @@ class RequestStore:
                     expires_at=row["expires_at"],
                     state=RequestState(row["state"]),
                     questions=1 + len(_asked_from(row.get("also_asked"))),
+                    created_ms=int(row[INBOX_INDEX_SORT]),
                 )
             )
         return entries

@@ -49,7 +49,7 @@ OPERATIONS: Final[dict[tuple[str, str], Operation]] = {
     ("GET", "/chats/{chat_id}/events"): Operation(response=schemas.Events, query=("after",)),
     ("PUT", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Preapproved),
     ("DELETE", "/admin/approvals/{kind}/{name}"): Operation(response=schemas.Revoked),
-    ("GET", "/inbox"): Operation(response=schemas.Inbox),
+    ("GET", "/inbox"): Operation(response=schemas.Inbox, query=("page",)),
     ("PUT", "/admin/links/{channel}/{external_id}"): Operation(
         body=schemas.LinkInput, response=schemas.Linked
     ),
@@ -79,7 +79,12 @@ QUERY_PARAMETERS: Final = {
         "type": "string",
         "pattern": f"^[0-9]{{1,{MAX_QUERY_DIGITS}}}$",
         "description": "Only items numbered above this (ASCII digits)",
-    }
+    },
+    "page": {
+        "type": "string",
+        "pattern": "^[0-9]{1,16}~[A-Za-z0-9_.:@+-]{1,128}$",
+        "description": "The next page of the inbox: the `next` its page before gave",
+    },
 }
 
 

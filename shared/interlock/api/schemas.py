@@ -181,6 +181,9 @@ class InboxItem(Body):
 
 class Inbox(Body):
     requests: list[InboxItem]
+    next: str | None = Field(
+        default=None, description="Where the next page begins (`?page=`); absent on the last"
+    )
 
 
 class Acknowledged(Body):
