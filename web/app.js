@@ -35,8 +35,15 @@ let working = false;
 // The field labels of every card this page showed, by interrupt id: the history tells
 // an answer in the words its card used.
 const labelsOf = new Map();
-// Tool lines drawn as "waiting for your answer", until the card they wait on settles.
-const waiting = [];
+// Each tool call's line, by call id: drawn once, when the model makes the call, and told
+// how the call went as that becomes known, across the run that paused on a card and the
+// run that resumed it.
+const toolLines = new Map();
+// The calls an open card stands for, by id: their lines wait on it until it settles.
+const waiting = new Set();
+// The calls this page's cards stand for, by id: a reloaded page that never saw one made
+// still names it when the resumed run tells its result.
+const askedCalls = new Map();
 
 async function start() {
   if (params.get("chat") !== chat) {
@@ -85,10 +92,12 @@ function signIn() {
 async function loadThread() {
   const { turns } = await api.turns(chat);
   $("thread").replaceChildren();
+  toolLines.clear();
+  waiting.clear();
   if (!turns.length) $("thread").append(intro());
   for (const turn of turns) {
     // A saved answer keeps a summary of its tool activity: show it before the answer.
-    for (const tool of turn.tools || []) say("tool", `${tool.name}: ${tool.status}`);
+    (turn.tools || []).forEach((tool, i) => drawSaved(`saved:${turn.seq}:${i}`, tool));
     say(turn.role === "user" ? "user" : "agent", turn.text);
   }
 }
@@ -121,30 +130,114 @@ function say(role, text) {
   return item;
 }
 
-/** One line per tool call: its name, what it was called on, and how it went. */
-function activity(tools) {
-  for (const call of tools) {
-    let args = {};
-    try {
-      args = JSON.parse(call.args || "{}");
-    } catch {
-      /* shown without arguments */
+/**
+ * A tool call's line follows the stream: drawn as the model makes the call (once, however
+ * often a stream names it), told its result when there is one; when the run pauses, the
+ * calls its card stands for wait on it, and a call with neither result nor card was not
+ * run. `run` holds what this stream drew, in order, and the calls it made.
+ */
+function followTool(event, run) {
+  const id = event.toolCallId;
+  if (event.type === "TOOL_CALL_START" && !toolLines.has(id)) {
+    run.made.add(id);
+    run.items.push(drawnCall(id, { name: event.toolCallName, args: "" }).line);
+  } else if (event.type === "TOOL_CALL_ARGS" && run.made.has(id)) {
+    toolLines.get(id).args += event.delta;
+    drawCall(toolLines.get(id));
+  } else if (event.type === "TOOL_CALL_RESULT") {
+    // A call made in a stream this page never saw (it was reloaded since): drawn now.
+    if (!toolLines.has(id)) run.items.push(drawnCall(id, askedCalls.get(id)).line);
+    const call = toolLines.get(id);
+    call.result = event.content;
+    call.asked ||= askedCalls.has(id);
+    call.joined = call.result.startsWith(MERGED) ? joinedBy(call) : null;
+    waiting.delete(id);
+    drawCall(call);
+  } else if (event.type === "RUN_FINISHED") {
+    for (const { toolCallId } of event.outcome?.interrupts || []) {
+      const call = toolLines.get(toolCallId);
+      if (!call || call.result !== null) continue;
+      call.state = "waiting";
+      call.asked = true;
+      waiting.add(toolCallId);
     }
-    const subject = args.url || args.recipient || args.prompt || args.reason || "";
-    // An answer to a card is shown on the card; its JSON here is for the model.
-    const answered = call.result?.startsWith("The user answered");
-    const result =
-      call.result === null ? "waiting for your answer" : answered ? "answered" : firstSentence(call.result);
-    const on = subject ? ` (${shorten(subject, 60)})` : "";
-    const line = say("tool", `${toolLabel(call.name)}${on}: ${shorten(result, 140)}`);
-    if (call.result === null) waiting.push({ line, label: `${toolLabel(call.name)}${on}` });
+    for (const made of run.made) {
+      const call = toolLines.get(made);
+      if (call.result === null && call.state === "running") call.state = "not run";
+    }
+    for (const id of new Set([...run.made, ...waiting])) drawCall(toolLines.get(id));
   }
 }
 
-/** The tool lines that waited on a card say how it ended, once it did. */
+/** A saved turn's call, told as its line read when the run ended (a turn saved before
+ * calls kept their results tells only its status). */
+function drawSaved(id, tool) {
+  const call = drawnCall(id, { name: tool.name, args: JSON.stringify(tool.input || {}) });
+  call.state = tool.status;
+  if (typeof tool.result === "string") {
+    call.result = tool.result;
+    call.joined = call.result.startsWith(MERGED) ? joinedBy(call) : null;
+  }
+  drawCall(call);
+}
+
+// How Interlock tells the model a call was merged into another of its step's calls.
+const MERGED = "Merged into";
+
+/** Draw a new line for call `id` (a name and its arguments as JSON text). */
+function drawnCall(id, { name = "tool", args = "" } = {}) {
+  const call = { id, name, args, result: null, state: "running", asked: false, joined: null };
+  call.line = say("tool", "");
+  toolLines.set(id, call);
+  drawCall(call);
+  return call;
+}
+
+/** The call a merged call joined: the nearest call of the same tool before it that was
+ * not itself merged (a step's first such call, which asks for them all). */
+function joinedBy(merged) {
+  const before = [...toolLines.values()];
+  before.splice(before.indexOf(merged));
+  return before.reverse().find((c) => c.name === merged.name && !c.result?.startsWith(MERGED)) || null;
+}
+
+function drawCall(call) {
+  call.line.querySelector("p").textContent = `${callLabel(call)}: ${shorten(callStatus(call), 140)}`;
+}
+
+/** What was called, and on what. */
+function callLabel(call) {
+  let args = {};
+  try {
+    args = JSON.parse(call.args || "{}");
+  } catch {
+    /* shown without arguments */
+  }
+  const subject = args.url || args.recipient || args.prompt || args.reason || "";
+  return `${toolLabel(call.name)}${subject ? ` (${shorten(subject, 60)})` : ""}`;
+}
+
+/** How the call went, as far as the page knows. */
+function callStatus(call) {
+  if (call.result === null) {
+    return { running: "running…", waiting: "waiting for your answer" }[call.state] || call.state;
+  }
+  if (call.joined) return `merged into ${callLabel(call.joined)}`;
+  // An answer to a card is shown on the card; its JSON here is for the model.
+  const said = call.result.startsWith("The user answered") ? "" : firstSentence(call.result);
+  if (!call.asked) return said;
+  return said ? `answered — ${said}` : "answered";
+}
+
+/** The tool lines that waited on a card say how it ended, once it did (unless the run it
+ * resumed already told their results). */
 function stopWaiting(state) {
   const word = { done: "answered", expired: "expired", cancelled: "cancelled" }[state] || state;
-  for (const { line, label } of waiting.splice(0)) line.querySelector("p").textContent = `${label}: ${word}`;
+  for (const call of [...waiting].map((id) => toolLines.get(id)).filter(Boolean)) {
+    call.state = word;
+    drawCall(call);
+  }
+  waiting.clear();
 }
 
 /** What a person needs of a tool's result: its first sentence (the rest guides the model). */
@@ -159,22 +252,33 @@ function shorten(text, max) {
 }
 
 /**
- * What the page shows while a run streams: the agent's text as the model writes it.
- * Returns the event handler and the ids of the messages it drew.
+ * What the page shows while a run streams, as it happens: the agent's text as the model
+ * writes it, and a line per tool call. Returns the event handler, the ids of the messages
+ * it drew, and everything it drew, in order (`items`).
  */
 function live() {
   const drawn = new Map();
+  const run = { items: [], made: new Set() };
   const onEvent = (event) => {
-    if (event.type === "TEXT_MESSAGE_START") drawn.set(event.messageId, say("agent", ""));
+    if (event.type === "TEXT_MESSAGE_START") {
+      drawn.set(event.messageId, say("agent", ""));
+      run.items.push(drawn.get(event.messageId));
+    }
     if (event.type === "TEXT_MESSAGE_CONTENT" && drawn.has(event.messageId)) {
       drawn.get(event.messageId).querySelector("p").textContent += event.delta;
     }
+    followTool(event, run);
   };
-  return { onEvent, drawn };
+  /** Take back what a run that failed drew: it did not happen as drawn. */
+  const undo = () => {
+    for (const item of run.items) item.remove();
+    for (const id of run.made) toolLines.delete(id);
+  };
+  return { onEvent, drawn, items: run.items, undo };
 }
 
+/** What a run's summary adds to what streamed: messages it did not stream, and its card. */
 function showRun(run, drawn = new Map()) {
-  activity(run.tools);
   for (const { id, text } of run.texts) if (!drawn.has(id)) say("agent", text);
   if (run.interrupts.length) showCard(fromInterrupts(run.interrupts));
   loadApprovals().catch(report);
@@ -193,7 +297,7 @@ async function send(event) {
     showRun(await api.run(chat, text, streaming.onEvent), streaming.drawn);
     report("");
   } catch (error) {
-    for (const item of streaming.drawn.values()) item.remove();
+    streaming.undo();
     mine.remove();
     $("prompt").value = text;
     if (error.code === "pending_interrupt") await loadRequest();
@@ -215,8 +319,12 @@ async function loadRequest() {
 
 function showCard(request) {
   retireCard();
-  for (const part of [request, ...(request.alsoAsked || [])])
+  for (const part of [request, ...(request.alsoAsked || [])]) {
     labelsOf.set(part.interruptId, fieldLabels(part));
+    const id = part.toolCallId || part.card?.tool_use_id;
+    const args = JSON.stringify(part.card?.summary || {});
+    if (id) askedCalls.set(id, { name: part.card?.tool, args });
+  }
   card = cardFor(request, { answer, dismiss, settled: () => setWorking(working) });
   offerDecline(card); // an MCP server's question can be declined with one press
   $("card-slot").append(card.el);
@@ -261,12 +369,12 @@ async function answer(status, payload, retried = false) {
     const events = await loadHistory().catch((failure) => (report(failure), []));
     const decidedAt = decidedAtOf(shown, events);
     if (run.result?.outcome === "replayed") {
-      for (const item of streaming.drawn.values()) item.remove();
+      streaming.undo();
       shown.finish({ ...run.result, decidedAt }, true);
       await loadThread(); // the answer was given elsewhere: show the stored thread
     } else {
       shown.finish({ decision: decisionOf(payload), ...run.result, decidedAt });
-      retireCard(streaming.drawn.values().next().value ?? null);
+      retireCard(streaming.items[0] ?? null);
       showRun(run, streaming.drawn);
     }
   } catch (error) {

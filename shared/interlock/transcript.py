@@ -13,6 +13,11 @@ from interlock.outcomes import Usage
 from interlock.ports import Stores
 
 HISTORY_TURNS: Final = 50
+# What a saved turn keeps of each tool call: the arguments the page names a call by,
+# and as much of its result as the page shows.
+NAMED_BY: Final = ("url", "recipient", "prompt", "reason")
+SAVED_SUBJECT_CHARS: Final = 120
+SAVED_RESULT_CHARS: Final = 200
 
 
 def history(stores: Stores, chat_id: str) -> list[Any]:
@@ -51,8 +56,25 @@ def model_messages(built: BuiltAgent, started: int) -> int:
 def answer_turn(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """The assistant turn saved for a run's answer, with a summary of its tool activity
     so a reloaded thread can show it."""
-    tools = [{"name": c["name"], "status": c["status"]} for c in calls]
-    return {"role": "assistant", "text": text, "tools": tools}
+    return {"role": "assistant", "text": text, "tools": [saved_call(c) for c in calls]}
+
+
+def saved_call(call: dict[str, Any]) -> dict[str, Any]:
+    """One call as a reloaded thread tells it: its tool, status, what it was called on
+    and how it went (its result's first line: the rest is guidance for the model), so a
+    call that was not run or was merged reads as such, not as a bare error."""
+    saved: dict[str, Any] = {"name": call["name"], "status": call["status"]}
+    given = call.get("input")
+    named = {
+        key: str(given[key])[:SAVED_SUBJECT_CHARS]
+        for key in NAMED_BY
+        if isinstance(given, dict) and given.get(key)
+    }
+    if named:
+        saved["input"] = named
+    if isinstance(call.get("result"), str):
+        saved["result"] = call["result"].split("\n")[0][:SAVED_RESULT_CHARS]
+    return saved
 
 
 def summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[Any], Usage]:
@@ -77,13 +99,22 @@ def summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[
         for block in message["content"]
         if "toolUse" in block
     }
+    # A paused batch's other calls may be settled already (run, or not run by a hook):
+    # their results are held apart from the messages until the resume.
+    held = {r["toolUseId"]: r for r in held_results(built.agent)}
+    # Calls in the order the model made them: a batch's results come as they finish.
+    made = {call_id: i for i, call_id in enumerate(names)}
     calls = []
     for message in messages[started:]:
-        for block in message["content"]:
+        for block in sorted(message["content"], key=lambda b: _made_at(b, made)):
             # A call appears once: with its result, or as pending (paused) when it has none.
             use = block.get("toolUse")
             done = block.get("toolResult")
-            if use and use["toolUseId"] not in results:
+            if use and use["toolUseId"] in held and use["toolUseId"] not in results:
+                kept = held[use["toolUseId"]]
+                status, text = kept.get("status"), result_text(kept)
+                calls.append({**_call(use), "status": status, "result": text})
+            elif use and use["toolUseId"] not in results:
                 calls.append({**_call(use), "status": "pending", "result": None})
             elif done and done["toolUseId"] in names:
                 text = result_text(done)
@@ -103,6 +134,27 @@ def summary(built: BuiltAgent, result: AgentResult, started: int) -> tuple[list[
         tool_executions=built.meter.tool_executions,
     )
     return calls, usage
+
+
+def held_results(agent: Any) -> list[dict[str, Any]]:
+    """The results the other calls of a paused batch already have (they ran, or a hook
+    did not run them) while a call of theirs waits on a person.
+
+    Strands holds them on the agent's interrupt state, not in its messages, until the
+    resume appends them with the paused call's own. Read there (Strands has no public
+    accessor); an agent that is not paused holds none.
+    """
+    state = getattr(agent, "_interrupt_state", None)
+    pending = getattr(state, "pending_tool_execution", None)
+    if not getattr(state, "activated", False) or pending is None:
+        return []
+    return list(getattr(pending, "completed_tool_results", None) or [])
+
+
+def _made_at(block: Any, made: dict[str, int]) -> int:
+    """Where a result's call comes among the calls made (other blocks come first, in order)."""
+    done = block.get("toolResult")
+    return made.get(done["toolUseId"], -1) if done else -1
 
 
 def _call(use: Any) -> dict[str, Any]:

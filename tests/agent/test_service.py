@@ -508,9 +508,20 @@ def test_a_saved_turn_keeps_its_tool_activity(
     answer(runtime, alice, paused)
     last = stores.chats.turns(CHAT)[-1]
     assert last["role"] == "assistant"
+    # Each call with what the thread names it by and its result's first line
     assert last["tools"] == [
-        {"name": "request_approval", "status": "success"},
-        {"name": "fetch_url", "status": "success"},
+        {
+            "name": "request_approval",
+            "status": "success",
+            "input": {"reason": "Download the reference table the analysis needs."},
+            "result": "Approved by the user: sites data.example.org. Run the step again now.",
+        },
+        {
+            "name": "fetch_url",
+            "status": "success",
+            "input": {"url": "https://data.example.org/reference/table.csv"},
+            "result": "id,value",
+        },
     ]
 
 

@@ -145,28 +145,29 @@ def test_a_turn_pauses_with_a_card(alice: Client, chat: str, http_stores: Stores
     assert stored.expires_at == int(expires.timestamp())
 
 
-def test_reading_the_request_rotates_the_secret(
+def test_reading_the_request_rotates_the_pages_secret_and_keeps_the_streams(
     alice: Client, chat: str, http_stores: Stores
 ) -> None:
     # Given a paused turn and the secret its card came with
     interrupt = pause(alice, chat)
     offered = secret_of(interrupt)
 
-    # When alice reads the open request again
+    # When alice reads the open request on the card page, in two tabs
+    first = alice.get(f"/chats/{chat}/request")
     view = alice.get(f"/chats/{chat}/request")
 
-    # Then it shows the same request with a fresh secret
+    # Then it shows the same request with a fresh secret each time
     assert view["interruptId"] == interrupt.id
     assert view["state"] == "pending"
     assert view["toolCallId"] == interrupt.tool_call_id
-    assert view["secret"] != offered
-    # And the old secret is refused without touching the request
-    stale = alice.post_resume(chat, answer(interrupt, APPROVE, offered))
+    assert len({offered, first["secret"], view["secret"]}) == 3
+    # And the page's older copy is refused without touching the request
+    stale = alice.post_resume(chat, answer(interrupt, APPROVE, first["secret"]))
     assert stale.error() == (403, "refused")
     assert pointer(http_stores, chat).state is RequestState.PENDING
     assert pointer(http_stores, chat).claim_count == 0
-    # And the new one works
-    done = alice.resume(chat, answer(interrupt, APPROVE, view["secret"]))
+    # And the stream's copy, which the AG-UI front end still holds, works
+    done = alice.resume(chat, answer(interrupt, APPROVE, offered))
     assert done.result["outcome"] == "completed"
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from interlock.api.errors import error_body
 from interlock.outcomes import TurnResult
-from interlock.progress import Progress, ProgressEvent
+from interlock.progress import Progress, ProgressEvent, ToolFinished, ToolStarted
 
 if TYPE_CHECKING:
     # AG-UI's models load with the first run that streams (`interlock.api.stream`).
@@ -90,12 +90,14 @@ async def respond_live(
     heartbeat_s: float,
     observe: Callable[[TurnResult | BaseException], None] = lambda _: None,
     in_band: bool = False,
+    told: Collection[str] = frozenset(),
 ) -> None:
     """Run `work` and answer with its events as they come (see the module's rules).
 
     `observe` hears the run's result or failure (for metrics), once. With `in_band`
     (the client reads an event stream), a refusal by the interrupt rules is the run's
-    `RUN_ERROR`, as AG-UI has it, not an HTTP error.
+    `RUN_ERROR`, as AG-UI has it, not an HTTP error. `told` names the tool calls whose
+    results the client already has: they are not sent again.
     """
     from interlock.api.agui import encode  # loaded already, with `stream`
 
@@ -127,9 +129,12 @@ async def respond_live(
         return
     client = _Client(send)
     await client.start()
+    calls = _Calls(told)
     while True:
         if isinstance(item, _Done):
             observe(item.result)
+            for settled in calls.untold(item.result):
+                await client.write(encode(stream.progress(settled)).encode())
             await client.write(encode(stream.finished(item.result)).encode())
             break
         if isinstance(item, _Failed):
@@ -138,9 +143,46 @@ async def respond_live(
             detail = body["error"]
             await client.write(encode(stream.failed(detail["code"], detail["message"])).encode())
             break
-        await client.write(encode(stream.progress(item)).encode())
+        if calls.tells(item):
+            await client.write(encode(stream.progress(item)).encode())
         item = await _next(queue, client, heartbeat_s)
     await client.end()
+
+
+class _Calls:
+    """The tool calls a stream told of, so that each result is told once.
+
+    A run that pauses leaves the other calls of its paused batch settled (run, or not
+    run by a hook) without a result in the agent's messages, so no progress tells
+    them: they are told with the run's end (`untold`), before the interrupt. The run
+    that resumes it appends them again with the paused call's result; a client that
+    already has them (`told`) does not hear them twice.
+    """
+
+    def __init__(self, told: Collection[str]) -> None:
+        self._told = set(told)
+        self._started: set[str] = set()
+
+    def tells(self, event: ProgressEvent) -> bool:
+        """Whether `event` is sent (a result the client has is not), noting what it tells."""
+        if isinstance(event, ToolStarted):
+            self._started.add(event.call_id)
+        if not isinstance(event, ToolFinished):
+            return True
+        if event.call_id in self._told:
+            return False
+        self._told.add(event.call_id)
+        return True
+
+    def untold(self, result: TurnResult) -> list[ToolFinished]:
+        """The results of calls this stream started that no progress told."""
+        return [
+            ToolFinished(call["id"], call["result"])
+            for call in result.tool_calls
+            if call.get("result") is not None
+            and call["id"] in self._started
+            and call["id"] not in self._told
+        ]
 
 
 async def _next(queue: asyncio.Queue[_Item], client: _Client, heartbeat_s: float) -> _Item:

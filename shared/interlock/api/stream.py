@@ -51,6 +51,8 @@ from interlock.config import deployment
 from interlock.outcomes import TurnResult
 
 if TYPE_CHECKING:
+    from ag_ui.core import RunAgentInput
+
     from interlock.api.agui import RunStream
 
 logger = Logger()
@@ -77,10 +79,11 @@ class Live(Response):
         stream: RunStream,
         observe: Callable[[TurnResult | BaseException], None],
         in_band: bool = False,
+        told: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
         self._work, self._stream, self._observe = work, stream, observe
-        self._in_band = in_band
+        self._in_band, self._told = in_band, told
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await respond_live(
@@ -90,6 +93,7 @@ class Live(Response):
             heartbeat_s=heartbeat_s(),
             observe=self._published,
             in_band=self._in_band,
+            told=self._told,
         )
 
     def _published(self, outcome: TurnResult | BaseException) -> None:
@@ -193,7 +197,15 @@ def _resume(caller: Caller, body: str, in_band: bool = False) -> Response:
         )
 
     stream = RunStream(answer.chat_id, answer.run_id, answer.input)
-    return Live(work, stream, _count_resume, in_band)
+    return Live(work, stream, _count_resume, in_band, told=told_results(answer.input))
+
+
+def told_results(run_input: RunAgentInput) -> frozenset[str]:
+    """The tool calls whose results a client's input carries: the results the run that
+    paused told it, which the resumed run does not tell again."""
+    from ag_ui.core import ToolMessage  # loaded already, with the input
+
+    return frozenset(m.tool_call_id for m in run_input.messages if isinstance(m, ToolMessage))
 
 
 def run_turn_for(caller: Caller, chat_id: str, prompt: str, progress: Any) -> TurnResult:
