@@ -3,8 +3,9 @@
 No Cognito token comes with a platform's delivery: each proves itself (Slack's signature
 over the raw body, Telegram's secret token) before anything is read. Then a replayed
 delivery is dropped, the tap is screened (the card still open, then the tapper linked
-and allowed: `interlock.respond`), the platform is answered at once, and the answer is
-applied asynchronously by the resume function, the only one that may claim.
+and allowed: `interlock.respond`), the platform is answered at once, and the answer (or
+a Dismiss, which cancels the request on its user's word) is applied asynchronously by
+the resume function, the only one that may claim.
 
 It never runs an agent, so it never imports strands and starts fast.
 """

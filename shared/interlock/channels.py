@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from interlock import errors
-from interlock.cards import ACTION, DOWNLOAD
+from interlock.cards import ACTION, DOWNLOAD, redact
 from interlock.elicitation import is_mcp
 from interlock.interrupts import schema_fields
 from interlock.keys import checked_id
@@ -211,6 +212,7 @@ def outcome_text(decision: str | None, who: str | None, at_s: int | None, source
         "rejected_with_feedback": "Denied with feedback",
         "answered": "Answered",
         "cancelled": "Cancelled",
+        "dismissed": "Dismissed",
         "expired": "Expired",
         "given_up": "Given up",
         "timed_out": "Timed out",
@@ -272,6 +274,13 @@ DECLINE: Final = "d"
 DECLINE_ALL: Final = "D"
 DECLINES: Final = frozenset({DECLINE, DECLINE_ALL})
 GROUP_CHOICES: Final = frozenset({APPROVE_ALL, DENY_ALL, ANSWER_ALL, DECLINE_ALL})
+# Set the whole request aside without answering it, as the card page's Dismiss does
+# (`interlock.respond`): its own user's word only, one button for a message of any cards.
+DISMISS: Final = "x"
+DISMISS_LABEL: Final = "Dismiss"
+# What a dismissed card's posts and its tapper are told: the page's own words for it.
+DISMISSED_CHOSEN: Final = f"Chosen: {DISMISS_LABEL}"
+NOTHING_DONE: Final = "nothing it asked about was done"
 
 
 def channel_card(card: dict[str, Any]) -> ChannelCard:
@@ -372,6 +381,15 @@ def group_buttons(request: RequestRecord, *, form: bool) -> tuple[tuple[str, str
     return tuple(buttons)
 
 
+def dismiss_buttons(request: RequestRecord) -> tuple[tuple[str, str], ...]:
+    """The Dismiss button a message of `request` offers beside its answers: none when
+    every card is an MCP server's question, which is declined instead (the server hears
+    a decline; a dismiss would tell it nothing), as on the card page."""
+    if all(is_mcp(asked.card) for asked in request.asked):
+        return ()
+    return ((DISMISS_LABEL, DISMISS),)
+
+
 def group_answers(
     request: RequestRecord, choice: str, values: dict[str, Any]
 ) -> list[tuple[str, Any]]:
@@ -457,8 +475,9 @@ def deadline_text(at_s: int) -> str:
 
 
 def settled_text(title: str, outcome: str) -> str:
-    """A settled card's message: what it asked kept (`kept_text`), the outcome under it;
-    `settled_lines` reads it back by its first and last lines."""
+    """A settled card's message: what it asked kept (`kept_text`), the outcome under it
+    (its last line, with what was chosen above it: `chosen_text`); `settled_lines`
+    reads it back by its first and last lines."""
     return f"{title}\n{outcome}" if title else outcome
 
 
@@ -470,7 +489,7 @@ def settled_lines(text: str) -> tuple[str, tuple[str, ...], str]:
     """`(asked, facts, outcome)` of a settled card's message (`settled_text`): the
     question it kept, labelled (so the asker's words never stand alone as the message's
     first line; empty when none was kept), the lines between (the facts the card
-    showed), and the outcome, its last line."""
+    showed, then what was chosen), and the outcome, its last line."""
     first, *rest = text.split("\n")
     if not rest:  # nothing was kept above the outcome
         return "", (), first
@@ -500,6 +519,159 @@ def kept_text(request: RequestRecord) -> str:
                 return "\n".join(lines)  # whole lines only: a cut fact could mislead
             lines.append(line)
     return "\n".join(lines)
+
+
+# A settled message says what was chosen in at most this much (whole lines): it is read
+# beside the facts it kept, within a chat message's limits.
+_MAX_CHOSEN_CHARS: Final = 800
+
+
+def chosen_text(request: RequestRecord, responses: Mapping[str, Any]) -> str:
+    """What was chosen on each card of `request`, a line each (`chosen_line`), for its
+    settled message: numbered as the cards are when there are several, and empty when
+    nothing was (nobody answered in time). `responses` are the answers as the claim
+    recorded them, by interrupt id (`Answers.responses`, `RequestRecord.response`)."""
+    lines: list[str] = []
+    budget = _MAX_CHOSEN_CHARS
+    for index, asked in enumerate(request.asked):
+        said = chosen_line(asked.card, responses.get(asked.interrupt_id))
+        if not said:
+            continue
+        line = numbered(said, index, len(request.asked))
+        budget -= len(line) + 1
+        if budget < 0:
+            break  # whole lines only, as the kept facts are
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def recorded_chosen(request: RequestRecord) -> str:
+    """`chosen_text` of the answers `request` recorded (its `response`): what a record
+    read for another reason already says, so saying it costs no read. Empty when it
+    recorded none."""
+    try:
+        recorded = json.loads(request.response or "")
+    except ValueError:
+        return ""
+    return chosen_text(request, recorded) if isinstance(recorded, dict) else ""
+
+
+# The statuses a response is recorded with when no answer was given (`answers.decide`,
+# the sweeper's timeouts).
+_STATUSES: Final = frozenset({"cancelled", "timed_out", "default"})
+
+
+def chosen_line(card: Mapping[str, Any], response: Any) -> str:
+    """What one card's recorded answer chose, as its card offered it: "Chosen: Approve",
+    "Chosen: Deny · Reason: “…”", "Chosen: Evening" for a button or an option, "Answer:
+    …" for what was typed or filled in (`answer_words`), "Chosen: Decline" for an MCP
+    server's question declined, "Default used: …" when the timeout's default answered.
+    Empty when nobody chose anything (a timeout, a cancel)."""
+    status = response.get("status") if isinstance(response, Mapping) else None
+    if status in _STATUSES and set(response) <= {"status", "answer"}:
+        if status == "default":
+            return _line(f"Default used: {_words(response.get('answer'))}")
+        if status == "cancelled":
+            return "Chosen: Decline" if is_mcp(card) else ""
+        return ""  # timed out: nobody chose
+    words = answer_words(card, response)
+    if not words:
+        return ""
+    kind = card.get("type")
+    if kind not in ("question", "info", "interrupt") or card.get("question_type") in (
+        "single_choice",
+        "multiple_choice",
+    ):
+        return f"Chosen: {words}"  # a button or options offered: one was pressed or ticked
+    return f"Answer: {words}"
+
+
+def answer_words(card: Mapping[str, Any], answer: Any) -> str:
+    """An answer as a person reads it, in the words its card showed (the card page's
+    history says it the same way): an approval's button ("Approve", "Deny with
+    feedback") with the reason given or the arguments changed, the option chosen, the
+    options ticked, or each field under its form's label ("Volunteers: 4; Bring cold
+    boxes: yes"); never a field's key or a raw object. Sensitive fields are masked and
+    long text is cut, as in the card's own facts (`cards.redact`)."""
+    if answer is None:
+        return ""
+    if not isinstance(answer, Mapping):
+        return _line(_words(answer))
+    if card.get("type") not in ("question", "info", "interrupt") and "decision" in answer:
+        return _decision_words(card, answer)
+    if card.get("type") == "question" and "answer" in answer:
+        return _line(_words(answer["answer"]))
+    # An MCP server's answer is recorded inside `content` (`elicitation.recorded`).
+    content = answer.get("content")
+    fields = content if set(answer) == {"content"} and isinstance(content, Mapping) else answer
+    labels = _field_labels(card)
+    shown = redact({str(k): v for k, v in fields.items() if k not in ("decision", "fingerprint")})
+    # In the form's order, not the record's (its keys are sorted).
+    place = {name: index for index, name in enumerate(labels)}
+    ordered = sorted(shown.items(), key=lambda item: place.get(item[0], len(place)))
+    return _line("; ".join(f"{labels.get(k) or _human(k)}: {_words(v)}" for k, v in ordered))
+
+
+def _decision_words(card: Mapping[str, Any], answer: Mapping[str, Any]) -> str:
+    """An approval's answer by the button that gives it, with what came with it."""
+    if answer.get("decision") == "approve":
+        changes = _changes_words(card, answer)
+        return _line(f"Approve with changes: {changes}" if changes else "Approve")
+    parts = ["Deny with feedback" if answer.get("suggestion") else "Deny"]
+    if answer.get("reason"):
+        parts.append(f"Reason: \u201c{_line(answer['reason'], 200)}\u201d")
+    if answer.get("suggestion"):
+        parts.append(f"Instead: \u201c{_line(answer['suggestion'], 200)}\u201d")
+    return _line(" · ".join(parts))
+
+
+def _changes_words(card: Mapping[str, Any], answer: Mapping[str, Any]) -> str:
+    """The arguments, URLs or packages an approval changed ("Recipient: …"); empty when
+    it approved the call as it stood."""
+    edits = answer.get("edits")
+    changes = [
+        f"{_human(name)}: {_words(value)}"
+        for name, value in (redact(edits) if isinstance(edits, Mapping) else {}).items()
+    ]
+    for key, label in (("urls", "URLs"), ("packages", "Packages")):
+        given = answer.get(key)
+        if isinstance(given, list) and given != list(card.get(key) or []):
+            changes.append(f"{label}: {_words(given)}")
+    return "; ".join(changes)
+
+
+def _field_labels(card: Mapping[str, Any]) -> dict[str, str]:
+    """The label a person saw for each field of `card`, in the form's order: an
+    information request's field labels, else its schema's titles (the page's
+    `fieldLabels`); empty for a field that had none."""
+    labels: dict[str, str] = {}
+    schema = card.get("schema")
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    for name, spec in (properties if isinstance(properties, Mapping) else {}).items():
+        title = spec.get("title") if isinstance(spec, Mapping) else None
+        labels[str(name)] = _line(title, 100) if title else ""
+    for spec in card.get("fields") or ():
+        if isinstance(spec, Mapping) and spec.get("name"):
+            label = spec.get("label")
+            labels[str(spec["name"])] = _line(label, 100) if label else ""
+    return labels
+
+
+def _words(value: Any) -> str:
+    """One answered value as a person reads it: yes or no for a flag, lists joined,
+    nested fields spelled out, a URL without its query (it may carry a token)."""
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple):
+        return ", ".join(_words(item) for item in value)
+    if isinstance(value, Mapping):
+        inner = "; ".join(f"{_human(str(k))}: {_words(v)}" for k, v in value.items())
+        return f"({inner})"
+    return _scrubbed(str(value))
 
 
 def _human(name: str) -> str:

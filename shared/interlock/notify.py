@@ -51,6 +51,7 @@ from interlock.channels import (
     Tap,
     kept_text,
     outcome_text,
+    recorded_chosen,
     settled_text,
 )
 from interlock.ports import ChannelPort, RequestPort
@@ -154,8 +155,11 @@ class Notifier:
         decision: str | None,
         who: str | None,
         source: str,
+        chosen: str = "",
     ) -> None:
-        """Edit every post of the settled interrupts to say how they ended.
+        """Edit every post of the settled interrupts to say how they ended and, above
+        that, what was chosen (`chosen`: `channels.chosen_text` of the answers the
+        ending recorded, which its caller holds, so saying it costs no read).
 
         Each edit is recorded on its notice (with its text) before any is sent; then the
         mark the ending wrote that they are owed is cleared (one write, only when some
@@ -163,7 +167,8 @@ class Notifier:
         if not self._channels:
             return
         ids = frozenset(interrupt_ids)
-        text = outcome_text(decision, who, self._now_ms() // 1000, _source_name(source))
+        outcome = outcome_text(decision, who, self._now_ms() // 1000, _source_name(source))
+        text = _with_chosen(chosen, outcome)
         try:
             notices = [n for i in sorted(ids) for n in self._store.notices(chat_id, i)]
             marked = [
@@ -400,9 +405,19 @@ def _ended_text(request: RequestRecord | None, notice: Notice) -> str:
         RequestState.EXPIRED: "expired",
     }.get(request.state, request.decision)
     at_ms = request.decided_at_ms or (request.answered_at or 0) * 1000
-    return outcome_text(
+    outcome = outcome_text(
         decision, request.decided_by, at_ms // 1000 or None, _source_name(request.decided_via or "")
     )
+    # What was chosen, from the answer the pointer recorded: only a request carried
+    # through says one (a cancelled or expired one never acted on what it recorded).
+    done = request.state is RequestState.DONE
+    return _with_chosen(recorded_chosen(request) if done else "", outcome)
+
+
+def _with_chosen(chosen: str, outcome: str) -> str:
+    """A settled card's last lines: what was chosen, then how it ended (the outcome is
+    always the last line, as `channels.settled_lines` reads it)."""
+    return f"{chosen}\n{outcome}" if chosen else outcome
 
 
 def _failed(what: str, exc: Exception) -> None:

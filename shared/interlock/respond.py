@@ -189,7 +189,10 @@ def _dismiss(rt: Runtime, screened: Screened, tap: Tap) -> TapResult:
     link = screened.link
     try:
         cancelled = manage.cancel_request(
-            rt.stores, Caller(link.user_id, link.roles), tap.chat_id, rt.clock.now_ms(),
+            rt.stores,
+            Caller(link.user_id, link.roles),
+            tap.chat_id,
+            rt.clock.now_ms(),
             rt.config.version,
         )
     except errors.DecisionBinding as binding:

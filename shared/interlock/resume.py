@@ -58,6 +58,7 @@ from interlock.answers import (
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
 from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, edit_record, redact
+from interlock.channels import chosen_text
 from interlock.context import request_scope
 from interlock.deps import Runtime
 from interlock.harness.agent import BuiltAgent, build_agent, inputs_for, lost_tools
@@ -157,7 +158,12 @@ def resume_turn(
             )
             if rt.notifier is not None:
                 rt.notifier.settled(
-                    chat_id, record.interrupt_ids, answers.label, caller.user_id, source
+                    chat_id,
+                    record.interrupt_ids,
+                    answers.label,
+                    caller.user_id,
+                    source,
+                    chosen_text(record, answers.responses),
                 )
                 if result.offer is not None:
                     rt.notifier.opened(result.offer.request)

@@ -34,6 +34,7 @@ from interlock.admission import expire_and_release, give_up
 from interlock.answers import kind_of, recorded_answers
 from interlock.audit import audit, audit_entry
 from interlock.caller import Caller
+from interlock.channels import chosen_text
 from interlock.deps import Runtime
 from interlock.fanout import SettleMessage, overdue_chats
 from interlock.ports import Entry
@@ -202,7 +203,8 @@ def settle_overdue(
         logger.exception("chat_id=<%s> | settling an overdue request failed", chat_id)
         return "failed"
     if rt.notifier is not None:
-        rt.notifier.settled(chat_id, request.interrupt_ids, answers.label, None, "sweeper")
+        chosen = chosen_text(request, answers.responses)
+        rt.notifier.settled(chat_id, request.interrupt_ids, answers.label, None, "sweeper", chosen)
     return outcome
 
 
@@ -237,7 +239,12 @@ def _recover(rt: Runtime, request: RequestRecord, now_ms: int) -> str:
         return "failed"
     if rt.notifier is not None:
         rt.notifier.settled(
-            request.chat_id, request.interrupt_ids, answers.label, request.decided_by, "recovery"
+            request.chat_id,
+            request.interrupt_ids,
+            answers.label,
+            request.decided_by,
+            "recovery",
+            chosen_text(request, answers.responses),
         )
     return "recovered"
 

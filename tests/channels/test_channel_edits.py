@@ -82,6 +82,7 @@ def test_slack_changes_the_recipient_in_a_form_and_the_report_goes_there_once(
         "Deny",
         CHANGE,
         "Deny with feedback…",
+        "Dismiss",
     ]
 
     # The form holds the agent's recipient, labelled, and approves what it holds
@@ -140,7 +141,7 @@ def test_a_download_card_offers_no_change_on_slack_and_a_forged_one_approves_not
     request = pause(channels, "e3", "please download the table")
     assert request.card["type"] == "download"
 
-    assert list(slack_buttons(channels)) == ["Approve", "Deny", "Deny with feedback…"]
+    assert list(slack_buttons(channels)) == ["Approve", "Deny", "Deny with feedback…", "Dismiss"]
     # A change-and-approve form for it (signed by Slack, made by no button of its) is
     # refused, and the downloads wait for Approve
     data = button_data("e3", request.interrupt_id, "e")
@@ -166,7 +167,7 @@ def test_telegram_links_the_change_to_the_card_page_and_approve_keeps_the_agents
     buttons = [b for row in sent["reply_markup"]["inline_keyboard"] for b in row]
     assert {"text": "Change on the card page", "url": f"{PAGE}?chat=e4"} in buttons
     taps = {b["text"]: b["callback_data"] for b in buttons if "callback_data" in b}
-    assert list(taps) == ["Approve", "Deny"]
+    assert list(taps) == ["Approve", "Deny", "Dismiss"]
     # The change is the page's: a press forged to change the call approves nothing
     forged = button_data("e4", request.interrupt_id, "e")
     tap_telegram(channels, fakes.telegram_tap(1, TG_ALICE, forged))

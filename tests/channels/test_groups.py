@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from interlock.channels import ANSWER_ALL, APPROVE, APPROVE_ALL, button_data
+from interlock.channels import ANSWER_ALL, APPROVE, APPROVE_ALL, DISMISS, button_data
 from interlock.records import RequestState
 from local.server import LocalApi
 from tests.api.conftest import BufferedClient
@@ -80,14 +80,17 @@ def test_one_slack_form_answers_four_cards_in_one_resume(survey: Setup) -> None:
     ]
     assert "Which streets should the round cover?" in sections[1]
     (actions,) = [b for b in post["blocks"] if b["type"] == "actions"]
-    assert [e["text"]["text"] for e in actions["elements"]] == ["Answer each…"]
+    # (and dismissed together: Dismiss sets the whole request aside)
+    assert [e["text"]["text"] for e in actions["elements"]] == ["Answer each…", "Dismiss"]
     answer_each = actions["elements"][0]["value"]
     assert answer_each == button_data("round-1", request.asked[0].interrupt_id, ANSWER_ALL)
     # Telegram says where they are answered, and links the card page on this chat
     (sent,) = survey.telegram.recorded.of("sendMessage")
     assert "(4 questions, answered together: on the card page.)" in sent["text"]
+    dismiss = button_data("round-1", request.asked[0].interrupt_id, DISMISS)
     assert sent["reply_markup"]["inline_keyboard"] == [
-        [{"text": "Open the card page", "url": "https://cards.example.com/?chat=round-1"}]
+        [{"text": "Dismiss", "callback_data": dismiss}],
+        [{"text": "Open the card page", "url": "https://cards.example.com/?chat=round-1"}],
     ]
 
     # "Answer each…" opens one form with a field per card, from each card's rules
@@ -196,7 +199,8 @@ def test_a_telegram_tap_approves_a_group_of_approvals_in_one_resume(twins: Setup
     assert "(2 questions, answered together: here all at once, or each on the card page.)" in lines
     keyboard = sent["reply_markup"]["inline_keyboard"]
     assert [b["text"] for b in keyboard[0]] == ["Approve all", "Deny all"]
-    assert keyboard[1] == [
+    assert [b["text"] for b in keyboard[1]] == ["Dismiss"]
+    assert keyboard[2] == [
         {"text": "Open the card page", "url": "https://cards.example.com/?chat=refunds-1"}
     ]
     (post,) = twins.slack.recorded.of("chat.postMessage")
@@ -205,6 +209,7 @@ def test_a_telegram_tap_approves_a_group_of_approvals_in_one_resume(twins: Setup
         "Approve all",
         "Deny all",
         "Answer each…",
+        "Dismiss",
     ]
 
     approve_all = keyboard[0][0]["callback_data"]

@@ -25,6 +25,7 @@ from tests.channels.test_channels import (
     tap_telegram,
 )
 from tests.channels.test_groups import serving
+from tests.channels.test_truthful_chat import slack_lines
 from tests.e2e.support import wait_for
 from tests.e2e.test_mcp_input import Bank, running_bank
 
@@ -91,6 +92,10 @@ def test_a_slack_decline_on_the_money_card_declines_the_transfer(
     assert pressed.status_code == 200
     declined_once(setup, ledger, "pay-1", {"confirm"})
     assert setup.slack.recorded.of("views.open") == []
+    # The settled card says what was chosen: the decline, not a form sent empty
+    wait_for(lambda: setup.slack.recorded.of("chat.update"), "the Slack edit")
+    (update,) = setup.slack.recorded.of("chat.update")
+    assert slack_lines(update["blocks"])[-2] == "Chosen: Decline"
 
 
 def test_a_slack_decline_all_declines_every_question_of_the_group(
@@ -150,6 +155,7 @@ def test_a_decline_forged_onto_an_approval_is_refused_and_changes_nothing(
         "Deny",
         "Change and approve…",
         "Deny with feedback…",
+        "Dismiss",
     ]
 
     forged = button_data("report-1", request.asked[0].interrupt_id, DECLINE)

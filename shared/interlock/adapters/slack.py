@@ -32,6 +32,7 @@ from interlock.channels import (
     button_data,
     card_link,
     channel_card,
+    dismiss_buttons,
     edit_fields,
     form_fields,
     group_buttons,
@@ -77,10 +78,11 @@ class SlackChannel:
             lines.append(numbered(card.header, index, len(request.asked)))
             blocks.append(_card_section(card, index, len(request.asked)))
             if not several:
-                blocks.append(_actions(request, asked.interrupt_id, card.buttons))
+                buttons = (*card.buttons, *dismiss_buttons(request))
+                blocks.append(_actions(request, asked.interrupt_id, buttons))
         if several:
-            # One run paused on all of them: they are answered together.
-            buttons = group_buttons(request, form=True)
+            # One run paused on all of them: they are answered (or dismissed) together.
+            buttons = (*group_buttons(request, form=True), *dismiss_buttons(request))
             blocks.append(_actions(request, request.asked[0].interrupt_id, buttons))
         blocks.append(_section(_plain(asked_line(request))))
         if page_url:

@@ -24,6 +24,7 @@ from interlock.channels import (
     button_data,
     card_link,
     channel_card,
+    dismiss_buttons,
     group_buttons,
     numbered,
     read_button,
@@ -81,6 +82,9 @@ class TelegramChannel:
                 rows.append(buttons)
             where = "here all at once, or each on the card page" if group else "on the card page"
             lines.append(f"({count} questions, answered together: {where}.)")
+        # A row of its own: it sets the request aside, unlike the answers above it.
+        if dismiss := _buttons(request, request.asked[0].interrupt_id, dismiss_buttons(request)):
+            rows.append(dismiss)
         lines.append(asked_line(request))
         if page_url:
             link_url = card_link(page_url, request.chat_id)
