@@ -33,7 +33,7 @@ export function fromInterrupts([first, ...others]) {
   return {
     ...asView(first),
     state: metadata.state || "pending",
-    expiresAt: first.expiresAt,
+    expiresAt: metadata.expiresAt,
     secret: metadata.secret,
     alsoAsked: others.map(asView),
   };

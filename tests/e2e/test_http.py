@@ -132,10 +132,12 @@ def test_a_turn_pauses_with_a_card(alice: Client, chat: str, http_stores: Stores
     schema = interrupt.response_schema or {}
     assert schema["required"] == ["decision"]
     assert schema["properties"]["decision"] == {"enum": ["approve", "reject"]}
-    assert interrupt.expires_at is not None
-    expires = datetime.datetime.fromisoformat(interrupt.expires_at)
-    assert expires > datetime.datetime.now(datetime.UTC)
+    # The deadline is the metadata's, not the interrupt's `expiresAt`: a client would
+    # refuse to send anything once that passed, and hold the interrupt for good
+    assert interrupt.expires_at is None
     metadata = interrupt.metadata or {}
+    expires = datetime.datetime.fromisoformat(metadata["expiresAt"])
+    assert expires > datetime.datetime.now(datetime.UTC)
     assert metadata["card"]["sites"] == [SITE]
     assert metadata["card"]["tool_use_id"] == interrupt.tool_call_id
     secret_of(interrupt)

@@ -78,6 +78,28 @@ def conforming(result: dict[str, Any]) -> None:
     assert_valid_agui(result["raw"], features=["shared-state"])
 
 
+def refusal(seen: dict[str, Any]) -> dict[str, Any]:
+    """What a run that finished on a refused answer tells a program: `RUN_FINISHED`'s
+    result `{outcome: "refused", code, message}`. The run ended with no error, so the
+    client let go of the interrupt it answered (a RUN_ERROR would have left it held)."""
+    assert seen["error"] is None and seen["runError"] is None, seen
+    finished = seen["raw"][-1]
+    assert finished["type"] == "RUN_FINISHED", seen["events"]
+    result: dict[str, Any] = finished["result"]
+    assert result["outcome"] == "refused", result
+    # The person reads the refusal in the chat, and what became of the request
+    told = seen["lastText"] or ""
+    assert told.endswith(("Nothing was done on this answer.", "answer it here.")), told
+    return result
+
+
+def goes_on(client: StockClient) -> None:
+    """After a refusal, the same client's next message is a run like any other."""
+    again = client.send("run hello")
+    assert again["error"] is None and again["runError"] is None, again
+    assert again["events"][-1] == "RUN_FINISHED", again
+
+
 class StockClient:
     """One `HttpAgent` on one thread, in its own Node process."""
 
@@ -265,8 +287,11 @@ def test_a_different_second_answer_is_refused_naming_the_first(
     # The same client, told to answer that interrupt again, denies it this time
     entry = {"interruptId": card["id"], "status": "resolved", "payload": {"decision": "reject"}}
     late = client.send("entries " + json.dumps([entry]))
-    assert late["runError"]["code"] == "decision_binding", late
-    assert "Approved" in late["runError"]["message"]
+    refused = refusal(late)
+    assert refused["code"] == "decision_binding" and "Approved" in refused["message"], late
+    # The person reads that the first answer stands, and nothing is held
+    assert "that decision stands" in (late["lastText"] or "") and late["pending"] == [], late
+    goes_on(client)
 
 
 def test_new_input_while_an_interrupt_is_pending_is_a_run_error(
@@ -299,10 +324,16 @@ def test_a_reconnect_restores_the_pending_interrupt_and_answers_it(
         assert restored["pending"][0]["toolCallId"] in {
             c["id"] for m in restored["messages"] for c in m.get("toolCalls", [])
         }
-        # The old tab's secret was retired by the reconnect: its answer is refused
+        # The old tab's secret was retired by the reconnect: its answer is refused, and
+        # the card offered to it again (with a fresh secret, as a reconnect hands out)
         stale = client.send("answer " + json.dumps({card["id"]: {"decision": "reject"}}))
-        assert stale["runError"]["code"] == "refused", stale
-        # The reconnected client answers, unmodified
+        assert refusal(stale)["code"] == "refused", stale
+        assert [p["id"] for p in stale["pending"]] == [card["id"]], stale
+        assert "opened elsewhere" in (stale["lastText"] or "")
+        # Which retired the reconnected client's in turn: its answer is offered back
+        # to it the same way, and its next answer runs, unmodified
+        bounced = fresh.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+        assert refusal(bounced)["code"] == "refused", bounced
         done = fresh.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
         assert done["runError"] is None and done["pending"] == [], done
         assert "reference table begins" in (done["lastText"] or "")
@@ -335,15 +366,32 @@ def test_a_card_opened_on_the_card_page_is_still_answered_by_the_front_end(
         assert stored is not None and (stored.decision, stored.claim_count) == ("approved", 1)
 
 
-def test_an_answer_that_breaks_the_schema_is_a_run_error_and_changes_nothing(
-    client: StockClient, stock_stores: Stores
+def test_an_answer_that_breaks_the_schema_is_refused_and_the_card_offered_again(
+    client: StockClient, stock_aws: dict[str, Any], stock_stores: Stores
 ) -> None:
     paused = client.send("run Please download the reference table")
     (card,) = paused["pending"]
+    before = _request_item(stock_aws, client.thread)
     bad = client.send("answer " + json.dumps({card["id"]: {"decision": "maybe"}}))
-    assert bad["runError"]["code"] == "invalid_payload", bad
+    # Refused, and the same card offered again with the secret the client holds: the
+    # stored request is exactly as it was
+    assert refusal(bad)["code"] == "invalid_payload", bad
+    assert [p["id"] for p in bad["pending"]] == [card["id"]], bad
+    assert _request_item(stock_aws, client.thread) == before
+    # And the client's next answer, a valid one, runs
+    done = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
+    assert done["runError"] is None and done["pending"] == [], done
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
-    assert request is not None and (request.state, request.claim_count) == (RequestState.PENDING, 0)
+    assert request is not None and (request.decision, request.claim_count) == ("approved", 1)
+
+
+def _request_item(aws: dict[str, Any], chat: str) -> dict[str, Any]:
+    item: dict[str, Any] = aws["dynamodb"].get_item(
+        TableName=aws["table"],
+        Key={"pk": {"S": f"CHAT#{chat}"}, "sk": {"S": "REQUEST"}},
+        ConsistentRead=True,
+    )["Item"]
+    return item
 
 
 @pytest.fixture(scope="module")
@@ -378,7 +426,7 @@ def test_two_interrupts_are_answered_together_in_one_resume(
     assert [stock_stores.outbox.get(k) for k in keys] == [{"refund": "A-1", "amount": 40}, None]
 
 
-def test_an_answer_to_no_such_interrupt_is_a_run_error(
+def test_an_answer_to_no_such_interrupt_is_refused_and_the_card_offered_again(
     client: StockClient, stock_stores: Stores
 ) -> None:
     paused = client.send("run Please download the reference table")
@@ -389,12 +437,13 @@ def test_an_answer_to_no_such_interrupt_is_a_run_error(
         {"interruptId": "v1:tool_call:nothing:0", "status": "resolved", "payload": {}},
     ]
     unknown = client.send("entries " + json.dumps(entries))
-    assert unknown["runError"]["code"] == "unknown", unknown
+    assert refusal(unknown)["code"] == "unknown", unknown
+    assert [p["id"] for p in unknown["pending"]] == [card["id"]], unknown
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and request.claim_count == 0
 
 
-def test_an_answer_after_the_expiry_is_a_run_error_and_runs_nothing(
+def test_an_answer_after_the_expiry_is_refused_runs_nothing_and_the_thread_goes_on(
     client: StockClient, stock_aws: dict[str, Any], stock_stores: Stores
 ) -> None:
     paused = client.send("run Please download the reference table")
@@ -407,9 +456,12 @@ def test_an_answer_after_the_expiry_is_a_run_error_and_runs_nothing(
         ExpressionAttributeValues={":past": {"N": str(SystemClock().now_ms() // 1000 - 60)}},
     )
     late = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
-    assert late["runError"]["code"] == "timed_out", late
+    assert refusal(late)["code"] == "timed_out", late
+    assert late["pending"] == [] and "too late" in (late["lastText"] or ""), late
+    assert "Nothing was done on this answer." in (late["lastText"] or "")
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and request.claim_count == 0
+    goes_on(client)
 
 
 @pytest.mark.parametrize("driver", sorted(DRIVERS))
@@ -426,7 +478,8 @@ def test_a_resume_that_leaves_an_interrupt_unanswered_is_refused_and_changes_not
         assert "not addressed by resume" in (partial["error"] or ""), partial
     finally:
         client.close()
-    # And an event-stream client that sends it anyway hears RUN_ERROR from the server
+    # And an event-stream client that sends it anyway is refused in the stream, both
+    # cards offered again
     secret = paused["raw"][-2]["snapshot"]["interlock"]["secret"]
     body = {
         "threadId": client.thread,
@@ -436,8 +489,17 @@ def test_a_resume_that_leaves_an_interrupt_unanswered_is_refused_and_changes_not
         "resume": [entry],
     }
     events = stream_events(twin_server, client.token, body)
-    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
-    assert events[-1]["code"] == "incomplete_resume"
+    assert [e["type"] for e in events] == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "STATE_SNAPSHOT",
+        "RUN_FINISHED",
+    ]
+    assert events[-1]["result"]["code"] == "incomplete_resume"
+    offered = [i["id"] for i in events[-1]["outcome"]["interrupts"]]
+    assert offered == [p["id"] for p in paused["pending"]]
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and (request.state, request.claim_count) == (RequestState.PENDING, 0)
 
@@ -465,7 +527,7 @@ def stream_events(server: LocalServer, token: str, body: dict[str, Any]) -> list
     ]
 
 
-def test_an_answer_to_a_cancelled_request_is_a_run_error(
+def test_an_answer_to_a_cancelled_request_is_refused_and_the_thread_goes_on(
     client: StockClient, server: LocalServer, stock_stores: Stores
 ) -> None:
     paused = client.send("run Please download the reference table")
@@ -474,12 +536,14 @@ def test_an_answer_to_a_cancelled_request_is_a_run_error(
     owner = Client(server.url, client.token)  # the same person
     assert owner.call("DELETE", f"/chats/{client.thread}/request").status == 200
     late = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
-    assert late["runError"]["code"] == "cancelled", late
+    assert refusal(late)["code"] == "cancelled", late
+    assert late["pending"] == [], late
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and request.claim_count == 0
+    goes_on(client)
 
 
-def test_an_answer_while_another_worker_holds_the_claim_is_a_run_error(
+def test_an_answer_while_another_worker_holds_the_claim_is_refused(
     client: StockClient, stock_aws: dict[str, Any], stock_stores: Stores
 ) -> None:
     paused = client.send("run Please download the reference table")
@@ -500,7 +564,8 @@ def test_an_answer_while_another_worker_holds_the_claim_is_a_run_error(
         },
     )
     busy = client.send("answer " + json.dumps({card["id"]: {"decision": "approve"}}))
-    assert busy["runError"]["code"] == "in_progress", busy
+    assert refusal(busy)["code"] == "in_progress", busy
+    assert busy["pending"] == [] and "being carried out" in (busy["lastText"] or ""), busy
     request = stock_stores.requests.get(client.thread, SystemClock().now_ms())
     assert request is not None and request.lease_token == "another-workers-token"
 

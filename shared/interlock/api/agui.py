@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from ag_ui.core import (
     AssistantMessage,
@@ -136,6 +136,31 @@ class RunStream:
         events = [*self._close_text(), RunErrorEvent(message=message, code=code)]
         return events if self.started else [self._run_started(), *events]
 
+    def refused(self, code: str, message: str, standing: TurnResult) -> list[BaseEvent]:
+        """An answer refused by the interrupt rules, told as a run that finished where
+        the thread stands now (`standing`, a resync): its open request offered again
+        with a fresh secret, or nothing open.
+
+        A client that holds the interrupt it answered lets go of it only when a run
+        finishes: `RUN_ERROR` would leave it holding an interrupt nobody can answer, and
+        refusing everything sent after it (CopilotKit does). The refusal is a sentence
+        for the person, and `{outcome: "refused", code, message}` in `RUN_FINISHED`'s
+        result for a program.
+        """
+        self.started = True
+        offer = standing.offer
+        words = refusal_words(code, message, offered=offer is not None)
+        summary = {"outcome": "refused", "code": code, "message": message}
+        outcome: Any = (
+            RunFinishedSuccessOutcome()
+            if offer is None
+            else RunFinishedInterruptOutcome(interrupts=interrupts_of(offer))
+        )
+        end = RunFinishedEvent(
+            thread_id=self.thread_id, run_id=self.run_id, result=summary, outcome=outcome
+        )
+        return [self._run_started(), *_text(None, words), *self._state_for(standing), end]
+
     def _resumed_from(self) -> list[BaseEvent]:
         if self._input is None or not self._input.resume:
             return []
@@ -160,6 +185,30 @@ class RunStream:
             return []
         closed, self._open = self._open, None
         return [TextMessageEndEvent(message_id=closed)]
+
+
+REFUSALS: Final = {
+    "refused": "Your answer was not taken: this card was opened elsewhere since.",
+    "cancelled": "Your answer came after this request ended: {message}.",
+    "expired": "Your answer came after this request ended: {message}.",
+    "timed_out": "Your answer came too late: {message}.",
+    "unknown": "Your answer was not taken: that request is not open on this chat.",
+    "in_progress": "Another answer to this request is being carried out.",
+    "decision_binding": "{message}.",
+}
+"""What a person is told when their answer is refused, by code (else: not taken, why)."""
+
+
+def refusal_words(code: str, message: str, *, offered: bool) -> str:
+    """The refusal of an answer as a sentence for the person who gave it, and what
+    becomes of the request: offered again, or nothing done on this answer."""
+    said = REFUSALS.get(code, "Your answer was not taken: {message}.").format(message=message)
+    then = (
+        "The request open now is offered again: answer it here."
+        if offered
+        else "Nothing was done on this answer."
+    )
+    return f"{said} {then}"
 
 
 def replayed_messages(messages: list[Message], result: TurnResult) -> list[Message]:
@@ -228,8 +277,15 @@ def interrupts_of(offer: Offer) -> list[Interrupt]:
             message=str(asked.card.get("reason", "The agent needs your decision.")),
             tool_call_id=asked.card.get("tool_use_id"),
             response_schema=response_schema(asked.card),
-            expires_at=iso(request.expires_at),
-            metadata={"card": asked.card, "secret": offer.secret, "state": request.state.value},
+            # Not the interrupt's `expiresAt`: a client refuses to send anything once that
+            # passes (CopilotKit's does, holding the interrupt for good). Interlock decides
+            # lateness itself, and a late answer is told so in a run that finishes.
+            metadata={
+                "card": asked.card,
+                "secret": offer.secret,
+                "state": request.state.value,
+                "expiresAt": iso(request.expires_at),
+            },
         )
         for asked in request.asked
     ]

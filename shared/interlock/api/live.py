@@ -31,6 +31,8 @@ from interlock.progress import Progress, ProgressEvent, ToolFinished, ToolStarte
 
 if TYPE_CHECKING:
     # AG-UI's models load with the first run that streams (`interlock.api.stream`).
+    from ag_ui.core import BaseEvent
+
     from interlock.api.agui import RunStream
 
 Scope = MutableMapping[str, Any]
@@ -39,6 +41,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Work = Callable[[Progress], TurnResult]
 """The run: given where to report, runs to its result (or raises)."""
+Standing = Callable[[], TurnResult | None]
+"""Where the thread stands now, told after a refused answer (None: nothing to tell)."""
 
 IN_BAND: Final = frozenset(
     {
@@ -56,8 +60,9 @@ IN_BAND: Final = frozenset(
     }
 )
 """The refusals by the interrupt rules: a client that reads an event stream hears them
-as `RUN_ERROR` with the code. Authentication, malformed bodies and limits stay HTTP
-statuses (docs/agui.md has the table)."""
+in the run's events, a refused answer as a run that finishes where the thread stands
+(`RunStream.refused`), any other as `RUN_ERROR` with the code. Authentication, malformed
+bodies and limits stay HTTP statuses (docs/agui.md has the table)."""
 
 HEARTBEAT: Final = b": keepalive\n\n"
 """An SSE comment: clients ignore it, proxies and gateways see the stream is alive."""
@@ -91,13 +96,15 @@ async def respond_live(
     observe: Callable[[TurnResult | BaseException], None] = lambda _: None,
     in_band: bool = False,
     told: Collection[str] = frozenset(),
+    standing: Standing | None = None,
 ) -> None:
     """Run `work` and answer with its events as they come (see the module's rules).
 
     `observe` hears the run's result or failure (for metrics), once. With `in_band`
-    (the client reads an event stream), a refusal by the interrupt rules is the run's
-    `RUN_ERROR`, as AG-UI has it, not an HTTP error. `told` names the tool calls whose
-    results the client already has: they are not sent again.
+    (the client reads an event stream), a refusal by the interrupt rules is told in the
+    run's events, as AG-UI has it, not as an HTTP error: for an answer (`standing`
+    given), a run that finishes where the thread stands; else `RUN_ERROR`. `told` names
+    the tool calls whose results the client already has: they are not sent again.
     """
     from interlock.api.agui import encode  # loaded already, with `stream`
 
@@ -124,7 +131,8 @@ async def respond_live(
         client = _Client(send)
         await client.start()
         detail = body["error"]
-        await client.write(encode(stream.failed(detail["code"], detail["message"])).encode())
+        told_so = await _refused(stream, standing, detail["code"], detail["message"])
+        await client.write(encode(told_so).encode())
         await client.end()
         return
     client = _Client(send)
@@ -147,6 +155,21 @@ async def respond_live(
             await client.write(encode(stream.progress(item)).encode())
         item = await _next(queue, client, heartbeat_s)
     await client.end()
+
+
+async def _refused(
+    stream: RunStream, standing: Standing | None, code: str, message: str
+) -> list[BaseEvent]:
+    """A refusal in the run's events: a run that finishes where the thread stands after
+    a refused answer, else (nothing the client could act on, or even that read refused:
+    the chat is not the caller's) `RUN_ERROR`."""
+    if standing is None:
+        return stream.failed(code, message)
+    try:
+        now = await asyncio.to_thread(standing)
+    except Exception:  # the refusal stands; only what would follow it is lost
+        now = None
+    return stream.failed(code, message) if now is None else stream.refused(code, message, now)
 
 
 class _Calls:

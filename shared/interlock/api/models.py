@@ -43,8 +43,8 @@ class ResumeRequest:
 
         Raises:
             InvalidInput: none, or several: refused by the interrupt rules, so a client
-                reading the stream hears it as `RUN_ERROR` (one that dropped the
-                `STATE_SNAPSHOT` carrying it included), any other as HTTP 422.
+                reading the stream hears it in the stream, `RUN_ERROR` (one that
+                dropped the `STATE_SNAPSHOT` carrying it, say), any other as HTTP 422.
         """
         if self.secret is None:
             raise InvalidInput(

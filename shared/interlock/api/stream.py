@@ -43,7 +43,7 @@ from interlock.api.forward import (
     resume_event,
 )
 from interlock.api.http import ALLOWED_HEADERS, caller_from
-from interlock.api.live import Work, relay, respond_live, send_json
+from interlock.api.live import Standing, Work, relay, respond_live, send_json
 from interlock.api.routes import Function, routes_of
 from interlock.api.wiring import hand_over_key, lambda_client, runtime, tokens
 from interlock.caller import Caller
@@ -80,10 +80,11 @@ class Live(Response):
         observe: Callable[[TurnResult | BaseException], None],
         in_band: bool = False,
         told: frozenset[str] = frozenset(),
+        standing: Standing | None = None,
     ) -> None:
         super().__init__()
         self._work, self._stream, self._observe = work, stream, observe
-        self._in_band, self._told = in_band, told
+        self._in_band, self._told, self._standing = in_band, told, standing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await respond_live(
@@ -94,6 +95,7 @@ class Live(Response):
             observe=self._published,
             in_band=self._in_band,
             told=self._told,
+            standing=self._standing,
         )
 
     def _published(self, outcome: TurnResult | BaseException) -> None:
@@ -197,7 +199,11 @@ def _resume(caller: Caller, body: str, in_band: bool = False) -> Response:
         )
 
     stream = RunStream(answer.chat_id, answer.run_id, answer.input)
-    return Live(work, stream, _count_resume, in_band, told=told_results(answer.input))
+    # A refused answer's run finishes where the thread stands, so that the client lets
+    # go of the interrupt it answered.
+    standing = partial(standing_for, caller, answer.chat_id, answer.secret)
+    told = told_results(answer.input)
+    return Live(work, stream, _count_resume, in_band, told=told, standing=standing)
 
 
 def told_results(run_input: RunAgentInput) -> frozenset[str]:
@@ -218,6 +224,12 @@ def resync_for(caller: Caller, chat_id: str, progress: Any) -> TurnResult:
     from interlock.resync import resync
 
     return resync(runtime(), caller, chat_id)
+
+
+def standing_for(caller: Caller, chat_id: str, secret: str | None) -> TurnResult | None:
+    from interlock.resync import standing
+
+    return standing(runtime(), caller, chat_id, secret)
 
 
 async def _forward(request: Request, caller: Caller, body: str) -> Response:
