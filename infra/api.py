@@ -37,18 +37,19 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra.auth import Auth
-from infra.bundling import lambda_architecture
-from infra.functions import SIZING, InterlockFunction
-from infra.hosting import SiteRefs
-from infra.layer import InterlockLayer
-from infra.monitoring import Monitoring
-from infra.regions import plan_region
-from infra.settings import ANY_ORIGIN, Settings, check_model_region
-from infra.settle import Settle
-from infra.storage import StorageRefs
-from infra.sweeper import Sweeper
 from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route
+
+from .auth import Auth
+from .bundling import lambda_architecture
+from .functions import SIZING, InterlockFunction
+from .hosting import SiteRefs
+from .layer import InterlockLayer
+from .monitoring import Monitoring
+from .regions import plan_region
+from .settings import ANY_ORIGIN, Settings, check_model_region
+from .settle import Settle
+from .storage import StorageRefs
+from .sweeper import Sweeper
 
 STAGE_NAME: Final = "v1"
 # A buffered REST integration may wait at most 29 s: enough for the requests function.

@@ -23,10 +23,14 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.auth import TokenIssuer
-from infra.bundling import lambda_architecture
-from infra.layer import REPO_ROOT, RUNTIME
-from infra.permissions import (
+from interlock.api.routes import STREAMED
+from interlock.config import Env
+
+from .assets import FUNCTIONS_DIR
+from .auth import TokenIssuer
+from .bundling import lambda_architecture
+from .layer import RUNTIME
+from .permissions import (
     ACCESS,
     FunctionName,
     config_statements,
@@ -39,13 +43,10 @@ from infra.permissions import (
     star_reason,
     wildcard_findings,
 )
-from infra.settings import Settings
-from infra.snapstart import invocable, snap_start
-from infra.storage import StorageRefs
-from interlock.api.routes import STREAMED
-from interlock.config import Env
+from .settings import Settings
+from .snapstart import invocable, snap_start
+from .storage import StorageRefs
 
-FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 HANDLER: Final = "handler.lambda_handler"
 STREAM_DIR: Final = FUNCTIONS_DIR / "stream"
 # The Web Adapter runs the handler as a program: the script that starts the ASGI server.

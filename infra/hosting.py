@@ -21,7 +21,7 @@ from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.storage import ACCESS_LOG_RETENTION_DAYS
+from .storage import ACCESS_LOG_RETENTION_DAYS
 
 DEFAULT_ROOT_OBJECT: Final = "index.html"
 HSTS_MAX_AGE: Final = Duration.days(365)

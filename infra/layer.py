@@ -18,19 +18,24 @@ from aws_cdk import AssetHashType, BundlingOptions, DockerImage
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra.bundling import (
+from .assets import LOCK, PACKAGE_DIR
+from .bundling import (
     ARCHITECTURE,
     COMPILE_ARGUMENTS,
     RUNTIME,
     PipLocalBundling,
     pip_platform_arguments,
 )
-from infra.lock import LOCK
 
-__all__ = ["ARCHITECTURE", "RUNTIME", "InterlockLayer", "PipLocalBundling", "layer_fingerprint"]
+__all__ = [
+    "ARCHITECTURE",
+    "PACKAGE_DIR",
+    "RUNTIME",
+    "InterlockLayer",
+    "PipLocalBundling",
+    "layer_fingerprint",
+]
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-PACKAGE_DIR: Final = REPO_ROOT / "shared" / "interlock"
 # Bytecode caches in the source tree belong to the interpreter that wrote them: they stay
 # out of the layer (which compiles its own) and out of its hash.
 _IGNORED: Final = ("__pycache__", "*.pyc")

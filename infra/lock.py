@@ -17,11 +17,9 @@ from typing import Final
 
 from aws_cdk import aws_lambda as lambda_
 
-from infra.bundling import ARCHITECTURE, RUNTIME, runtime_version
+from .assets import LOCK, REQUIREMENTS, ROOT
+from .bundling import ARCHITECTURE, RUNTIME, runtime_version
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-REQUIREMENTS: Final = REPO_ROOT / "requirements-layer.txt"
-LOCK: Final = REPO_ROOT / "requirements.lock"
 UV_PLATFORMS: Final = {
     lambda_.Architecture.ARM_64.name: "aarch64-manylinux2014",
     lambda_.Architecture.X86_64.name: "x86_64-manylinux2014",
@@ -61,7 +59,7 @@ def main() -> None:
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv is None:
         sys.exit("infra.lock: uv is missing; ./dev setup installs it")
-    subprocess.run(compile_command(uv), check=True, cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
+    subprocess.run(compile_command(uv), check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

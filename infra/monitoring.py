@@ -26,8 +26,9 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.functions import METRICS_NAMESPACE, SERVICE_NAME
 from interlock.config import ModelSpec
+
+from .functions import METRICS_NAMESPACE, SERVICE_NAME
 
 # A burst of server errors, not one: 5 % of requests over three 5-minute periods.
 API_5XX_RATE: Final = 0.05

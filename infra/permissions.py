@@ -20,8 +20,6 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 
-from infra.settings import ModelChoice
-from infra.storage import StorageRefs
 from interlock.adapters.schema import (
     ADMIN_PARTITIONS,
     ANSWER_PREFIX,
@@ -36,6 +34,9 @@ from interlock.adapters.schema import (
     STEP_PREFIX,
 )
 from interlock.api.routes import Function
+
+from .settings import ModelChoice
+from .storage import StorageRefs
 
 # The API's functions come from the route table; the sweeper (the expiry finder) runs on
 # a schedule and the settle function on its queue instead.

@@ -20,6 +20,8 @@ from interlock.config import DEFAULT_AGENT, DEFAULT_MODEL_ID, InterlockConfig, M
 from interlock.errors import validation_message
 from interlock.timing import DAY_S, StorePolicy
 
+from .assets import EXAMPLES_DIR
+
 _STORE_DEFAULTS: Final = StorePolicy()
 
 MODEL_KEY: Final = "interlock:model"
@@ -51,8 +53,7 @@ AGENT_KEY: Final = "interlock:agent"
 AGENT_PACKAGE_KEY: Final = "interlock:agentPackage"
 AGENT_REQUIREMENTS_KEY: Final = "interlock:agentRequirements"
 
-_REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-DEFAULT_AGENT_PACKAGE: Final = _REPO_ROOT / "examples"
+DEFAULT_AGENT_PACKAGE: Final = EXAMPLES_DIR
 DEFAULT_AGENT_REQUIREMENTS: Final = DEFAULT_AGENT_PACKAGE / "requirements.txt"
 _AGENT_REFERENCE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
@@ -111,13 +112,23 @@ class AgentChoice:
             ValueError: a malformed reference, a missing directory or file, or a package
                 directory that is not the reference's top-level package.
         """
-        reference = str(node.try_get_context(AGENT_KEY) or DEFAULT_AGENT)
+        return cls.of(
+            str(node.try_get_context(AGENT_KEY) or DEFAULT_AGENT),
+            Path(str(node.try_get_context(AGENT_PACKAGE_KEY) or DEFAULT_AGENT_PACKAGE)),
+            Path(str(node.try_get_context(AGENT_REQUIREMENTS_KEY) or DEFAULT_AGENT_REQUIREMENTS)),
+        )
+
+    @classmethod
+    def of(cls, reference: str, package_dir: Path, requirements: Path) -> AgentChoice:
+        """An agent given in code (a team's own app passes it to `build`), checked as
+        the context's three settings are.
+
+        Raises:
+            ValueError: a malformed reference, a missing directory or file, or a package
+                directory that is not the reference's top-level package.
+        """
         if not _AGENT_REFERENCE.fullmatch(reference):
             raise ValueError(f"{AGENT_KEY} must be 'package.module:factory', not {reference!r}")
-        package_dir = Path(str(node.try_get_context(AGENT_PACKAGE_KEY) or DEFAULT_AGENT_PACKAGE))
-        requirements = Path(
-            str(node.try_get_context(AGENT_REQUIREMENTS_KEY) or DEFAULT_AGENT_REQUIREMENTS)
-        )
         if not (package_dir / "__init__.py").is_file():
             raise ValueError(f"{AGENT_PACKAGE_KEY}: {package_dir} is not a Python package")
         if package_dir.name != reference.split(".")[0].split(":")[0]:

@@ -20,11 +20,12 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.functions import SIZING, InterlockFunction, dead_letter_queue
-from infra.permissions import queue_statements
-from infra.settings import Settings
-from infra.storage import StorageRefs
 from interlock.adapters.queue import BATCH_SIZE, MAX_RECEIVES
+
+from .functions import SIZING, InterlockFunction, dead_letter_queue
+from .permissions import queue_statements
+from .settings import Settings
+from .storage import StorageRefs
 
 # A finder run sends its messages within seconds; waiting this long fills the batches.
 MAX_BATCHING_WINDOW: Final = Duration.seconds(5)

@@ -17,11 +17,12 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.functions import InterlockFunction
-from infra.permissions import queue_statements
-from infra.settings import Settings
-from infra.storage import StorageRefs
 from interlock.config import Env
+
+from .functions import InterlockFunction
+from .permissions import queue_statements
+from .settings import Settings
+from .storage import StorageRefs
 
 
 class Sweeper(InterlockFunction):

@@ -18,11 +18,10 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from infra.api import ApiRefs
-from infra.hosting import SiteRefs
-from infra.layer import REPO_ROOT
+from .api import ApiRefs
+from .assets import WEB_DIR
+from .hosting import SiteRefs
 
-WEB_DIR: Final = REPO_ROOT / "web"
 CONFIG_FILE: Final = "config.json"
 _HANDLER_ID: Final = "Custom::CDKBucketDeployment"
 # The context key `cdk bootstrap --qualifier` deployments set (the CLI and the default

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aws_cdk import App, Environment, RemovalPolicy, Validations
-from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from infra.api import InterlockApiStack
-from infra.auth import domain_prefix, hosted_ui_url
-from infra.hosting import WebHostingStack
-from infra.settings import Settings
-from infra.storage import StorageStack
-from infra.web import WebContentStack
+from .api import InterlockApiStack
+from .auth import domain_prefix, hosted_ui_url
+from .checks import interlock_checks
+from .hosting import WebHostingStack
+from .settings import AgentChoice, Settings
+from .storage import StorageStack
+from .web import WebContentStack
 
 
 @dataclass(frozen=True)
@@ -32,22 +32,27 @@ class Stacks:
     web_content: WebContentStack
 
 
-def build(app: App, env: Environment | None = None) -> Stacks:
+def build(app: App, env: Environment | None = None, *, agent: AgentChoice | None = None) -> Stacks:
     """Add the Interlock stacks to `app` and register cdk-nag's AWS Solutions and
-    Serverless checks.
+    Serverless checks over them.
 
     The checks run as validation plugins during synthesis: an unacknowledged finding of
-    either pack, error or warning, fails `cdk synth`, so a finding cannot pass unnoticed.
+    either pack, error or warning, in one of Interlock's stacks fails `cdk synth`, so a
+    finding cannot pass unnoticed; the app's other stacks are not Interlock's to judge.
 
     Args:
         app: The app to add to, carrying the `cdk.json` context.
         env: The account and region to deploy to, when known at synth: then the model
             is checked against the region. None leaves the stacks environment-agnostic.
+        agent: The agent the functions serve (`AgentChoice.of`); None: the one the
+            context names (`interlock:agent`), else the demo.
 
     Returns:
         The stacks, for tests and for stacks that need their resources.
     """
     settings = Settings.from_context(app.node)
+    if agent is not None:
+        settings = replace(settings, agent=agent)
     # A stage names every stack, so several deployments share an account and region.
     ids = {part: settings.stack_id(part) for part in ("Storage", "Web", "Api", "WebContent")}
     # Computed once: the hosting stack's CSP must name the domain the API stack creates.
@@ -72,5 +77,6 @@ def build(app: App, env: Environment | None = None) -> Stacks:
     content.add_stack_dependency(web, "copies the page into the hosting stack's bucket")
     content.add_stack_dependency(api, "writes the API's outputs into the page's config.json")
     stacks = Stacks(storage=storage, web=web, api=api, web_content=content)
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    # Over Interlock's own stacks only: the app may hold a team's own stacks too.
+    Validations.of(app).add_plugins(*interlock_checks([storage, web, api, content]))
     return stacks

@@ -244,6 +244,21 @@ def test_synthesis_fails_on_an_unacknowledged_finding(
     assert (rule, severity) in reported
 
 
+def test_a_teams_own_stack_in_the_same_app_is_not_judged_by_interlocks_checks(
+    cdk_context: dict[str, Any], tmp_path: Path
+) -> None:
+    # Given a team's app: a stack of its own whose bucket the checks would flag, and
+    # Interlock's stacks added beside it
+    app = App(context=cdk_context, outdir=str(tmp_path))
+    s3.Bucket(Stack(app, "TeamReports"), "Reports")
+    build(app)
+
+    # When it is synthesized, Then it passes: Interlock's checks are over its own stacks
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert [v for plugin in report["pluginReports"] for v in plugin["violations"]] == []
+
+
 def test_an_account_bootstrapped_with_its_own_qualifier_synthesizes_clean(
     configured_stacks: Stacks,
 ) -> None:

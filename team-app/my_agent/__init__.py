@@ -1,0 +1,1 @@
+"""The team's agent, shipped as its own layer beside Interlock's."""
