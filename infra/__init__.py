@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .settings import AgentChoice
+    from .tools import ToolAccess
     from .wiring import Stacks, build
 
-__all__ = ["AgentChoice", "Stacks", "build"]
+__all__ = ["AgentChoice", "Stacks", "ToolAccess", "build"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,6 +20,10 @@ def __getattr__(name: str) -> Any:
         from .settings import AgentChoice
 
         return AgentChoice
+    if name == "ToolAccess":
+        from .tools import ToolAccess
+
+        return ToolAccess
     if name in ("Stacks", "build"):
         from . import wiring
 

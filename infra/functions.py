@@ -32,6 +32,7 @@ from .bundling import lambda_architecture
 from .layer import RUNTIME
 from .permissions import (
     ACCESS,
+    WILDCARD_REASONS,
     FunctionName,
     config_statements,
     data_statements,
@@ -46,6 +47,7 @@ from .permissions import (
 from .settings import Settings
 from .snapstart import invocable, snap_start
 from .storage import StorageRefs
+from .tools import ToolAccess
 
 HANDLER: Final = "handler.lambda_handler"
 STREAM_DIR: Final = FUNCTIONS_DIR / "stream"
@@ -187,6 +189,14 @@ class InterlockFunction(Construct):
                 if hand_over_key and access.hand_over
                 else []
             ),
+            # The agent's own tools' needs, only where the agent runs (`infra.tools`).
+            *(
+                settings.tools.checked_statements(
+                    Stack.of(self), [storage.table_arn, storage.bucket_arn]
+                )
+                if access.invokes_model
+                else []
+            ),
         ]
         # Kept: a subclass adds the statements of what it creates itself (the sweeper's
         # dead-letter queue, the settle queue); the frozen role takes nothing else.
@@ -199,6 +209,8 @@ class InterlockFunction(Construct):
             inline_policies={"Access": self.policy},
         )
         streams = name in STREAMED
+        # The functions that run no agent get none of its tools' needs.
+        tools = settings.tools if access.invokes_model else ToolAccess()
         layers = [layer, agent_layer] if agent_layer and access.invokes_model else [layer]
         if streams:
             layers.append(web_adapter_layer(self, settings))
@@ -213,8 +225,11 @@ class InterlockFunction(Construct):
             runtime=RUNTIME,
             architecture=lambda_architecture(settings.architecture),
             layers=layers,
-            memory_size=sizing.memory_mb,
-            timeout=sizing.timeout,
+            memory_size=max(sizing.memory_mb, tools.memory_mb or 0),
+            timeout=_longer(sizing.timeout, tools.timeout),
+            vpc=tools.vpc,
+            vpc_subnets=tools.vpc_subnets if tools.vpc else None,
+            security_groups=tools.security_groups if tools.vpc else None,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             # JSON records (Powertools writes JSON; the platform's own lines follow), and
@@ -241,14 +256,17 @@ class InterlockFunction(Construct):
                     else {}
                 ),
                 **(issuer_environment(issuer) if issuer and name in TOKEN_VERIFIERS else {}),
+                **tools.environment,
             },
             description=f"Interlock {name}: thin handler over the interlock layer.",
             snap_start=snap_start(name, offered=snap_start_offered),
         )
         self.invocable = invocable(self, name, self.function, offered=snap_start_offered)
-        for finding, reason in wildcard_findings(Stack.of(self), statements).items():
+        reasons: dict[str | None, str] = dict(WILDCARD_REASONS)
+        reasons.update((sid, why) for sid, why in tools.wildcard_reasons.items())
+        for finding, reason in wildcard_findings(Stack.of(self), statements, reasons).items():
             Validations.of(self.role).acknowledge(Acknowledgment(id=finding, reason=reason))
-        if starred := star_reason(statements):
+        if starred := star_reason(statements, reasons):
             Validations.of(self.role).acknowledge(
                 Acknowledgment(id="Serverless-LambdaStarPermissions", reason=starred)
             )
@@ -417,3 +435,8 @@ def environment(
         # included (`interlock.api.wiring.config`).
         variables["INTERLOCK_AGENT_CONFIG_PARAM"] = settings.agent_config_parameter
     return variables
+
+
+def _longer(own: Duration, wanted: Duration | None) -> Duration:
+    """The function's own timeout, or the tools' when that is longer."""
+    return wanted if wanted and wanted.to_seconds() > own.to_seconds() else own

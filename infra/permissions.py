@@ -493,28 +493,36 @@ def forward_statements(resume: lambda_.IFunction) -> list[iam.PolicyStatement]:
     ]
 
 
-def wildcard_findings(stack: Stack, statements: Sequence[iam.PolicyStatement]) -> dict[str, str]:
+def wildcard_findings(
+    stack: Stack,
+    statements: Sequence[iam.PolicyStatement],
+    reasons: Mapping[str | None, str] | None = None,
+) -> dict[str, str]:
     """The AWS Solutions IAM5 finding of each wildcard resource, with the reason for it.
 
     The ids are derived from the statements themselves, so an acknowledgment always
-    matches the resource it explains, in any stack or region.
+    matches the resource it explains, in any stack or region. `reasons` by statement
+    id: `WILDCARD_REASONS` unless given (the agent's tools add their own).
 
     Raises:
         ValueError: a wildcard in a statement whose need for one nobody has explained.
     """
+    reasons = WILDCARD_REASONS if reasons is None else reasons
     findings = {}
     for statement in statements:
         for resource in statement.resources:
             flat = _flatten(stack.resolve(resource))
             if "*" not in flat:
                 continue
-            if statement.sid not in WILDCARD_REASONS:
+            if statement.sid not in reasons:
                 raise ValueError(f"statement {statement.sid!r} has an unexplained wildcard: {flat}")
-            findings[f"AwsSolutions-IAM5[Resource::{flat}]"] = WILDCARD_REASONS[statement.sid]
+            findings[f"AwsSolutions-IAM5[Resource::{flat}]"] = reasons[statement.sid]
     return findings
 
 
-def star_reason(statements: Sequence[iam.PolicyStatement]) -> str | None:
+def star_reason(
+    statements: Sequence[iam.PolicyStatement], reasons: Mapping[str | None, str] | None = None
+) -> str | None:
     """Why a role grants on every resource, or None when it does not.
 
     cdk-nag's Serverless-LambdaStarPermissions flags an allowed resource that is exactly
@@ -532,10 +540,11 @@ def star_reason(statements: Sequence[iam.PolicyStatement]) -> str | None:
     ]
     if not starred:
         return None
-    unexplained = [s.sid for s in starred if s.sid not in WILDCARD_REASONS]
+    reasons = WILDCARD_REASONS if reasons is None else reasons
+    unexplained = [s.sid for s in starred if s.sid not in reasons]
     if unexplained:
         raise ValueError(f"statements {unexplained} grant on every resource, and nobody said why")
-    named = " ".join(f"{s.sid}: {WILDCARD_REASONS[s.sid]}" for s in starred)
+    named = " ".join(f"{s.sid}: {reasons[s.sid]}" for s in starred)
     return f"Every statement of this role names its resources but these. {named}"
 
 

@@ -8,7 +8,7 @@ strings and values in `cdk.json` as JSON, so both are accepted.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -21,6 +21,7 @@ from interlock.errors import validation_message
 from interlock.timing import DAY_S, StorePolicy
 
 from .assets import EXAMPLES_DIR
+from .tools import ToolAccess
 
 _STORE_DEFAULTS: Final = StorePolicy()
 
@@ -173,6 +174,7 @@ class Settings:
         log_level: The functions' log level (their logs are JSON either way).
         architecture: The functions' architecture, `arm64` (Graviton: cheaper per
             GB-second) or `x86_64` (where the Web Adapter has no arm64 layer).
+        tools: What the agent's own tools need (`infra.tools`), given in code.
     """
 
     model: ModelChoice
@@ -190,6 +192,7 @@ class Settings:
     channels: tuple[ChannelName, ...] = ()
     log_level: str = "INFO"
     architecture: str = "arm64"
+    tools: ToolAccess = field(default_factory=ToolAccess)
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -243,8 +246,8 @@ def _runtime_accepts(**values: object) -> None:
     try:
         InterlockConfig.model_validate(values)
     except ValidationError as exc:
-        field, _, problem = validation_message(exc).partition(": ")
-        raise ValueError(f"{_KEYS.get(field, field)}: {problem} (the runtime's bound)") from None
+        key, _, problem = validation_message(exc).partition(": ")
+        raise ValueError(f"{_KEYS.get(key, key)}: {problem} (the runtime's bound)") from None
 
 
 def _positive(node: Node, key: str, default: int, maximum: int | None = None) -> int:

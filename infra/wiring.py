@@ -12,6 +12,7 @@ from .checks import interlock_checks
 from .hosting import WebHostingStack
 from .settings import AgentChoice, Settings
 from .storage import StorageStack
+from .tools import ToolAccess
 from .web import WebContentStack
 
 
@@ -32,7 +33,13 @@ class Stacks:
     web_content: WebContentStack
 
 
-def build(app: App, env: Environment | None = None, *, agent: AgentChoice | None = None) -> Stacks:
+def build(
+    app: App,
+    env: Environment | None = None,
+    *,
+    agent: AgentChoice | None = None,
+    tools: ToolAccess | None = None,
+) -> Stacks:
     """Add the Interlock stacks to `app` and register cdk-nag's AWS Solutions and
     Serverless checks over them.
 
@@ -46,6 +53,8 @@ def build(app: App, env: Environment | None = None, *, agent: AgentChoice | None
             is checked against the region. None leaves the stacks environment-agnostic.
         agent: The agent the functions serve (`AgentChoice.of`); None: the one the
             context names (`interlock:agent`), else the demo.
+        tools: What the agent's own tools need (IAM statements, environment, VPC,
+            memory, timeout), for the functions that run it and no other.
 
     Returns:
         The stacks, for tests and for stacks that need their resources.
@@ -53,6 +62,8 @@ def build(app: App, env: Environment | None = None, *, agent: AgentChoice | None
     settings = Settings.from_context(app.node)
     if agent is not None:
         settings = replace(settings, agent=agent)
+    if tools is not None:
+        settings = replace(settings, tools=tools)
     # A stage names every stack, so several deployments share an account and region.
     ids = {part: settings.stack_id(part) for part in ("Storage", "Web", "Api", "WebContent")}
     # Computed once: the hosting stack's CSP must name the domain the API stack creates.

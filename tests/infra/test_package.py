@@ -142,5 +142,7 @@ def test_a_team_app_synthesizes_from_the_installed_wheel_beside_its_own_stack(
     assert templates == {"TeamReports", *interlock}
     report = json.loads((out / "validation-report.json").read_text())
     assert [v for plugin in report["pluginReports"] for v in plugin["violations"]] == []
-    # And the team's agent is the one the functions serve, shipped as its own layer
-    assert "my_agent.agent:build" in (out / "InterlockTeamApi.template.json").read_text()
+    # And the team's agent is the one the functions serve, shipped as its own layer,
+    # with what its tools need (the team's table)
+    api = (out / "InterlockTeamApi.template.json").read_text()
+    assert "my_agent.agent:build" in api and "REFUNDS_TABLE" in api

@@ -31,7 +31,7 @@ NOT_CODE: Final = {
     "interlock.secret": "the key under which an AG-UI run's state carries the secret",
     "config.json": "the card page's settings, written next to it when it is deployed",
 }
-_FILE: Final = re.compile(r"[\w.-]+(/[\w.-]+)*\.(py|mjs|js|md|json|yaml|txt|sh|png|lock)")
+_FILE: Final = re.compile(r"[\w.-]+(/[\w.-]+)*\.(py|mjs|jsx|js|md|json|yaml|txt|sh|png|lock)")
 _DOTTED: Final = re.compile(r"(interlock|local|infra|bench)(\.\w+)+")
 _PATH_NAME: Final = re.compile(r"[a-z_]+(/[a-z_]+)+\.[A-Za-z_]\w*")
 _CAPITALS: Final = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+")
