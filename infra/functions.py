@@ -44,6 +44,7 @@ from .permissions import (
     star_reason,
     wildcard_findings,
 )
+from .regions import published_adapter
 from .settings import Settings
 from .snapstart import invocable, snap_start
 from .storage import StorageRefs
@@ -53,14 +54,6 @@ HANDLER: Final = "handler.lambda_handler"
 STREAM_DIR: Final = FUNCTIONS_DIR / "stream"
 # The Web Adapter runs the handler as a program: the script that starts the ASGI server.
 STREAM_HANDLER: Final = "run.sh"
-# AWS's published Lambda Web Adapter layer (v0.9.1, the newest release that is not a
-# release candidate), in the function's region; `interlock:webAdapterLayer` names another.
-WEB_ADAPTER_ACCOUNT: Final = "753240598075"
-WEB_ADAPTER_VERSION: Final = 25
-WEB_ADAPTER_LAYER_NAMES: Final = {
-    lambda_.Architecture.X86_64.name: "LambdaAdapterLayerX86",
-    lambda_.Architecture.ARM_64.name: "LambdaAdapterLayerArm64",
-}
 WEB_ADAPTER_PORT: Final = "8080"
 # Long enough to look back over a month of incidents; Lambda logs hold chat excerpts, so
 # they should not outlive the data they describe by much.
@@ -394,13 +387,11 @@ def issuer_environment(issuer: TokenIssuer) -> dict[str, str]:
 
 
 def web_adapter_layer(scope: Construct, settings: Settings) -> lambda_.ILayerVersion:
-    """The Lambda Web Adapter layer: the setting's ARN, or AWS's published one for the
-    stack's region and the functions' architecture."""
-    arn = settings.web_adapter_layer or (
-        f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{WEB_ADAPTER_ACCOUNT}:layer:"
-        f"{WEB_ADAPTER_LAYER_NAMES[lambda_architecture(settings.architecture).name]}:"
-        f"{WEB_ADAPTER_VERSION}"
-    )
+    """The Lambda Web Adapter layer: the setting's ARN, or the layer AWS publishes in the
+    stack's region for the functions' architecture (`infra.regions.REGIONS`)."""
+    arn = settings.web_adapter_layer or published_adapter(
+        Stack.of(scope).region, settings.architecture
+    ).arn(Aws.PARTITION, Aws.REGION)
     return lambda_.LayerVersion.from_layer_version_arn(scope, "WebAdapter", arn)
 
 

@@ -21,6 +21,7 @@ from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from .regions import cloudfront_logs
 from .storage import ACCESS_LOG_RETENTION_DAYS
 
 DEFAULT_ROOT_OBJECT: Final = "index.html"
@@ -91,7 +92,10 @@ class WebHosting(Construct):
 
     Attributes:
         bucket: Private; only the distribution may read it (Origin Access Control).
-        logs: Receives the bucket's server access logs and CloudFront's access logs.
+        logs: Receives the bucket's server access logs and, where CloudFront delivers
+            them (`cloudfront_logs`), the distribution's standard logs.
+        cloudfront_logs: Whether the distribution writes standard logs: not in a region
+            CloudFront delivers none to (`infra.regions`).
         headers: The security headers added to every response.
         distribution: HTTPS only, `index.html` at the root.
     """
@@ -106,7 +110,11 @@ class WebHosting(Construct):
         """
         super().__init__(scope, construct_id)
         self.node.set_context(_LOGS_USE_BUCKET_POLICY, True)
-        self.logs = _log_bucket(self)
+        region = Stack.of(self).region
+        # A distribution set to log to a bucket CloudFront cannot deliver to fails to
+        # deploy; one that logs nothing only lacks the logs.
+        self.cloudfront_logs = cloudfront_logs(region)
+        self.logs = _log_bucket(self, acls=self.cloudfront_logs)
         self.bucket = _site_bucket(self, self.logs)
         self.headers = cloudfront.ResponseHeadersPolicy(
             self,
@@ -133,11 +141,11 @@ class WebHosting(Construct):
             # Edge locations in North America and Europe: the cheapest class, and a page
             # of a few kilobytes loads quickly enough from them anywhere.
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
-            enable_logging=True,
-            log_bucket=self.logs,
-            log_file_prefix="cloudfront/",
+            enable_logging=self.cloudfront_logs,
+            log_bucket=self.logs if self.cloudfront_logs else None,
+            log_file_prefix="cloudfront/" if self.cloudfront_logs else None,
         )
-        _acknowledge(self.distribution)
+        _acknowledge(self.distribution, unlogged_in=None if self.cloudfront_logs else region)
 
 
 def _security_headers(sign_in_url: str) -> cloudfront.ResponseSecurityHeadersBehavior:
@@ -177,14 +185,19 @@ def _site_bucket(scope: Construct, logs: s3.IBucket) -> s3.Bucket:
     )
 
 
-def _log_bucket(scope: Construct) -> s3.Bucket:
+def _log_bucket(scope: Construct, *, acls: bool) -> s3.Bucket:
     bucket = s3.Bucket(
         scope,
         "AccessLogs",
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        # CloudFront's standard logs are delivered through an ACL grant, so this one
-        # bucket keeps ACLs (owner-preferred: every object still belongs to the account).
-        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+        # CloudFront's standard logs are delivered through an ACL grant, so where the
+        # distribution logs, this one bucket keeps ACLs (owner-preferred: every object
+        # still belongs to the account); elsewhere it has none, like every other bucket.
+        object_ownership=(
+            s3.ObjectOwnership.BUCKET_OWNER_PREFERRED
+            if acls
+            else s3.ObjectOwnership.BUCKET_OWNER_ENFORCED
+        ),
         encryption=s3.BucketEncryption.S3_MANAGED,
         enforce_ssl=True,
         minimum_tls_version=1.2,
@@ -207,7 +220,7 @@ def _log_bucket(scope: Construct) -> s3.Bucket:
     return bucket
 
 
-def _acknowledge(distribution: cloudfront.Distribution) -> None:
+def _acknowledge(distribution: cloudfront.Distribution, *, unlogged_in: str | None) -> None:
     reasons = {
         "AwsSolutions-CFR1": (
             "The page is a static sign-in shell: every action it offers goes to the API, "
@@ -225,6 +238,13 @@ def _acknowledge(distribution: cloudfront.Distribution) -> None:
             "1.3 with it; a custom domain with an ACM certificate allows TLSv1.2_2021."
         ),
     }
+    if unlogged_in is not None:
+        reasons["AwsSolutions-CFR3"] = (
+            f"CloudFront delivers no standard logs to a bucket in {unlogged_in}, an opt-in "
+            "region, and a distribution set to log there fails to deploy. The page's bucket "
+            "still records CloudFront's reads of it in its S3 server access logs, and every "
+            "action the page offers goes to the API."
+        )
     for finding, reason in reasons.items():
         Validations.of(distribution).acknowledge(Acknowledgment(id=finding, reason=reason))
 

@@ -15,9 +15,15 @@ them so that their pairs with each other and with the first two are covered too;
 is the fewest rows any such array can have. `test_every_pair_of_values_is_synthesized`
 checks the covering without synthesizing.
 
+Each row also deploys to a region of its own, as `cdk deploy` does with the profile's:
+the regions are chosen so that every kind of region `infra.regions.REGIONS` holds (what
+synthesis changes there: SnapStart, CloudFront's logs, the Web Adapter release) is
+synthesized on both architectures; `test_every_kind_of_region_is_synthesized` checks it.
+
 Each row is synthesized as `app.py` does it, so the AWS Solutions and Serverless checks
-and CloudFormation's own validation run as part of it and fail it on any unacknowledged
-finding; then its roles and dependencies are read back from the cloud assembly.
+and CloudFormation's own validation for the row's region run as part of it and fail it on
+any unacknowledged finding; then its roles, dependencies and what its region needs are
+read back from the cloud assembly.
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from aws_cdk import App
+from aws_cdk import App, Environment
 
+from infra.regions import REGIONS, WEB_ADAPTER_LAYER_NAMES, WEB_ADAPTER_RELEASES
 from infra.wiring import build
 
 CHANNELS = {
@@ -57,12 +64,13 @@ SETTINGS = {
 
 
 class Combination(NamedTuple):
-    """One deployment's values of the four settings."""
+    """One deployment's values of the four settings, and the region it deploys to."""
 
     channels: str
     model: str
     access_logs: str
     architecture: str
+    region: str
 
     def context(self) -> dict[str, Any]:
         """The `-c` settings that deploy it (the default model is left unset)."""
@@ -77,24 +85,25 @@ class Combination(NamedTuple):
     def __str__(self) -> str:
         return (
             f"{'no' if self.channels == 'none' else self.channels} channels, {self.model} model, "
-            f"access logs {self.access_logs}, {self.architecture}"
+            f"access logs {self.access_logs}, {self.architecture} in {self.region}"
         )
 
 
 COMBINATIONS = [
-    Combination("none", "bedrock", "off", "arm64"),
-    Combination("none", "openai", "on", "arm64"),
-    Combination("none", "scripted", "create-role", "x86_64"),
-    Combination("slack", "bedrock", "on", "arm64"),
-    Combination("slack", "openai", "create-role", "arm64"),
-    Combination("slack", "scripted", "off", "x86_64"),
-    Combination("telegram", "bedrock", "create-role", "arm64"),
-    Combination("telegram", "openai", "off", "arm64"),
-    Combination("telegram", "scripted", "on", "x86_64"),
-    Combination("slack+telegram", "bedrock", "off", "x86_64"),
-    Combination("slack+telegram", "openai", "on", "x86_64"),
-    Combination("slack+telegram", "scripted", "create-role", "arm64"),
+    Combination("none", "bedrock", "off", "arm64", "us-east-1"),
+    Combination("none", "openai", "on", "arm64", "ap-south-2"),
+    Combination("none", "scripted", "create-role", "x86_64", "af-south-1"),
+    Combination("slack", "bedrock", "on", "arm64", "eu-south-1"),
+    Combination("slack", "openai", "create-role", "arm64", "ap-southeast-5"),
+    Combination("slack", "scripted", "off", "x86_64", "eu-central-2"),
+    Combination("telegram", "bedrock", "create-role", "arm64", "me-south-1"),
+    Combination("telegram", "openai", "off", "arm64", "mx-central-1"),
+    Combination("telegram", "scripted", "on", "x86_64", "ca-west-1"),
+    Combination("slack+telegram", "bedrock", "off", "x86_64", "us-west-2"),
+    Combination("slack+telegram", "openai", "on", "x86_64", "ap-east-2"),
+    Combination("slack+telegram", "scripted", "create-role", "arm64", "il-central-1"),
 ]
+ACCOUNT = "123456789012"
 # The roles that hold each end of the signed hand-over of a tap, and no other.
 HAND_OVER = {"kms:GenerateMac": {"Channels"}, "kms:VerifyMac": {"Resume"}}
 # The roles that run the agent, and so read an OpenAI-compatible endpoint's key.
@@ -113,13 +122,20 @@ def test_every_pair_of_values_is_synthesized() -> None:
     assert len(set(COMBINATIONS)) == len(COMBINATIONS)
 
 
+def test_every_kind_of_region_is_synthesized() -> None:
+    # What synthesis changes for a region, on each architecture, is in some row
+    kinds = {_kind(region, architecture) for region in REGIONS for architecture in ARCHITECTURES}
+    assert {_kind(row.region, row.architecture) for row in COMBINATIONS} == kinds
+    assert len({row.region for row in COMBINATIONS}) == len(COMBINATIONS)
+
+
 @pytest.mark.parametrize("combination", COMBINATIONS, ids=str)
 def test_each_combination_synthesizes_with_every_check_passing(
     cdk_context: dict[str, Any], tmp_path: Path, combination: Combination
 ) -> None:
-    # Given the app built with the combination's settings
+    # Given the app built with the combination's settings, for its region
     app = App(context={**cdk_context, **combination.context()}, outdir=str(tmp_path))
-    stacks = build(app)
+    stacks = build(app, Environment(account=ACCOUNT, region=combination.region))
 
     # When it is synthesized (a finding left unacknowledged would raise here)
     app.synth()
@@ -149,6 +165,46 @@ def test_each_combination_synthesizes_with_every_check_passing(
     # Only the channels role signs a hand-over and only the resume role verifies one
     for action, holders in HAND_OVER.items():
         assert {role for role, found in roles.items() if _allows(found, action)} == holders
+    # And the region gets what the table says it needs
+    web = json.loads((tmp_path / stacks.web.template_file).read_text())
+    _assert_region_needs(combination, resources, web["Resources"])
+
+
+def _kind(region: str, architecture: str) -> tuple[str, bool, bool, str | None]:
+    """What synthesis changes for `region` on `architecture`."""
+    needs = REGIONS[region]
+    return (architecture, needs.snap_start, needs.cloudfront_logs, needs.adapter(architecture))
+
+
+def _assert_region_needs(
+    combination: Combination, api: dict[str, Any], web: dict[str, Any]
+) -> None:
+    needs = REGIONS[combination.region]
+    functions = [
+        resource["Properties"]
+        for resource in api.values()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and "POWERTOOLS_LOG_LEVEL" in json.dumps(resource)
+    ]
+    assert {f["Architectures"][0] for f in functions} == {combination.architecture}
+    # SnapStart for the requests and channels functions, where the region offers it
+    assert len([f for f in functions if "SnapStart" in f]) == (2 if needs.snap_start else 0)
+    # The run and resume functions carry the adapter release AWS published there
+    release = needs.adapter(combination.architecture)
+    assert release is not None
+    name = WEB_ADAPTER_LAYER_NAMES[combination.architecture]
+    adapters = [_joined(layer) for f in functions for layer in f["Layers"] if "Fn::Join" in layer]
+    assert len(adapters) == 2
+    assert all(a.endswith(f":layer:{name}:{WEB_ADAPTER_RELEASES[release]}") for a in adapters)
+    # The distribution writes standard logs only where CloudFront delivers them
+    (distribution,) = [r for r in web.values() if r["Type"] == "AWS::CloudFront::Distribution"]
+    logs = distribution["Properties"]["DistributionConfig"].get("Logging")
+    assert (logs is not None) == needs.cloudfront_logs
+
+
+def _joined(value: dict[str, Any]) -> str:
+    """An `Fn::Join`'s text, each intrinsic written as `|`."""
+    return "".join(part if isinstance(part, str) else "|" for part in value["Fn::Join"][1])
 
 
 def _hash(logical_id: str) -> str:

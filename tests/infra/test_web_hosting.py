@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App
+from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
 
+from infra.hosting import WebHostingStack
 from infra.settings import Settings
 from infra.wiring import Stacks
 from tests.infra.support import CONFIGURED_AUTH_PREFIX
 
 Resources = dict[str, dict[str, Any]]
+ACKNOWLEDGED = "aws:cdk:acknowledged-rules"
 SITE_BUCKET_ARN = {
     "Fn::GetStackOutput": {"StackName": "InterlockWeb", "OutputName": "SiteBucketArn"}
 }
@@ -138,6 +140,47 @@ def test_viewers_get_https_only_and_the_page_at_the_root(
     }
     headers_id = _logical_id(stacks, stacks.web.hosting.headers)
     assert behavior["ResponseHeadersPolicyId"] == {"Ref": headers_id}
+
+
+def test_the_distribution_logs_nothing_where_cloudfront_delivers_no_logs(
+    cdk_context: dict[str, Any], stacks: Stacks
+) -> None:
+    # Given the hosting stack in a region CloudFront delivers no standard logs to
+    stack = WebHostingStack(
+        App(context=cdk_context),
+        "InterlockWeb",
+        sign_in_url="https://cards.auth.eu-south-1.amazoncognito.com",
+        env=Environment(account="123456789012", region="eu-south-1"),
+    )
+    template = Template.from_stack(stack)
+
+    # Then the distribution writes no standard logs, and their bucket takes no ACLs
+    assert not stack.hosting.cloudfront_logs
+    assert "Logging" not in _distribution(template)
+    logs_id = stack.get_logical_id(stack.hosting.logs.node.default_child)
+    assert template.to_json()["Resources"][logs_id]["Properties"]["OwnershipControls"] == {
+        "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    }
+    # And the finding is acknowledged on the distribution alone, saying why
+    found = _missing_logs_acknowledged(stack)
+    assert list(found) == [stack.hosting.distribution.node.path]
+    assert "eu-south-1" in found[stack.hosting.distribution.node.path]
+    # Where CloudFront delivers them (the default app), nothing is acknowledged
+    assert stacks.web.hosting.cloudfront_logs
+    assert _missing_logs_acknowledged(stacks.web) == {}
+
+
+def _missing_logs_acknowledged(stack: Stack) -> dict[str, str]:
+    """Where in `stack` the missing distribution logs (AwsSolutions-CFR3) are
+    acknowledged, and why."""
+    return {
+        construct.node.path: reason
+        for construct in stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == ACKNOWLEDGED
+        for rule, reason in entry.data.items()
+        if rule.endswith("AwsSolutions-CFR3")
+    }
 
 
 def test_every_response_carries_the_security_headers(web_template: Template) -> None:
