@@ -43,7 +43,7 @@ from .auth import Auth
 from .bundling import lambda_architecture
 from .functions import SIZING, InterlockFunction
 from .hosting import SiteRefs
-from .layer import InterlockLayer
+from .layer import LOCK, InterlockLayer
 from .monitoring import Monitoring
 from .regions import plan_region
 from .settings import ANY_ORIGIN, Settings, check_model_region
@@ -176,7 +176,8 @@ class InterlockApiStack(Stack):
         architecture = lambda_architecture(settings.architecture)
         layer = InterlockLayer(self, "Layer", architecture=architecture).layer_version
         # The user's agent ships as its own layer, beside Interlock's: only the functions
-        # that run it (run, resume, settle) carry it.
+        # that run it (run, resume, settle) carry it. Lambda unpacks it over Interlock's,
+        # so its requirements are resolved with Interlock's pins and ship none of them.
         agent_layer = InterlockLayer(
             self,
             "AgentLayer",
@@ -184,6 +185,7 @@ class InterlockApiStack(Stack):
             package_dir=settings.agent.package_dir,
             description=f"The agent {settings.agent.reference} and its requirements.",
             architecture=architecture,
+            beside=LOCK,
         ).layer_version
         self.channel_secrets = _channel_secrets(self, settings)
         self.model_secret = _model_secret(self, settings)

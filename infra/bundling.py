@@ -5,6 +5,10 @@ Docker is needed; a Python of the runtime's own version then compiles the byteco
 no cold start compiles a module from source. The bytecode is reproducible: hash-based
 and unchecked (valid whatever the file times in the zip), with the runtime's paths in
 its tracebacks and a fixed hash seed (set literals are marshalled in hash order).
+
+Every pip, uv and compiler run goes through `run_tool`: a failure, or an `ERROR:` pip
+prints while still exiting 0 (its conflict report), fails the bundle and so the synth,
+with the tool's own message.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -51,8 +56,72 @@ COMPILE_ARGUMENTS: Final = (
 _DEAD_WEIGHT: Final = ("bin",)
 
 
+# pip's notices about its own configuration (a find-links location that is absent) and
+# uv's warnings: not the failure, and left out of its message.
+_NOISE: Final = re.compile(r"^(WARNING: Location '.*' is ignored|warning: )")
+
+Resolver = Callable[[Path, Path], Path]
+"""Turns a requirements file into a lock written in a scratch directory, before install:
+`(requirements, scratch) -> lock` (`infra.agent_lock.lock_beside`)."""
+
+
 class LayerBuildError(RuntimeError):
-    """The layer cannot be built as the runtime needs it (no interpreter of its version)."""
+    """The layer cannot be built as the runtime needs it: no interpreter of its version,
+    or pip, uv or the compiler failed (the message is the tool's own)."""
+
+
+class ToolFailed(LayerBuildError):
+    """A build step failed; `stderr` holds all it wrote there."""
+
+    def __init__(self, message: str, stderr: str) -> None:
+        """Keep the tool's whole error output beside the one-line message."""
+        super().__init__(message)
+        self.stderr = stderr
+
+
+def run_tool(
+    command: Sequence[str],
+    what: str,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """Run one build step quietly; its output is shown only when it fails.
+
+    Args:
+        command: The command line.
+        what: The step, as the failure's message names it (`pip install ...`).
+        cwd: Where to run it.
+        env: Its environment (this process's by default).
+
+    Returns:
+        What it wrote to stdout.
+
+    Raises:
+        ToolFailed: It exited non-zero, or wrote an `ERROR:` line (pip reports
+            dependency conflicts so and still exits 0).
+        LayerBuildError: It could not be started.
+    """
+    try:
+        done = subprocess.run(
+            list(command), capture_output=True, text=True, cwd=cwd, env=env, check=False
+        )
+    except OSError as error:
+        raise LayerBuildError(f"{what} could not start: {error}") from error
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR:")]
+    if done.returncode != 0 or errors:
+        message = f"{what} failed: {tool_message(done.stderr, done.stdout)}"
+        raise ToolFailed(message, done.stderr)
+    return done.stdout
+
+
+def tool_message(stderr: str, stdout: str = "") -> str:
+    """A tool's failure as one line: its `ERROR:` lines when it wrote any, otherwise the
+    last lines of what it wrote (pip's and uv's explanation end their output)."""
+    lines = [line.strip() for line in (stderr or stdout).splitlines()]
+    lines = [line for line in lines if line and not _NOISE.match(line)]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return " ".join(errors or lines[-6:]) or "(no output)"
 
 
 def runtime_version(runtime: lambda_.Runtime = RUNTIME) -> str:
@@ -144,20 +213,24 @@ class PipLocalBundling:
         *,
         runtime: lambda_.Runtime = RUNTIME,
         architecture: lambda_.Architecture = ARCHITECTURE,
+        resolve: Resolver | None = None,
     ) -> None:
         """Remember what to bundle, and for which runtime and platform.
 
         Args:
             requirements: A lock (every requirement hashed: installed exactly) or a file
-                of pinned requirements (resolved by pip).
+                of pinned requirements (resolved by pip, or by `resolve` when given).
             package_dir: The package to copy next to the installed requirements.
             runtime: The functions' runtime: its version picks the wheels and compiles.
             architecture: The functions' architecture: it picks the wheels.
+            resolve: Locks the requirements first (the agent's, against Interlock's
+                lock); its lock is then installed exactly.
         """
         self._requirements = requirements
         self._package_dir = package_dir
         self._runtime = runtime
         self._architecture = architecture
+        self._resolve = resolve
 
     # jsii calls back with the options struct as one positional argument, not with the
     # keyword arguments that the generated ILocalBundling stub shows.
@@ -172,13 +245,20 @@ class PipLocalBundling:
             True: bundling never falls back to Docker.
 
         Raises:
-            LayerBuildError: No interpreter of the runtime's version (checked first).
-            subprocess.CalledProcessError: pip or the compiler failed (so does the synth).
+            LayerBuildError: No interpreter of the runtime's version (checked first), or
+                the resolver, pip or the compiler failed (so does the synth).
         """
         python = runtime_python(runtime_version(self._runtime))
         site_packages = Path(output_dir) / "python"
-        if _has_requirements(self._requirements):
-            subprocess.run(self.pip_command(site_packages), check=True)
+        with tempfile.TemporaryDirectory(prefix="interlock-layer-") as scratch:
+            requirements = self._requirements
+            if self._resolve is not None and _has_requirements(requirements):
+                requirements = self._resolve(requirements, Path(scratch))
+            if _has_requirements(requirements):
+                run_tool(
+                    self.pip_command(site_packages, requirements),
+                    f"pip install -r {requirements.name}",
+                )
         for name in _DEAD_WEIGHT:
             shutil.rmtree(site_packages / name, ignore_errors=True)
         shutil.copytree(
@@ -189,9 +269,11 @@ class PipLocalBundling:
         compile_tree(python, site_packages)
         return True
 
-    def pip_command(self, target: Path) -> list[str]:
-        """The pip install of the requirements into `target`, for the runtime's platform."""
-        exact = ("--require-hashes", "--no-deps") if is_lock(self._requirements) else ()
+    def pip_command(self, target: Path, requirements: Path | None = None) -> list[str]:
+        """The pip install of the requirements (or the lock resolved from them) into
+        `target`, for the runtime's platform."""
+        requirements = requirements or self._requirements
+        exact = ("--require-hashes", "--no-deps") if is_lock(requirements) else ()
         return [
             sys.executable, "-m", "pip", "install",
             # The bytecode is compiled after, by the runtime's version of Python.
@@ -199,7 +281,7 @@ class PipLocalBundling:
             *exact,
             *pip_platform_arguments(self._runtime, self._architecture),
             "--target", str(target),
-            "-r", str(self._requirements),
+            "-r", str(requirements),
         ]  # fmt: skip
 
 
@@ -207,7 +289,7 @@ def compile_tree(python: str, site_packages: Path) -> None:
     """Compile every module under `site_packages` with `python`, reproducibly."""
     environ = {**os.environ, "PYTHONHASHSEED": "0"}
     environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([python, *COMPILE_ARGUMENTS, str(site_packages)], check=True, env=environ)
+    run_tool([python, *COMPILE_ARGUMENTS, str(site_packages)], "compileall", env=environ)
 
 
 def _has_requirements(path: Path) -> bool:

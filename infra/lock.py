@@ -54,9 +54,14 @@ def compile_command(uv: str, architecture: lambda_.Architecture = ARCHITECTURE) 
     ]  # fmt: skip
 
 
+def find_uv() -> str | None:
+    """uv beside the running interpreter (the virtualenv's), else on PATH."""
+    return shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+
+
 def main() -> None:
     """Write `requirements.lock` from `requirements-layer.txt` with uv (needs the index)."""
-    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    uv = find_uv()
     if uv is None:
         sys.exit("infra.lock: uv is missing; ./dev setup installs it")
     subprocess.run(compile_command(uv), check=True, cwd=ROOT, stdout=subprocess.DEVNULL)

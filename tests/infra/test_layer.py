@@ -17,7 +17,9 @@ from aws_cdk.assertions import Template
 from infra.bundling import (
     PYTHON_VARIABLE,
     LayerBuildError,
+    ToolFailed,
     pip_platform_arguments,
+    run_tool,
     runtime_python,
 )
 from infra.layer import PACKAGE_DIR, InterlockLayer, PipLocalBundling, layer_fingerprint
@@ -147,6 +149,34 @@ def test_a_lock_is_installed_exactly_for_the_functions_platform(tmp_path: Path) 
     assert locked[locked.index("--python-version") + 1] == "3.12"
 
 
+def test_a_failing_pip_fails_the_bundle_with_pips_own_message(
+    package: Path, tmp_path: Path
+) -> None:
+    # Given a requirement the index does not have
+    missing = tmp_path / "missing.txt"
+    missing.write_text("interlock-no-such-distribution==0.0.1\n")
+
+    # Then bundling (and so the synth) stops, saying what pip said
+    with pytest.raises(LayerBuildError, match=r"pip install -r missing\.txt failed: ERROR: "):
+        _bundle(missing, package, tmp_path / "asset")
+
+
+def test_an_error_pip_reports_while_exiting_0_fails_too() -> None:
+    # pip reports dependency conflicts on stderr and still exits 0
+    script = "import sys; sys.stderr.write('ERROR: pip found a conflict\\nx 1 needs y<2\\n')"
+    with pytest.raises(ToolFailed, match=r"^pip install failed: ERROR: pip found a conflict$"):
+        run_tool([sys.executable, "-c", script], "pip install")
+
+
+def test_a_failing_step_says_its_last_words_on_one_line() -> None:
+    script = "import sys; print('warning: noise', file=sys.stderr); sys.exit('bad\\nworse')"
+    with pytest.raises(ToolFailed) as raised:
+        run_tool([sys.executable, "-c", script], "uv pip compile")
+    assert str(raised.value) == "uv pip compile failed: bad worse"
+    assert "warning: noise" in raised.value.stderr
+    assert run_tool([sys.executable, "-c", "print('fine')"], "step") == "fine\n"
+
+
 def test_fingerprint_is_stable_and_ignores_bytecode(requirements: Path, package: Path) -> None:
     before = layer_fingerprint(requirements, package)
     (package / "__pycache__" / "other.cpython-312.pyc").write_bytes(b"\x00")
@@ -180,6 +210,18 @@ def test_fingerprint_changes_with_what_goes_in(
     before = layer_fingerprint(requirements, package)
     change(requirements, package)
     assert layer_fingerprint(requirements, package) != before
+
+
+def test_fingerprint_covers_the_lock_the_layer_is_resolved_beside(
+    requirements: Path, package: Path, tmp_path: Path
+) -> None:
+    beside = tmp_path / "beside.lock"
+    beside.write_text("pydantic==2.14.4 \\\n    --hash=sha256:00\n")
+    alone = layer_fingerprint(requirements, package)
+    resolved = layer_fingerprint(requirements, package, beside=beside)
+    assert resolved != alone
+    beside.write_text("pydantic==2.14.5 \\\n    --hash=sha256:00\n")
+    assert layer_fingerprint(requirements, package, beside=beside) != resolved
 
 
 def test_fingerprint_covers_the_target_platform(

@@ -4,7 +4,9 @@ platform, every distribution hashed, and what no function imports left out."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from infra.agent_lock import compile_command as agent_command
 from infra.bundling import requirement_names
 from infra.lock import LOCK, NOT_SHIPPED, REQUIREMENTS, compile_command
 
@@ -36,3 +38,14 @@ def test_every_locked_distribution_is_hashed_and_none_is_left_out_wrongly() -> N
     assert not set(locked) & set(NOT_SHIPPED)
     pins = requirement_names(REQUIREMENTS.read_text().splitlines())
     assert not set(pins) & set(NOT_SHIPPED), "a pinned requirement is imported by definition"
+
+
+def test_the_agents_lock_is_compiled_for_the_same_platform_as_interlocks() -> None:
+    # The agent's layer is unpacked over Interlock's on the same functions: the same
+    # platform, Python and wheels-only resolution, with Interlock's lock as constraints.
+    agent = agent_command("uv", Path("requirements.txt"), Path("agent.lock"))
+    ours = compile_command("uv")
+    for option in ("--python-platform", "--python-version", "--only-binary"):
+        assert agent[agent.index(option) + 1] == ours[ours.index(option) + 1], option
+    assert {"--generate-hashes", "--no-python-downloads"} <= set(agent)
+    assert agent[agent.index("--constraint") + 1] == str(LOCK)
