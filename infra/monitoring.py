@@ -37,6 +37,9 @@ DURATION_PERCENT_OF_TIMEOUT: Final = 80
 # Two workers answering one card at once is normal now and then; many is a stampede.
 CLAIM_CONFLICTS_PER_5_MIN: Final = 10
 PERIOD: Final = Duration.minutes(5)
+# The shortest wait KMS allows before deleting a key: a torn-down stage's alarm key (its
+# removal policy is the stage's, `infra.wiring`) is gone a week after `cdk destroy`.
+ALARM_KEY_PENDING_WINDOW: Final = Duration.days(7)
 
 
 class Monitoring(Construct):
@@ -84,6 +87,7 @@ class Monitoring(Construct):
             "AlarmKey",
             enable_key_rotation=True,
             description="Encrypts Interlock's alarm topic.",
+            pending_window=ALARM_KEY_PENDING_WINDOW,
         )
         # CloudWatch publishes alarms to the encrypted topic, so it must use the key.
         key.add_to_resource_policy(

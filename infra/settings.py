@@ -21,6 +21,7 @@ from interlock.errors import validation_message
 from interlock.timing import DAY_S, StorePolicy
 
 from .assets import EXAMPLES_DIR
+from .storage import UPGRADE_INDEXES
 from .tools import ToolAccess
 
 _STORE_DEFAULTS: Final = StorePolicy()
@@ -43,6 +44,8 @@ REMOVAL_POLICY_KEY: Final = "interlock:removalPolicy"
 # Stages whose data outlives their stacks unless told otherwise; any other named stage
 # (dev, test, a pull request's) is torn down with its data.
 RETAINING_STAGES: Final = frozenset({"", "prod"})
+# Set only while upgrading a table that lacks some of the indexes (UPGRADING.md).
+UPGRADE_STEP_KEY: Final = "interlock:upgradeStep"
 WEB_ADAPTER_LAYER_KEY: Final = "interlock:webAdapterLayer"
 ARCHITECTURE_KEY: Final = "interlock:architecture"
 CHANNELS_KEY: Final = "interlock:channels"
@@ -165,8 +168,9 @@ class Settings:
             account (kept after `cdk destroy`, since other APIs may log through it).
         stage: Names this deployment's stacks, so several share an account and region;
             empty for the default names.
-        retain_data: Whether the table, buckets and user pool outlive the stacks (on
-            by default for the unnamed and `prod` stages, off for any other stage).
+        retain_data: Whether the table, buckets, user pool, log groups and KMS keys
+            outlive the stacks (on by default for the unnamed and `prod` stages, off for
+            any other stage).
         web_adapter_layer: The Lambda Web Adapter layer's ARN, or None for the published
             one of this region and architecture (`infra.functions`).
         channels: The chat platforms cards are posted to and answered from (each gets a
@@ -175,6 +179,9 @@ class Settings:
         architecture: The functions' architecture, `arm64` (Graviton: cheaper per
             GB-second) or `x86_64` (where the Web Adapter has no arm64 layer).
         tools: What the agent's own tools need (`infra.tools`), given in code.
+        upgrade_step: While upgrading a table that lacks `infra.storage.UPGRADE_INDEXES`,
+            how many of them this deploy of the storage stack has (one more each step:
+            CloudFormation creates one index per update); None for all of them.
     """
 
     model: ModelChoice
@@ -193,6 +200,7 @@ class Settings:
     log_level: str = "INFO"
     architecture: str = "arm64"
     tools: ToolAccess = field(default_factory=ToolAccess)
+    upgrade_step: int | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
@@ -225,6 +233,7 @@ class Settings:
             channels=_channels(node.try_get_context(CHANNELS_KEY)),
             log_level=_log_level(node.try_get_context(LOG_LEVEL_KEY)),
             architecture=_architecture(node.try_get_context(ARCHITECTURE_KEY)),
+            upgrade_step=_upgrade_step(node),
         )
 
     def stack_id(self, part: str) -> str:
@@ -367,6 +376,13 @@ def _architecture(raw: object) -> str:
     if raw not in ("arm64", "x86_64"):
         raise ValueError(f"{ARCHITECTURE_KEY} must be arm64 or x86_64, not {raw!r}")
     return str(raw)
+
+
+def _upgrade_step(node: Node) -> int | None:
+    if node.try_get_context(UPGRADE_STEP_KEY) in (None, ""):
+        return None
+    # The last index needs no step of its own: a plain deploy adds it.
+    return _positive(node, UPGRADE_STEP_KEY, 0, len(UPGRADE_INDEXES) - 1)
 
 
 def _flag(node: Node, key: str, *, default: bool) -> bool:

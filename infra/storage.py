@@ -11,8 +11,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_cdk import Acknowledgment, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations
+from aws_cdk import (
+    Acknowledgment,
+    CfnOutput,
+    CfnResource,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Stack,
+    Validations,
+)
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -23,6 +33,16 @@ ACCESS_LOG_RETENTION_DAYS: Final = 90
 # An abandoned multipart upload is billed yet invisible to listings; any real upload of a
 # snapshot or answer finishes within seconds.
 INCOMPLETE_UPLOAD_DAYS: Final = 1
+# The indexes the previous release's table lacks (commit a789256 had by_expiry and
+# by_user), in the order an upgrade creates them. CloudFormation creates at most one
+# global secondary index on a table per stack update, so an upgrade deploys the storage
+# stack once per index: `interlock:upgradeStep` (UPGRADING.md).
+UPGRADE_INDEXES: Final = (schema.LEASE_INDEX, schema.NOTICE_INDEX)
+# The logs of the function that empties a torn-down stage's buckets: long enough to
+# look into a teardown that failed.
+AUTO_DELETE_LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
+# CDK's singleton provider of that function, one per stack.
+_AUTO_DELETE_PROVIDER: Final = "Custom::S3AutoDeleteObjectsCustomResourceProvider"
 
 _LOGS_USE_BUCKET_POLICY: Final = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 _ATTRIBUTE_TYPES: Final = {
@@ -53,6 +73,7 @@ class Storage(Construct):
         construct_id: str,
         *,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        upgrade_step: int | None = None,
     ) -> None:
         """Create the storage resources.
 
@@ -61,15 +82,18 @@ class Storage(Construct):
             construct_id: The construct id.
             removal_policy: What happens to the data when the stack is deleted. RETAIN by
                 default: open requests and their audit trail must outlive a stack.
+            upgrade_step: While upgrading a table that lacks `UPGRADE_INDEXES`, how many
+                of them this deploy has (`indexes_left_out`); None for every index.
         """
         super().__init__(scope, construct_id)
         # ACLs are disabled on every bucket, so S3 may deliver access logs only through
         # the log bucket's policy. Pinned here so the construct does not depend on the
         # app's cdk.json carrying this flag.
         self.node.set_context(_LOGS_USE_BUCKET_POLICY, True)
-        self.table = _table(self, removal_policy)
+        self.table = _table(self, removal_policy, indexes_left_out(upgrade_step))
         self.access_logs = _access_log_bucket(self, removal_policy)
         self.bucket = _payload_bucket(self, removal_policy, self.access_logs)
+        _log_auto_deletes(self, removal_policy)
 
 
 @dataclass(frozen=True)
@@ -112,6 +136,7 @@ class StorageStack(Stack):
         construct_id: str,
         *,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        upgrade_step: int | None = None,
         **kwargs: Any,
     ) -> None:
         """Create the stack.
@@ -120,10 +145,11 @@ class StorageStack(Stack):
             scope: The app or stage.
             construct_id: The stack id.
             removal_policy: Passed to `Storage`.
+            upgrade_step: Passed to `Storage`.
             **kwargs: Passed to `Stack` (env, stack_name, ...).
         """
         super().__init__(scope, construct_id, **kwargs)
-        storage = Storage(self, "Storage", removal_policy=removal_policy)
+        storage = Storage(self, "Storage", removal_policy=removal_policy, upgrade_step=upgrade_step)
         self.table = storage.table
         self.bucket = storage.bucket
         outputs = {
@@ -142,7 +168,17 @@ class StorageStack(Stack):
         )
 
 
-def _table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:
+def indexes_left_out(upgrade_step: int | None) -> frozenset[str]:
+    """The new indexes an upgrade step leaves to a later deploy: all of `UPGRADE_INDEXES`
+    but the first `upgrade_step`; none without a step (the table the code needs)."""
+    if upgrade_step is None:
+        return frozenset()
+    return frozenset(UPGRADE_INDEXES[upgrade_step:])
+
+
+def _table(
+    scope: Construct, removal_policy: RemovalPolicy, left_out: frozenset[str]
+) -> dynamodb.Table:
     # The name is a placeholder: CloudFormation names the table, so a replacement or a
     # second stage in the same account never collides.
     request = schema.create_table_request("unused")
@@ -167,6 +203,9 @@ def _table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:
         removal_policy=removal_policy,
     )
     for index in request.get("GlobalSecondaryIndexes", []):
+        if index["IndexName"] in left_out:
+            # Its key attributes go too: DynamoDB refuses a definition no key uses.
+            continue
         projection = index["Projection"]
         partition_key, sort_key = _keys(index["KeySchema"], types)
         table.add_global_secondary_index(
@@ -267,6 +306,29 @@ def _private_bucket(
         auto_delete_objects=removal_policy == RemovalPolicy.DESTROY,
         **kwargs,
     )
+
+
+def _log_auto_deletes(scope: Construct, removal_policy: RemovalPolicy) -> None:
+    """Give the function that empties a torn-down stage's buckets a log group the stack
+    owns, with the stack's removal policy.
+
+    CDK creates that function with no log group, so Lambda would create
+    `/aws/lambda/<name>` on its first run (the stack's creation, and again its deletion)
+    and keep it, with no retention, after `cdk destroy`. Named in the function's logging
+    config, this group is deleted after the function, so nothing writes to it once gone.
+    """
+    provider = Stack.of(scope).node.try_find_child(_AUTO_DELETE_PROVIDER)
+    if provider is None:  # a retained stage's buckets are not emptied
+        return
+    handler = provider.node.find_child("Handler")
+    assert isinstance(handler, CfnResource)
+    group = logs.LogGroup(
+        scope,
+        "AutoDeleteLogs",
+        retention=AUTO_DELETE_LOG_RETENTION,
+        removal_policy=removal_policy,
+    )
+    handler.add_property_override("LoggingConfig", {"LogGroup": group.log_group_name})
 
 
 def _expire(rule_id: str, prefix: str | None, days: int) -> s3.LifecycleRule:

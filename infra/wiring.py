@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Final
 
-from aws_cdk import App, Environment, RemovalPolicy, Validations
+from aws_cdk import App, Environment, RemovalPolicies, RemovalPolicy, Validations
 
 from .api import InterlockApiStack
 from .auth import domain_prefix, hosted_ui_url
@@ -14,6 +15,11 @@ from .settings import AgentChoice, Settings
 from .storage import StorageStack
 from .tools import ToolAccess
 from .web import WebContentStack
+
+# Billed while they exist, so they go or stay with the stage's data: every log group and
+# KMS key of Interlock's stacks, those CDK's own constructs add included (the log group
+# of the function that copies the page).
+FOLLOW_THE_STAGE: Final = ("AWS::Logs::LogGroup", "AWS::KMS::Key")
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,13 @@ def build(
     sign_in_prefix = domain_prefix(settings.auth_domain_prefix, ids["Api"])
     # Named stages other than prod are torn down with their data (`interlock:removalPolicy`).
     removal = RemovalPolicy.RETAIN if settings.retain_data else RemovalPolicy.DESTROY
-    storage = StorageStack(app, ids["Storage"], removal_policy=removal, env=env)
+    storage = StorageStack(
+        app,
+        ids["Storage"],
+        removal_policy=removal,
+        upgrade_step=settings.upgrade_step,
+        env=env,
+    )
     web = WebHostingStack(app, ids["Web"], sign_in_url=hosted_ui_url(sign_in_prefix), env=env)
     api = InterlockApiStack(
         app,
@@ -88,6 +100,8 @@ def build(
     content.add_stack_dependency(web, "copies the page into the hosting stack's bucket")
     content.add_stack_dependency(api, "writes the API's outputs into the page's config.json")
     stacks = Stacks(storage=storage, web=web, api=api, web_content=content)
+    for stack in (storage, web, api, content):
+        RemovalPolicies.of(stack).apply(removal, apply_to_resource_types=list(FOLLOW_THE_STAGE))
     # Over Interlock's own stacks only: the app may hold a team's own stacks too.
     Validations.of(app).add_plugins(*interlock_checks([storage, web, api, content]))
     return stacks

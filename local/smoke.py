@@ -1,17 +1,19 @@
 """`./dev smoke`: one real deployment, driven end to end, then torn down.
 
-It deploys a stage of its own (`interlock:stage=smoke`, its data destroyed with it),
-creates a test user with a TOTP second factor, drives one approval through the API
-(start a run, read its card, approve it) and one through the stock AG-UI client
+It deploys a stage of its own (`interlock:stage=smoke`, its data destroyed with it)
+that runs the scripted model, which plays the approval its prompt asks for, unless
+`--model` names another (`bedrock[:<id>]`, any `interlock:model` value). It creates a
+test user with a TOTP second factor, drives one approval through the API (start a run,
+read its card, approve it) and one through the stock AG-UI client
 (`tests/e2e/stock/drive.mjs`, `@ag-ui/client`'s HttpAgent unmodified), prints the figures
 as JSON, and destroys the stage, whatever happened before.
 
-It needs an AWS account (the CLI's profile, bootstrapped, the model enabled in Bedrock)
-and cannot run without one. `--plan` prints every step, with the command or API call it
-makes, and touches nothing: that is what runs here.
+It needs an AWS account (the CLI's profile, bootstrapped; with `--model bedrock`, the
+model enabled in Bedrock) and cannot run without one. `--plan` prints every step, with
+the command or API call it makes, and touches nothing: that is what runs here.
 
     ./dev smoke --plan
-    ./dev smoke [--stage smoke] [--keep]
+    ./dev smoke [--stage smoke] [--model scripted] [--keep]
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from typing import Any, Final
 ROOT: Final = Path(__file__).resolve().parents[1]
 DRIVER: Final = ROOT / "tests" / "e2e" / "stock" / "drive.mjs"
 PROMPT: Final = "download the table"
+# The scripted model calls the tool PROMPT asks for (one that needs an approval) every
+# time, in any region and with no Bedrock access: the smoke test checks the deployment,
+# not a model's judgement.
+DEFAULT_MODEL: Final = "scripted"
 # What the user pool's sign-in asks of a script: the admin flow, then the factor's
 # setup on the first sign-in (the pool requires TOTP).
 AUTH_FLOW: Final = "ADMIN_USER_PASSWORD_AUTH"
@@ -49,6 +55,7 @@ class Run:
 
     stage: str
     workdir: Path
+    model: str = DEFAULT_MODEL
     outputs: dict[str, str] = field(default_factory=dict)
     username: str = ""
     password: str = ""
@@ -66,8 +73,18 @@ class Step:
     always: bool = False  # runs even after an earlier step failed (the teardown)
 
 
+def cdk_context(run: Run) -> dict[str, str]:
+    """The context every `cdk` command of the run passes: its own stage, torn down with
+    its data, and its model."""
+    return {
+        "interlock:stage": run.stage,
+        "interlock:removalPolicy": "destroy",
+        "interlock:model": run.model,
+    }
+
+
 def _cdk(run: Run, *args: str) -> list[str]:
-    context = ["-c", f"interlock:stage={run.stage}", "-c", "interlock:removalPolicy=destroy"]
+    context = [part for item in cdk_context(run).items() for part in ("-c", "=".join(item))]
     return ["npx", "cdk", *args, *context]
 
 
@@ -204,7 +221,7 @@ STEPS: Final = (
     Step(
         "deploy a stage of its own",
         "npx cdk deploy --all -c interlock:stage=<stage> -c interlock:removalPolicy=destroy "
-        "--require-approval never --outputs-file <dir>/outputs.json",
+        "-c interlock:model=<model> --require-approval never --outputs-file <dir>/outputs.json",
         deploy,
     ),
     Step(
@@ -237,7 +254,7 @@ STEPS: Final = (
     Step(
         "destroy the stage, whatever happened",
         "npx cdk destroy --all -c interlock:stage=<stage> -c interlock:removalPolicy=destroy "
-        "--force",
+        "-c interlock:model=<model> --force",
         destroy,
         always=True,
     ),
@@ -254,12 +271,12 @@ def totp(seed: str, at: float | None = None, digits: int = 6, period: int = 30) 
     return str(number % 10**digits).zfill(digits)
 
 
-def plan(stage: str) -> str:
+def plan(stage: str, model: str = DEFAULT_MODEL) -> str:
     """Every step, with what it calls, as `--plan` prints it."""
     lines = [f"./dev smoke: {len(STEPS)} steps against stage {stage!r} (nothing is run)"]
     for number, step in enumerate(STEPS, start=1):
         lines.append(f"{number}. {step.name}")
-        lines.append(f"   {step.calls.replace('<stage>', stage)}")
+        lines.append(f"   {step.calls.replace('<stage>', stage).replace('<model>', model)}")
     return "\n".join(lines)
 
 
@@ -268,13 +285,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./dev smoke", description=__doc__.splitlines()[0])
     parser.add_argument("--plan", action="store_true", help="print the steps and run none")
     parser.add_argument("--stage", default="smoke", help="the stage deployed and destroyed")
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help="the agent's model (interlock:model): scripted, or bedrock[:<id>] for a real one",
+    )
     parser.add_argument("--keep", action="store_true", help="leave the stage deployed")
     args = parser.parse_args(argv)
     if args.plan:
-        print(plan(args.stage))
+        print(plan(args.stage, args.model))
         return 0
     with tempfile.TemporaryDirectory() as workdir:
-        run = Run(args.stage, Path(workdir))
+        run = Run(args.stage, Path(workdir), args.model)
         failed: BaseException | None = None
         for step in STEPS:
             if (failed and not step.always) or (args.keep and step.act is destroy):

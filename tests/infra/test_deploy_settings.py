@@ -13,6 +13,7 @@ from aws_cdk.assertions import Template
 
 from infra.settings import Settings, check_model_region
 from infra.wiring import build
+from local import smoke
 
 EU = Environment(account="123456789012", region="eu-west-1")
 
@@ -164,3 +165,21 @@ def test_an_openai_compatible_model_gets_a_key_secret_and_no_bedrock(
     roles = json.dumps(template.find_resources("AWS::IAM::Role"))
     assert "bedrock:InvokeModel" not in roles
     assert roles.count(f'"Ref": "{secret_id}"') == 3
+
+
+def test_the_smoke_stage_runs_the_scripted_model_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The deploy and the destroy it prints name the model
+    assert smoke.plan("smk3").count("-c interlock:model=scripted") == 2
+    runs: list[smoke.Run] = []
+    monkeypatch.setattr(smoke, "STEPS", (smoke.Step("deploy", "", runs.append),))
+    assert smoke.main(["--stage", "smk3"]) == 0
+    assert smoke.main(["--stage", "smk3", "--model", "bedrock"]) == 0
+
+    # The app each run's cdk commands synthesize: the scripted model plays the approval
+    # its prompt asks for, with no Bedrock access needed; a real model only when named
+    default, told = (Settings.from_context(App(context=smoke.cdk_context(r)).node) for r in runs)
+    assert (default.stage, default.retain_data) == ("smk3", False)
+    assert default.model.provider == "scripted"
+    assert told.model.provider == "bedrock"
