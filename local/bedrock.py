@@ -15,7 +15,12 @@ Failures come as Bedrock sends them, chosen by the model id:
 - `...-too-long`: HTTP 400 `ValidationException` "Input is too long for requested model";
 - `...-stream-error`: a `modelStreamErrorException` frame after the first text delta.
 
-    python -m local.bedrock [--port 8766] [--scenarios examples.analyst.script:DEMO_SCENARIOS]
+    .venv/bin/python -m local.bedrock [--port 8766] [--scenarios my_agent:SCRIPT | --tools]
+
+Started from the checkout's root; a module of scenarios elsewhere is found through
+`PYTHONPATH` (the demo's, `examples.analyst.script:DEMO_SCENARIOS`, by default). With
+`--tools` it plays the tools stand-in (`interlock.harness.model.ToolsModel`) instead: it
+calls the tool the person's message names, from the tools the request offers.
 
 Point a local server at it with `INTERLOCK_BEDROCK_URL=http://127.0.0.1:8766` and
 `INTERLOCK_MODEL=bedrock:<any model id>`; without `INTERLOCK_BEDROCK_URL`, Bedrock is the
@@ -39,7 +44,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import unquote
 
-from interlock.harness.model import Scenario, ScriptedModel
+from strands.models.model import Model
+
+from interlock.harness.model import Scenario, ScriptedModel, ToolsModel
 
 EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
 _STRING: Final = 7  # the event-stream header value type of a UTF-8 string
@@ -144,8 +151,18 @@ class Hold:
             self._released.wait(timeout=120)
 
 
+Played = Sequence[Scenario] | None
+"""What a fake plays: scenarios, or None for the tools stand-in (`ToolsModel`), which
+calls the tool a message names from the tools the request offers."""
+
+
+def stand_in(played: Played) -> Model:
+    """A fresh model for one request: the script, or the tools stand-in."""
+    return ToolsModel() if played is None else ScriptedModel(played)
+
+
 class _Handler(BaseHTTPRequestHandler):
-    scenarios: Sequence[Scenario]
+    scenarios: Played
     recorded: Recorded
     throttled: set[str]
     hold: Hold
@@ -174,8 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
             if prompt not in self.throttled:
                 self.throttled.add(prompt)
                 return self._error(429, "ThrottlingException", "Too many requests, please wait.")
-        model = ScriptedModel(self.scenarios)
-        events = indexed(asyncio.run(_collect(model, messages)))
+        tools = (body.get("toolConfig") or {}).get("tools") or []
+        specs = [t["toolSpec"] for t in tools if isinstance(t, dict) and "toolSpec" in t]
+        events = indexed(asyncio.run(_collect(stand_in(self.scenarios), messages, specs)))
         frames = [event_frame(e) for e in events]
         if model_id.endswith("-stream-error"):
             first_delta = next(i for i, e in enumerate(events) if "contentBlockDelta" in e)
@@ -209,9 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
 
-async def _collect(model: ScriptedModel, messages: Any) -> list[dict[str, Any]]:
-    # Bedrock's Converse messages are the shape Strands' own messages have.
-    return [dict(event) async for event in model.stream(messages)]
+async def _collect(model: Model, messages: Any, tool_specs: Any = None) -> list[dict[str, Any]]:
+    # Bedrock's Converse messages and tool specs are the shape Strands' own have.
+    return [dict(event) async for event in model.stream(messages, tool_specs)]
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -235,8 +253,9 @@ class LocalBedrock:
 
 
 @contextmanager
-def serving(scenarios: Sequence[Scenario], port: int = 0) -> Iterator[LocalBedrock]:
-    """Serve the fake on 127.0.0.1 (`port` 0: any free one) until the block ends."""
+def serving(scenarios: Played, port: int = 0) -> Iterator[LocalBedrock]:
+    """Serve the fake on 127.0.0.1 (`port` 0: any free one) until the block ends,
+    playing `scenarios` (None: the tools stand-in)."""
     recorded, hold = Recorded(), Hold()
     handler = type(
         "Handler",
@@ -255,17 +274,61 @@ def serving(scenarios: Sequence[Scenario], port: int = 0) -> Iterator[LocalBedro
 
 
 def load_scenarios(name: str) -> Sequence[Scenario]:
-    """`package.module:NAME`, a sequence of scenarios."""
+    """`package.module:NAME`, a sequence of scenarios (`interlock.agent.Scenario`), found
+    on the path (the directory started from, then `PYTHONPATH`).
+
+    Raises:
+        ValueError: the name is malformed, or names no module, no attribute, or no
+            sequence of scenarios; the message says which.
+    """
     module, _, attribute = name.partition(":")
-    return list(getattr(importlib.import_module(module), attribute))
+    if not module or not attribute:
+        raise ValueError(f"scenarios are named 'package.module:NAME', not {name!r}")
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except ImportError as exc:
+        raise ValueError(
+            f"no module {module!r} for {name!r} (is it on PYTHONPATH?): {exc}"
+        ) from exc
+    except AttributeError:
+        raise ValueError(f"module {module!r} has no {attribute!r}") from None
+    scenarios = list(found) if isinstance(found, (list, tuple)) else [found]
+    if not scenarios or not all(isinstance(s, Scenario) for s in scenarios):
+        raise ValueError(f"{name!r} is not a list of interlock.agent.Scenario")
+    return scenarios
+
+
+def add_played(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what a fake plays: `--scenarios` or `--tools`."""
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--scenarios",
+        default="examples.analyst.script:DEMO_SCENARIOS",
+        help="the scenarios to play, package.module:NAME (the demo's by default)",
+    )
+    chosen.add_argument(
+        "--tools",
+        action="store_true",
+        help="play the tools stand-in: call the tool the message names (no script)",
+    )
+
+
+def played(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Played:
+    """What the options chose; a scenarios name that loads nothing ends in one line."""
+    if args.tools:
+        return None
+    try:
+        return load_scenarios(args.scenarios)
+    except ValueError as exc:
+        parser.exit(2, f"{parser.prog}: {exc}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A local Bedrock ConverseStream, scripted.")
     parser.add_argument("--port", type=int, default=8766)
-    parser.add_argument("--scenarios", default="examples.analyst.script:DEMO_SCENARIOS")
+    add_played(parser)
     args = parser.parse_args(argv)
-    with serving(load_scenarios(args.scenarios), args.port) as running:
+    with serving(played(parser, args), args.port) as running:
         print(f"READY {running.url}", flush=True)
         threading.Event().wait()
 

@@ -16,7 +16,10 @@ Failures come as such endpoints send them, chosen by the model name:
 
 A key given to `serving` is checked on every request (HTTP 401 otherwise).
 
-    python -m local.openai_compat [--port 8767] [--key K]
+    .venv/bin/python -m local.openai_compat [--port 8767] [--key K] [--scenarios M:NAME | --tools]
+
+Started from the checkout's root, like `local.bedrock`, and plays scenarios (or, with
+`--tools`, the tools stand-in) the same way.
 
 Point a local server at it with `INTERLOCK_MODEL=openai:http://127.0.0.1:8767/v1#<model>`.
 """
@@ -34,8 +37,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
-from interlock.harness.model import Scenario, ScriptedModel
-from local.bedrock import Hold, QuietServer, Recorded, load_scenarios
+from strands.models.model import Model
+
+from local.bedrock import Hold, Played, QuietServer, Recorded, add_played, played, stand_in
 
 _MAX_BODY: Final = 16 * 1024 * 1024
 
@@ -125,7 +129,7 @@ def chunks(events: Sequence[dict[str, Any]], model: str) -> list[dict[str, Any]]
 
 
 class _Handler(BaseHTTPRequestHandler):
-    scenarios: Sequence[Scenario]
+    scenarios: Played
     recorded: Recorded
     hold: Hold
     key: str | None
@@ -155,8 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if model.endswith("-refused"):
             return self._error(400, "content_filter", "The response was filtered.")
-        played = ScriptedModel(self.scenarios)
-        events = asyncio.run(_collect(played, strands_messages(messages)))
+        specs = tool_specs(body.get("tools"))
+        answering = stand_in(self.scenarios)
+        events = asyncio.run(_collect(answering, strands_messages(messages), specs))
         self._stream(chunks(events, model))
 
     def _stream(self, pieces: list[dict[str, Any]]) -> None:
@@ -184,8 +189,24 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
 
-async def _collect(model: ScriptedModel, messages: Any) -> list[dict[str, Any]]:
-    return [dict(event) async for event in model.stream(messages)]
+async def _collect(model: Model, messages: Any, specs: Any = None) -> list[dict[str, Any]]:
+    return [dict(event) async for event in model.stream(messages, specs)]
+
+
+def tool_specs(tools: Any) -> list[dict[str, Any]]:
+    """The request's `tools` (OpenAI functions) as Strands tool specs."""
+    specs = []
+    for offered in tools or []:
+        function = offered.get("function") if isinstance(offered, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            specs.append(
+                {
+                    "name": function["name"],
+                    "description": function.get("description") or "",
+                    "inputSchema": {"json": function.get("parameters") or {}},
+                }
+            )
+    return specs
 
 
 @dataclass
@@ -198,10 +219,9 @@ class LocalOpenAI:
 
 
 @contextmanager
-def serving(
-    scenarios: Sequence[Scenario], port: int = 0, key: str | None = None
-) -> Iterator[LocalOpenAI]:
-    """Serve the fake on 127.0.0.1 (`port` 0: any free one) until the block ends."""
+def serving(scenarios: Played, port: int = 0, key: str | None = None) -> Iterator[LocalOpenAI]:
+    """Serve the fake on 127.0.0.1 (`port` 0: any free one) until the block ends,
+    playing `scenarios` (None: the tools stand-in)."""
     recorded, hold = Recorded(), Hold()
     handler = type(
         "Handler",
@@ -223,9 +243,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A local OpenAI-compatible endpoint.")
     parser.add_argument("--port", type=int, default=8767)
     parser.add_argument("--key", help="the API key it accepts (default: any)")
-    parser.add_argument("--scenarios", default="examples.analyst.script:DEMO_SCENARIOS")
+    add_played(parser)
     args = parser.parse_args(argv)
-    with serving(load_scenarios(args.scenarios), args.port, args.key) as running:
+    with serving(played(parser, args), args.port, args.key) as running:
         print(f"READY {running.base_url}", flush=True)
         threading.Event().wait()
 

@@ -6,11 +6,15 @@ file (written whole, then renamed, so a kill never leaves half a file); at start
 puts them back. A server killed mid-request restarts from the last request that
 finished, as a Lambda function killed mid-run restarts from what it had stored. The
 development signing key is kept beside it, so a printed token stays valid.
+
+One server at a time keeps a directory (`hold_state`): a second one would restore the
+same cards and then overwrite the first one's chats with its own.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import secrets
@@ -19,6 +23,49 @@ from typing import Any, Final
 
 STATE_FILE: Final = "state.json"
 KEY_FILE: Final = "dev-key"
+LOCK_FILE: Final = "server.lock"
+
+
+class StateBusy(Exception):
+    """Another live process holds the state directory."""
+
+
+def hold_state(directory: Path) -> int:
+    """Take `directory` for this process, for as long as it lives: an exclusive lock on
+    its lock file, which the system releases when the process ends, however it ends (a
+    `kill -9` too), with this process's id written in it for the next one to name.
+
+    Returns the lock file's descriptor, to be kept open.
+
+    Raises:
+        StateBusy: another live process holds it; the message names its pid.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
+        os.close(descriptor)
+        raise StateBusy(
+            f"another server (pid {holder}) is serving from {directory}: stop it, or give "
+            "this one a state directory of its own (--state)"
+        ) from None
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    return descriptor
+
+
+def adopt_shared_state(shared: Path, own: Path) -> bool:
+    """Move the state and key an earlier version kept for every agent in `shared` into
+    `own`, when `own` has none yet; True when something moved."""
+    if not (shared / STATE_FILE).is_file() or (own / STATE_FILE).exists():
+        return False
+    own.mkdir(parents=True, exist_ok=True)
+    for name in (STATE_FILE, KEY_FILE):
+        if (shared / name).is_file() and not (own / name).exists():
+            (shared / name).replace(own / name)
+    return True
 
 
 class LocalState:

@@ -32,19 +32,20 @@ from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from local.emulator import Emulator
-from local.persist import LocalState, dev_key
+from local.persist import LocalState, StateBusy, adopt_shared_state, dev_key, hold_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
 from interlock.api.routes import FUNCTIONS, ROUTES, STREAMED, Function, Route  # noqa: E402
-from interlock.config import Env, deployment  # noqa: E402
+from interlock.config import DEFAULT_AGENT, Env, deployment  # noqa: E402
 from local import devtokens  # noqa: E402  (it reads the layer's identity rules)
 
 STAGE = "v1"
 SESSION_PATH = "/local/session"
 OPENAPI_PATH = "/openapi.json"
-# Local state and the development signing key, beside the checkout (ignored by git).
+# Local state and the development signing key, beside the checkout (ignored by git): a
+# directory of its own for each agent served (`state_directory`).
 STATE_DIR = ".interlock"
 TABLE = "interlock"
 BUCKET = "interlock-data"
@@ -492,6 +493,13 @@ class Sweeping:
                 self._after()
 
 
+def state_directory(agent: str, root: Path = ROOT) -> Path:
+    """Where the local state of `agent` (`package.module:factory`) is kept by default:
+    `.interlock/<agent>` in the checkout, so agents served from one checkout neither
+    resume each other's cards nor overwrite each other's chats."""
+    return root / STATE_DIR / (re.sub(r"[^A-Za-z0-9_.-]+", "-", agent).strip("-.") or "agent")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve Interlock locally.")
     parser.add_argument("--host", default="127.0.0.1")
@@ -506,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
         "--roles", default="reporter", help="roles of the printed token, comma-separated"
     )
     parser.add_argument(
-        "--state", type=Path, default=ROOT / STATE_DIR, help="where local state is kept"
+        "--state", type=Path, help="where local state is kept (default: .interlock/<agent>)"
     )
     parser.add_argument("--fresh", action="store_true", help="start with no saved state")
     parser.add_argument(
@@ -516,8 +524,25 @@ def main(argv: list[str] | None = None) -> None:
         help="seconds between sweeper passes, which settle what nobody answered in time (0: never)",
     )
     args = parser.parse_args(argv)
-    if problem := _setup_problem(args.agent or deployment().agent):
+    from interlock.config import unknown_variables
+
+    for unknown in unknown_variables(os.environ):
+        print(f"interlock: warning: {unknown}", file=sys.stderr, flush=True)
+    if problem := _setup_problem(args.agent):
         sys.exit(f"interlock: {problem}")
+    agent = args.agent or deployment().agent
+    if args.state is None:
+        args.state = state_directory(agent)
+        if agent == DEFAULT_AGENT:
+            # Earlier versions kept the demo's state in `.interlock/` itself.
+            adopt_shared_state(ROOT / STATE_DIR, args.state)
+    if not args.aws_endpoint:
+        # Only the embedded emulator's state is saved, and only one server may save it.
+        # The lock's descriptor stays open, and the lock held, until this process ends.
+        try:
+            hold_state(args.state)
+        except StateBusy as busy:
+            sys.exit(f"interlock: {busy}")
 
     emulator = None if args.aws_endpoint else Emulator().start()
     endpoint = args.aws_endpoint or emulator.endpoint  # type: ignore[union-attr]
@@ -541,10 +566,11 @@ def main(argv: list[str] | None = None) -> None:
     app = LocalApi(key, static_dir=ROOT / "web", on_write=state.save if state else None)
     # Build the agent once now: a broken agent module fails here, not on a first run.
     from interlock.api import wiring
+    from interlock.errors import InvalidInput
 
     try:
         wiring.runtime()
-    except ValueError as exc:  # the agent module loads but names no factory, say
+    except (ValueError, InvalidInput, OSError) as exc:  # it cannot be built, or configured
         sys.exit(f"interlock: {exc}")
     server = make_server(args.host, args.port, app, threaded=True)
     url = f"http://{server.host}:{server.port}"
@@ -566,15 +592,25 @@ def main(argv: list[str] | None = None) -> None:
             emulator.stop()
 
 
-def _setup_problem(agent: str) -> str | None:
-    """What is wrong with the model or agent setting, found before anything starts (no
-    emulator, no Strands import), in one line; None when both look right."""
+def _setup_problem(agent: str | None) -> str | None:
+    """What is wrong with the settings, found before anything starts (no emulator, no
+    Strands import), in one line; None when they look right. `agent` is the one named
+    on the command line, if any (it wins over `INTERLOCK_AGENT`)."""
     from interlock.config import ModelSpec
 
     try:
         ModelSpec.parse(os.environ.get(Env.MODEL, "scripted"))
     except ValueError as exc:
         return f"{Env.MODEL}: {exc}"
+    try:
+        settings = deployment()
+    except ValueError as exc:  # a malformed value, named with its variable
+        return str(exc)
+    if problem := _behaviour_problem(settings.agent_config_file):
+        return problem
+    if settings.dev_key is not None and not re.fullmatch(r"(?:[0-9a-fA-F]{2})+", settings.dev_key):
+        return f"{Env.DEV_KEY} must be a key in hex"
+    agent = agent or settings.agent
     module, _, factory = agent.partition(":")
     if not module or not factory:
         return f"an agent is named 'package.module:factory', not {agent!r}"
@@ -583,27 +619,53 @@ def _setup_problem(agent: str) -> str | None:
     except (ImportError, ValueError):
         found = None
     if found is None:
-        return f"no module {module!r} for the agent {agent!r} (is it on PYTHONPATH?)"
+        return (
+            f"no module {module!r} for the agent {agent!r} (is it on PYTHONPATH, or in the "
+            "directory ./dev serve was started from?)"
+        )
+    return None
+
+
+def _behaviour_problem(document_file: str | None) -> str | None:
+    """What is wrong with the behaviour settings (the environment's, then the per-agent
+    document's when a file names it), as the server would assemble them."""
+    from interlock.config import assemble
+    from interlock.errors import InvalidInput
+
+    document = None
+    if document_file:
+        try:
+            document = json.loads(Path(document_file).read_text())
+        except (OSError, ValueError) as exc:
+            return f"{Env.AGENT_CONFIG_FILE}: {document_file} cannot be read: {exc}"
+        if not isinstance(document, dict):
+            return f"{Env.AGENT_CONFIG_FILE}: {document_file} is not a JSON object"
+    try:
+        assemble({Env.MODEL: "scripted", **os.environ}, document)
+    except InvalidInput as exc:
+        return str(exc)
     return None
 
 
 def _announce(url: str, key: bytes, roles: list[str]) -> None:
     token = devtokens.issue(key, "alice", roles)
     agent = deployment().agent
+    # The demo's prompt pauses for approval; another agent is asked what it can do (the
+    # tools stand-in answers with the tools it can call).
+    demo = agent == DEFAULT_AGENT
+    prompt = "Please download the reference table" if demo else "What can you do?"
     body = json.dumps(
         {
             "threadId": "demo",
             "runId": "r1",
-            "messages": [
-                {"id": "m1", "role": "user", "content": "Please download the reference table"}
-            ],
+            "messages": [{"id": "m1", "role": "user", "content": prompt}],
         }
     )
     print(f"Interlock is serving {agent} on {url}  (embedded moto)", flush=True)
     who = ", ".join(roles)
     print(f"Open {url}/ for the card page. A token for user alice ({who}):", flush=True)
     print(f"  export TOKEN={token}", flush=True)
-    print("Start a turn that pauses for approval:", flush=True)
+    print("Start a turn that pauses for approval:" if demo else "Start a turn:", flush=True)
     print(f"  curl -sN -H \"Authorization: Bearer $TOKEN\" -d '{body}' {url}/runs", flush=True)
     print("Answer it (any time, even after restarting this server):", flush=True)
     print(f"  .venv/bin/python -m local.answer demo approve --url {url}", flush=True)

@@ -86,24 +86,29 @@ _MODEL_ID: Final = re.compile(r"[a-z0-9-]+(\.[A-Za-z0-9_-]+)+(:[A-Za-z0-9_.-]+)*
 _BASE_URL: Final = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?")
 _OPENAI_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}")
 _URL: Final = re.compile(r"https?://[^\s/?#]+(/[^\s]*)?")
+# The stand-ins for machines with no LLM: one plays an agent's script, one calls its tools.
+StandIn = Literal["scripted", "tools"]
+_STAND_INS: Final = get_args(StandIn)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model setting: `scripted[:<think ms>/<chunk ms>]` (the stand-in where no LLM is
-    reachable, optionally paced like a slow model), `bedrock[:<model id>]`, or
-    `openai:<base url>#<model>` (any OpenAI-compatible chat completions endpoint).
+    """A model setting: `scripted[:<think ms>/<chunk ms>]` (the stand-in that plays an
+    agent's script where no LLM is reachable, optionally paced like a slow model),
+    `tools[:<think ms>/<chunk ms>]` (the stand-in that calls the agent's own tools as the
+    person's message names them), `bedrock[:<model id>]`, or `openai:<base url>#<model>`
+    (any OpenAI-compatible chat completions endpoint).
 
     Attributes:
-        provider: "scripted", "bedrock" or "openai".
+        provider: "scripted", "tools", "bedrock" or "openai".
         model_id: The Bedrock model or inference profile id, or the OpenAI-compatible
-            endpoint's model name; empty when scripted.
-        pace_ms: For the scripted model: a silence before each answer, and a pause
-            between the words it streams (0, 0 answers at once).
+            endpoint's model name; empty for a stand-in.
+        pace_ms: For a stand-in: a silence before each answer, and a pause between the
+            words it streams (0, 0 answers at once).
         base_url: The OpenAI-compatible endpoint (e.g. `http://127.0.0.1:8000/v1`).
     """
 
-    provider: Literal["scripted", "bedrock", "openai"]
+    provider: Literal["scripted", "tools", "bedrock", "openai"]
     model_id: str
     pace_ms: tuple[int, int] = (0, 0)
     base_url: str = ""
@@ -117,21 +122,22 @@ class ModelSpec:
                 would not accept.
         """
         provider, separator, model_id = spec.partition(":")
-        if provider == "scripted":
+        if provider in _STAND_INS:
+            stand_in: StandIn = "tools" if provider == "tools" else "scripted"
             if not model_id:
-                return cls("scripted", "")
+                return cls(stand_in, "")
             pace = _PACE.fullmatch(model_id)
             if pace is None:
                 raise ValueError(
-                    f"a scripted model's pace is '<think ms>/<chunk ms>', not {spec!r}"
+                    f"a {stand_in} model's pace is '<think ms>/<chunk ms>', not {spec!r}"
                 )
-            return cls("scripted", "", (int(pace[1]), int(pace[2])))
+            return cls(stand_in, "", (int(pace[1]), int(pace[2])))
         if provider == "openai":
             return cls._openai(model_id)
         if provider != "bedrock":
             raise ValueError(
-                "the model must be 'scripted', 'bedrock[:id]' or 'openai:<base url>#<model>',"
-                f" not {spec!r}"
+                "the model must be 'scripted', 'tools', 'bedrock[:id]' or "
+                f"'openai:<base url>#<model>', not {spec!r}"
             )
         if separator and not model_id:
             raise ValueError("name a model after 'bedrock:', or write 'bedrock' for the default")
@@ -155,8 +161,12 @@ class ModelSpec:
     @property
     def spec(self) -> str:
         """The setting as text (the value of `INTERLOCK_MODEL`)."""
-        if self.provider == "scripted":
-            return "scripted:{}/{}".format(*self.pace_ms) if any(self.pace_ms) else "scripted"
+        if self.provider in _STAND_INS:
+            return (
+                "{}:{}/{}".format(self.provider, *self.pace_ms)
+                if any(self.pace_ms)
+                else self.provider
+            )
         if self.provider == "openai":
             return f"openai:{self.base_url}#{self.model_id}"
         return f"{self.provider}:{self.model_id}"
@@ -272,6 +282,32 @@ class Deployment:
 def variable(setting: str) -> str:
     """The environment variable of a setting (`heartbeat_s` → `INTERLOCK_HEARTBEAT_S`)."""
     return f"INTERLOCK_{setting.upper()}"
+
+
+# Read by the CDK app when it bundles the layer (`infra.bundling`), not by the runtime.
+BUILD_VARIABLES: Final = frozenset({"INTERLOCK_LAYER_PYTHON"})
+_PREFIX: Final = "INTERLOCK_"
+
+
+def known_variables() -> frozenset[str]:
+    """Every `INTERLOCK_*` variable some part of Interlock reads."""
+    return frozenset(v for k, v in vars(Env).items() if k.isupper()) | BUILD_VARIABLES
+
+
+def unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """A line for each `INTERLOCK_*` variable of `env` that nothing reads, naming the
+    closest known one: a misspelt setting is otherwise silently left at its default."""
+    import difflib  # only where settings are checked, not on a function's cold start
+
+    known = sorted(known_variables())
+    suffixes = {name.removeprefix(_PREFIX): name for name in known}
+    lines = []
+    for name in sorted(n for n in env if n.startswith(_PREFIX) and n not in known):
+        # Compared without the prefix every name shares, which would make all look alike.
+        close = difflib.get_close_matches(name.removeprefix(_PREFIX), list(suffixes), n=1)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else ""
+        lines.append(f"{name} is not a setting Interlock reads{hint}")
+    return lines
 
 
 def deployment() -> Deployment:

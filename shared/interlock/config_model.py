@@ -158,7 +158,18 @@ def assemble(env: Mapping[str, str], agent: Mapping[str, Any] | None = None) -> 
     try:
         return InterlockConfig.model_validate(merged)
     except ValidationError as exc:
-        raise InvalidInput(f"configuration {validation_message(exc)}") from None
+        said = f"configuration {validation_message(exc)}"
+        raise InvalidInput(said + _from_variable(exc, env, agent or {})) from None
+
+
+def _from_variable(exc: ValidationError, env: Mapping[str, str], agent: Mapping[str, Any]) -> str:
+    """Where the refused value came from, when an environment variable set it (the
+    per-agent document overrides the environment): its name and value."""
+    field = str(next(iter(exc.errors()[0].get("loc", ())), ""))
+    variable = next((v for v, f in _ENV.items() if f == field), None)
+    if variable is None or variable not in env or field in agent:
+        return ""
+    return f" (from {variable}={env[variable]!r})"
 
 
 def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

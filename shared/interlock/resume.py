@@ -61,7 +61,13 @@ from interlock.cards import DOWNLOAD, Decision, args_hash, card_subjects, edit_r
 from interlock.channels import chosen_text
 from interlock.context import request_scope
 from interlock.deps import Runtime
-from interlock.harness.agent import BuiltAgent, build_agent, inputs_for, lost_tools
+from interlock.harness.agent import (
+    BuiltAgent,
+    build_agent,
+    inputs_for,
+    lost_tools,
+    model_failure,
+)
 from interlock.harness.journal import Journal
 from interlock.harness.progress import ProgressRelay
 from interlock.harness.snapshot import load_snapshot
@@ -328,7 +334,8 @@ def _continue(
             _end_unusable(rt, caller, claim, answers, reason, event="journal_full")
             raise errors.RequestExpired(reason) from failure
         released = _released(rt, caller, claim, answers, failure, reset=answered_afresh)
-        raise errors.RunFailed(_failed_text(claim, released)) from failure
+        cause = model_failure(failure)  # a model that could not answer is named
+        raise errors.RunFailed(_failed_text(claim, released, cause)) from failure
 
 
 def binding_conflict(record: RequestRecord, answers: Answers) -> errors.DecisionBinding | None:
@@ -722,18 +729,24 @@ def _released(
     return released
 
 
-def _failed_text(claim: RequestRecord, released: RequestRecord | None) -> str:
-    """What a person is told when the run failed after their answer: the truth about
-    what happens to that answer next."""
+def _failed_text(
+    claim: RequestRecord, released: RequestRecord | None, cause: errors.ModelFailed | None = None
+) -> str:
+    """What a person is told when the run failed after their answer: why, when the model
+    was the cause, and the truth about what happens to that answer next."""
+    said = f"{cause}; " if cause is not None else ""
     if released is None:
         return (
-            "the run failed after it was answered; it will be picked up again shortly, "
+            f"{said}the run failed after it was answered; it will be picked up again shortly, "
             "with your answer unless nothing was acted on yet"
         )
     if released.state is RequestState.PENDING:
-        return "the run failed before it acted on your answer; the request can be answered again"
+        return (
+            f"{said}the run failed before it acted on your answer; "
+            "the request can be answered again"
+        )
     return (
-        f"the run failed after acting on the answer ({decided_text(released)}); "
+        f"{said}the run failed after acting on the answer ({decided_text(released)}); "
         "it will be continued with that answer, which can no longer be changed"
     )
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--agent", "examples.analyst"], {}, "an agent is named 'package.module:factory'"),
         (["--agent", "examples.analyst:no_such_factory"], {}, "cannot be loaded"),
         ([], {"INTERLOCK_MODEL": "bedrock:"}, "name a model after 'bedrock:'"),
-        ([], {"INTERLOCK_MODEL": "gpt"}, "must be 'scripted', 'bedrock[:id]' or 'openai:"),
+        ([], {"INTERLOCK_MODEL": "gpt"}, "must be 'scripted', 'tools', 'bedrock[:id]' or 'openai:"),
     ],
 )
 def test_a_wrong_setting_is_one_line_and_no_traceback(

@@ -86,7 +86,7 @@ def test_a_policy_may_name_the_agents_own_tool() -> None:
     ("spec", "message"),
     [
         ("bedrock:", "name a model after 'bedrock:'"),
-        ("gemini", "must be 'scripted', 'bedrock[:id]' or 'openai:"),
+        ("gemini", "must be 'scripted', 'tools', 'bedrock[:id]' or 'openai:"),
         ("openai", "'openai:<http(s) base url>#<model>'"),
         ("openai:http://127.0.0.1:8000/v1", "'openai:<http(s) base url>#<model>'"),
         ("openai:file:///etc#m", "'openai:<http(s) base url>#<model>'"),

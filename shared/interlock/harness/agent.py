@@ -6,6 +6,7 @@ process; only the snapshot carries state between them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from interlock.harness.hooks import (
     argument_schemas,
 )
 from interlock.harness.journal import Journal, JournaledModel, JournalHook, StopOnStoreFailure
-from interlock.harness.model import Scenario, ScriptedModel
+from interlock.harness.model import Scenario, ScriptedModel, ToolsModel
 from interlock.harness.progress import ProgressRelay
 from interlock.harness.scrub import UrlScrubbedModel, failure_secrets, scrub_failure
 from interlock.scrubbing import scrub_error
@@ -33,6 +34,8 @@ from interlock.scrubbing import scrub_error
 if TYPE_CHECKING:
     from interlock.caller import Caller
     from interlock.deps import Runtime
+
+logger = logging.getLogger(__name__)
 
 
 def inputs_for(
@@ -142,9 +145,12 @@ def build_model(config: ModelConfig, scripted: Sequence[Scenario] = ()) -> Model
         if not scripted:
             raise ValueError(
                 "INTERLOCK_MODEL=scripted needs an agent that ships a scripted stand-in; "
-                "set INTERLOCK_MODEL=bedrock:<model id> for this one"
+                "set INTERLOCK_MODEL=tools to call this agent's own tools as a message "
+                "names them, or INTERLOCK_MODEL=bedrock:<model id>"
             )
         return ScriptedModel(scripted, config.spec.pace_ms)
+    if config.provider == "tools":
+        return ToolsModel(config.spec.pace_ms)
     if config.provider == "openai":
         from strands.models.openai import OpenAIModel
 
@@ -203,7 +209,9 @@ def build_agent(
 
 def model_failure(failure: BaseException) -> errors.ModelFailed | None:
     """`failure` as a clear run error when the model caused it (Strands' throttling and
-    context errors, or the model service's own refusal), naming what the model said."""
+    context errors, the model service's own refusal, or a model that could not be
+    reached or signed for: no connection, no credentials), naming what the model or the
+    SDK said. The failure is logged, its traceback with it."""
     from botocore.exceptions import ClientError, EventStreamError
     from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
@@ -213,9 +221,13 @@ def model_failure(failure: BaseException) -> errors.ModelFailed | None:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     model = (ContextWindowOverflowException, ModelThrottledException, ClientError, EventStreamError)
-    if not any(isinstance(e, model) or _from_openai(e) for e in chain):
+    # The stores wrap their own connection failures (`StoreError`): one that is not
+    # wrapped came from the model's client.
+    unreached = () if any(isinstance(e, errors.StoreError) for e in chain) else _unreached()
+    if not any(isinstance(e, (*model, *unreached)) or _from_openai(e) for e in chain):
         return None
-    said = next((e for e in chain if isinstance(e, ClientError) or _from_openai(e)), chain[0])
+    told = (ClientError, *unreached)
+    said = next((e for e in chain if isinstance(e, told) or _from_openai(e)), chain[0])
     if _from_openai(said):
         status = getattr(said, "status_code", None)
         what = f"{getattr(said, 'message', said)} ({status or type(said).__name__})"
@@ -228,7 +240,25 @@ def model_failure(failure: BaseException) -> errors.ModelFailed | None:
     # told nor the log of the chained error may see it.
     scrub_failure(failure)
     said_safely = scrub_error(what, failure_secrets(failure))
+    logger.error("the model could not answer: %s", said_safely, exc_info=failure)
     return errors.ModelFailed(f"the model could not answer: {said_safely}")
+
+
+def _unreached() -> tuple[type[BaseException], ...]:
+    """botocore's failures to reach or sign for a service: no connection (refused, timed
+    out, closed, a proxy or TLS failure), no credentials or region, an expired SSO token."""
+    from botocore import exceptions as boto
+
+    return (
+        boto.ConnectionError,
+        boto.HTTPClientError,
+        boto.NoCredentialsError,
+        boto.PartialCredentialsError,
+        boto.CredentialRetrievalError,
+        boto.TokenRetrievalError,
+        boto.NoRegionError,
+        boto.SSOError,
+    )
 
 
 def _from_openai(failure: BaseException) -> bool:
