@@ -1,4 +1,4 @@
-"""The README's own example agent, run exactly as a user would write it."""
+"""The docs' own example agent (docs/agents.md), run exactly as a user would write it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from interlock.resume import resume_turn
 from interlock.timing import ManualClock
 from interlock.turns import Caller, Runtime, run_turn
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+AGENTS = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
 SUPPORT = Caller("sam", frozenset({"support"}))
 # A scripted stand-in choosing what a model would: close one account, then report.
 SCRIPT = [
@@ -31,8 +31,8 @@ SCRIPT = [
 
 @pytest.fixture
 def readme_agent(tmp_path: Path) -> Iterator[str]:
-    text = README.read_text()
-    section = text[text.index("## Use it with your agent") :]
+    text = AGENTS.read_text()
+    section = text[text.index("# Use it with your agent") :]
     source = re.search(r"```python\n# my_agent\.py\n(.*?)```", section, re.S)
     assert source is not None, "the section opens with the example module"
     assert len(source.group(1).splitlines()) <= 25, "the example stays about 20 lines"

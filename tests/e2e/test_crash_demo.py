@@ -1,4 +1,4 @@
-"""README's crash demo, for real: ask, kill the server, start it again, answer, done once.
+"""The crash demo (docs/local.md), for real: ask, kill the server, start it, answer: once.
 
 The server runs on its embedded emulator, keeping its state and signing key in a
 directory of the test's own (`--state`). It is killed with SIGKILL while the card is

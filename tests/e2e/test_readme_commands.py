@@ -1,11 +1,12 @@
-"""Every shell command README.md gives, checked against what the README says it does.
+"""Every shell command README.md and the pages of docs/ give, checked against what they
+say it does.
 
-The commands are read from README.md itself: each line of its bash blocks, and inline
-code that starts the way a command does. Each one is either run here as a reader runs
-it (on a port and a state directory of the test's own), or named in `ELSEWHERE` with
-the test that covers it and why it is not run here (it deploys to AWS, or it is this
-very run). A command the README gains with neither fails the test, so the README cannot
-drift from what works.
+The commands are read from the pages themselves: each line of their bash blocks, and
+inline code that starts the way a command does (`python` and `pip` included). Each one
+is either run here as a reader runs it (on a port and a state directory of the test's
+own), or named in `ELSEWHERE` with the test that covers it and why it is not run here
+(it deploys to AWS, or it is this very run). A command a page gains with neither fails
+the test, so the docs cannot drift from what works.
 """
 
 from __future__ import annotations
@@ -25,11 +26,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+# Every page a reader is sent to: the README, the upgrade notes and docs/.
+PAGES = [
+    p for p in (README, ROOT / "UPGRADING.md", *sorted((ROOT / "docs").glob("*.md"))) if p.exists()
+]
 LOCAL = "http://127.0.0.1:8765"
 STARTS_A_COMMAND = re.compile(
-    r"^(\./dev|\.venv/bin/python|npx |curl |export |[A-Z_]+=\S* ?(\./dev|\.venv))"
+    r"^(\./dev|\.venv/bin/python|python3? |pip |npx |curl |export "
+    r"|[A-Z_]+=\S* ?(\./dev|\.venv|python))"
 )
 
+YOUR_AGENT = "tests/e2e/test_your_agent.py runs it as docs/your-agent.md gives it"
 # Commands not run here: the test that covers each instead, and why.
 ELSEWHERE = {
     "./dev test": "this run is it",
@@ -83,13 +90,72 @@ ELSEWHERE = {
     ".venv/bin/python bench/killed_run.py": "tests/bench/test_bench_killed_run.py",
     ".venv/bin/python bench/soak.py": "a soak of minutes: run by hand; its figures go in notes",
     ".venv/bin/python bench/peers/langgraph_cycle.py": "tests/bench/test_bench_peer_cost.py",
+    "pip wheel .": "tests/infra/test_package.py builds the wheel from this checkout",
+    "npx cdk deploy InterlockStorage -c interlock:upgradeStep=1": (
+        "needs an AWS account; tests/infra/test_upgrade.py synthesizes this step's storage "
+        "stack and compares it with the previous release's"
+    ),
+    "npx cdk deploy InterlockStorage": (
+        "needs an AWS account; tests/infra/test_upgrade.py compares the storage stack with "
+        "the first step's"
+    ),
+    # docs/your-agent.md (and README's "Your own agent"): the page's test runs each one.
+    "INTERLOCK_AGENT=my_agent:build INTERLOCK_MODEL=tools ./dev serve": YOUR_AGENT,
+    """curl -sN -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8765/runs -d '{"threadId":"""
+    """"mine","runId":"r1","messages":[{"id":"m1","role":"user","content":"call refund_order """
+    """order_id=A-1"}]}'""": YOUR_AGENT,
+    ".venv/bin/python -m local.answer mine approve": YOUR_AGENT,
+    ".venv/bin/python -m local.bedrock --scenarios my_agent:SCRIPT": YOUR_AGENT,
+    "INTERLOCK_BEDROCK_URL=http://127.0.0.1:8766 INTERLOCK_MODEL=bedrock:anthropic.local-v1 "
+    "INTERLOCK_AGENT=my_agent:build ./dev serve": YOUR_AGENT,
+    ".venv/bin/python -m local.openai_compat --scenarios my_agent:SCRIPT": YOUR_AGENT,
+    "INTERLOCK_MODEL='openai:http://127.0.0.1:8767/v1#local-model' "
+    "INTERLOCK_AGENT=my_agent:build ./dev serve": YOUR_AGENT,
+    "INTERLOCK_AGENT=my_agent:build "
+    "INTERLOCK_MODEL=bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0 ./dev serve": (
+        "needs Bedrock; tests/e2e/test_your_agent.py serves the same agent through the local "
+        "Bedrock Runtime, tests/e2e/test_model_unreachable.py one that cannot be reached"
+    ),
+    ".venv/bin/python -m local.bedrock": (
+        "tests/e2e/test_your_agent.py starts it from the checkout's root, as written"
+    ),
+    ".venv/bin/python -m local.openai_compat": (
+        "tests/e2e/test_your_agent.py starts it from the checkout's root, as written"
+    ),
+    "python -m infra.regions": (
+        "tests/infra/test_regions.py compares what it prints with docs/regions.md"
+    ),
+    "pip install 'interlock[cdk] @ file:///…/interlock-0.1.0-py3-none-any.whl'": (
+        "tests/infra/test_package.py installs the wheel it built into a fresh virtualenv "
+        "and synthesizes team-app/ with it"
+    ),
+    "aws secretsmanager put-secret-value --secret-id <SlackSecretName> --secret-string "
+    '\'{"botToken": "xoxb-…", "signingSecret": "…"}\'': (
+        "needs a deployed stack; tests/channels/conftest.py stores a secret of the same "
+        "shape that the channels read"
+    ),
+    "aws secretsmanager put-secret-value --secret-id <TelegramSecretName> --secret-string "
+    '\'{"botToken": "…", "webhookSecret": "…"}\'': (
+        "needs a deployed stack; tests/channels/conftest.py stores a secret of the same "
+        "shape that the channels read"
+    ),
+    'curl "https://api.telegram.org/bot<token>/setWebhook" -d '
+    "url=<ApiUrl>/channels/telegram/webhook -d secret_token=<webhook secret>": (
+        "needs Telegram; tests/channels/test_channels.py posts the webhook with the secret "
+        "token header Telegram sends once it is set"
+    ),
+    'curl -X PUT -H "Authorization: Bearer $ADMIN_TOKEN" <ApiUrl>/admin/links/slack/U0123ABCD '
+    """-d '{"userId": "<cognito sub>", "roles": ["reporter"]}'""": (
+        "needs a deployed stack; tests/channels/test_route_access.py puts account links "
+        "through the same route"
+    ),
 }
 
 
 def readme_commands() -> list[str]:
-    """The README's commands: bash block lines (continuations joined, comments dropped)
+    """The pages' commands: bash block lines (continuations joined, comments dropped)
     and inline code that starts like a command."""
-    text = README.read_text()
+    text = "\n".join(page.read_text() for page in PAGES)
     found: list[str] = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         joined = re.sub(r"\\\n\s*", "", block)
@@ -118,12 +184,12 @@ def _run_curl(command: str) -> str:
 def test_every_command_is_run_here_or_covered_elsewhere_with_a_reason() -> None:
     ran = {SERVE, SETUP, EXPORT, ANSWER, OPENAPI, _run_curl("/runs"), _run_curl("/resume")}
     unaccounted = [c for c in readme_commands() if c not in ran and c not in ELSEWHERE]
-    assert unaccounted == [], "commands in README.md nothing runs or covers"
+    assert unaccounted == [], "commands in the docs that nothing runs or covers"
     for reason in ELSEWHERE.values():
         for path in re.findall(r"tests/[\w/]+\.py", reason):
             assert (ROOT / path).exists(), f"{path} is named but does not exist"
     stale = [c for c in ELSEWHERE if c not in readme_commands()]
-    assert stale == [], "commands listed here that README.md no longer gives"
+    assert stale == [], "commands listed here that no page gives any more"
 
 
 class Served:

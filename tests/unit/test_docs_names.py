@@ -1,5 +1,5 @@
-"""The docs cannot drift from the code: every code name README.md and
-docs/architecture.md mention in backticks exists: files, modules and their members,
+"""The docs cannot drift from the code: every code name README.md and the pages of
+docs/ mention in backticks exists: files, modules and their members,
 `path/module.NAME` references, and constants or variables in capitals."""
 
 from __future__ import annotations
@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-DOCS: Final = ("README.md", "docs/architecture.md")
+DOCS: Final = tuple(
+    p.relative_to(ROOT).as_posix()
+    for p in (ROOT / "README.md", ROOT / "UPGRADING.md", *sorted((ROOT / "docs").glob("*.md")))
+    if p.exists()
+)
 # Where a short path in the docs may be rooted (`adapters/fencing.py` is the layer's).
-ROOTS: Final = (ROOT, ROOT / "shared" / "interlock", ROOT / "shared")
+ROOTS: Final = (ROOT, ROOT / "shared" / "interlock", ROOT / "shared", ROOT / "docs")
 CODE_GLOBS: Final = (
     "shared/**/*.py",
     "functions/**/*.py",
@@ -138,7 +142,7 @@ def test_the_layout_names_every_module() -> None:
 def test_the_layout_and_the_readme_name_every_test_tier() -> None:
     layout = _layout()
     listed = layout[layout.index("\ntests/ ") : layout.index("\nbench/ ")]
-    readme = (ROOT / "README.md").read_text()
+    table = (ROOT / "docs" / "testing.md").read_text()
 
     assert [t for t in _tiers() if f" {t}/" not in listed] == []
-    assert [t for t in _tiers() if f"| `tests/{t}` |" not in readme] == []
+    assert [t for t in _tiers() if f"| `tests/{t}` |" not in table] == []

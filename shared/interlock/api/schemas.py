@@ -28,7 +28,7 @@ class Body(BaseModel):
 
 
 class ErrorDetail(Body):
-    code: str = Field(description="Stable error code; see the README's table")
+    code: str = Field(description="Stable error code; see docs/api.md's table")
     message: str
     holder: str | None = Field(default=None, description="The worker holding a claim")
 
