@@ -20,6 +20,7 @@ from interlock.adapters.schema import create_storage
 from interlock.timing import ManualClock, StorePolicy
 from local import moto_at_scale
 from local.emulator import Emulator
+from tests import reporting
 from tests.secret_watch import WATCH, SecretWatch
 
 REGION = "us-east-1"
@@ -60,6 +61,11 @@ FIRST: tuple[str, ...] = ("faults", "browser")
 WAITING: tuple[str, ...] = ("e2e", "channels")
 BUSY: tuple[str, ...] = ("race", "infra", "bench")
 ONE_GROUP: frozenset[str] = frozenset({"browser", "infra"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A run whose outcomes do not add up to what it collected fails (`tests/reporting`).
+    reporting.register(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -72,13 +72,29 @@ class Ledger:
     state: Any = None
 
 
-@SCHEMA.parametrize()
-@settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
-)
+# One test per operation, each with an id of its own: under the suite's workers, cases
+# that share one id are run but reported once (a report is keyed by its id).
+OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda operation: operation.label)
 def test_no_request_breaks_the_document_or_changes_the_store_when_refused(
-    case: Any, fuzz_server: LocalServer, fuzz_aws: dict[str, Any]
+    operation: Any, fuzz_server: LocalServer, fuzz_aws: dict[str, Any]
 ) -> None:
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    def examples(case: Any) -> None:
+        _one_request(case, fuzz_server, fuzz_aws)
+
+    examples()
+
+
+def _one_request(case: Any, fuzz_server: LocalServer, fuzz_aws: dict[str, Any]) -> None:
     token = fuzz_server.client("fuzzer", ["reporter"])
     headers = {"Authorization": f"Bearer {token.token}"}
     before = Ledger.state if Ledger.state is not None else snapshot(fuzz_aws)
